@@ -1,0 +1,41 @@
+# Two entry points (README.md): `make workflow` and `make test`. Both create the venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= 2
+# Rules call `python -m gdpo`: put the venv first on PATH for every command below.
+export PATH := $(BIN):$(PATH)
+
+.PHONY: setup workflow smoke test test-all lint clean
+
+$(STAMP): pyproject.toml envs/requirements-cpu.txt envs/requirements-test.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -r envs/requirements-cpu.txt -r envs/requirements-test.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+## setup: create .venv with the pinned CPU stack (torch==2.13.0) and the gdpo package
+setup: $(STAMP)
+
+## workflow: the default workflow at the CPU scale (config/mini.yaml)
+workflow: $(STAMP)
+	snakemake --profile profiles/workstation --cores $(CORES)
+
+## smoke: the same workflow at smoke scale (seconds)
+smoke: $(STAMP)
+	snakemake --profile profiles/workstation --cores $(CORES) --configfile config/smoke.yaml
+
+## test: the test suite (slow tests excluded; `make test-all` runs them too)
+test: $(STAMP)
+	pytest -n $(CORES)
+
+test-all: $(STAMP)
+	pytest -n $(CORES) -m "slow or not slow"
+
+## lint: snakemake --lint on the default config
+lint: $(STAMP)
+	snakemake --lint
+
+clean:
+	rm -rf results .snakemake

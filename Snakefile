@@ -1,0 +1,27 @@
+# GDPO reproducibility suite: one pipeline, four scales of evidence (see README.md).
+#   snakemake --cores 2                                  # default: config/mini.yaml
+#   snakemake --cores 2 --configfile config/smoke.yaml   # another scale
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The default config is read only when none is given on the command line, so a chosen config is
+# never silently merged with mini's keys.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/mini.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.exact.input,
+        f"paper_figures/{SCALE}/claims.csv",
+        f"paper_figures/{SCALE}/CLAIMS.md",

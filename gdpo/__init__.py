@@ -1,0 +1,3 @@
+"""GDPO reproducibility suite: advantage estimators, exact analysis, training and reporting."""
+
+__version__ = "0.1.0"

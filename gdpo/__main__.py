@@ -1,0 +1,3 @@
+from gdpo.cli import main
+import sys
+sys.exit(main())

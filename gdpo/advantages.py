@@ -1,0 +1,591 @@
+"""Advantage estimators for multi-reward group-relative RL: the one place advantages are computed.
+
+Every part of the suite (the TRL trainer subclass, the policy-gradient bench, the exact collapse
+analysis) calls :func:`compute_advantages`; a new estimator is added in one place with
+:func:`register_estimator`.
+
+Shapes used throughout: ``B`` rollouts in the batch, grouped contiguously in ``P = B / G`` groups of
+``G = num_generations`` rollouts of the same prompt (TRL's layout), ``n`` reward functions.
+A reward of NaN means "no reward" (a TRL reward function returned ``None``).
+
+Methods (PAPER.md §1), with weights ``w``:
+
+- ``grpo``       r = Σ_k w_k r_k ; A = (r − mean_group) / std_group
+- ``grpo_nostd`` A = r − mean_group (Dr.GRPO style; TRL ``scale_rewards="none"``)
+- ``gdpo``       A_k = (r_k − mean_group) / std_group per reward ; A = batch_whiten(Σ_k w_k A_k)
+- ``gdpo_nobn``  GDPO without the batch step (the paper's App. A ablation)
+
+The numeric details that peer implementations disagree on (ε placement, missing rewards, token- vs
+sample-weighted batch whitening, leave-one-out baselines) are a named :class:`Convention`.
+
+Rules that hold in every convention (so no NaN ever leaves :func:`compute_advantages`):
+
+- std is the sample std (ddof = 1), as in every official implementation;
+- a group whose valid values are all equal (zero std) contributes advantage 0;
+- a group with a single valid value contributes 0 (``singleton_group="zero"``) or the value itself
+  (``"identity"``: verl's mean 0 / std 1);
+- a rollout whose rewards are all NaN gets advantage 0 and takes no part in any statistic (TRL would
+  score it as a zero reward; a rollout no reward function applies to carries no signal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import torch
+
+__all__ = [
+    "AdvantageInputs",
+    "Convention",
+    "available_conventions",
+    "available_methods",
+    "batch_whiten",
+    "compute_advantages",
+    "condition_rewards",
+    "get_convention",
+    "get_estimator",
+    "group_normalise",
+    "register_convention",
+    "register_estimator",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Numeric conventions
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Convention:
+    """Numeric details of one peer implementation (PAPER.md §1, second table).
+
+    Attributes:
+        name: registry key, recorded with every result.
+        group_eps: ε in ``(x − baseline) / (std_group + ε)``.
+        leave_one_out: the baseline and std (ddof = 1) of a rollout are those of the *other* valid
+            rollouts of its group, and the difference is left undivided where those others are all equal
+            (NeMo-RL's ``use_leave_one_out_baseline``).
+        missing_rewards: ``"exclude"``: a NaN reward is left out of that reward's statistics and
+            contributes 0 to its rollout's sum (TRL ≥ 0.27); ``"zero"``: NaN is read as reward 0 before
+            any statistic (NVlabs/GDPO).
+        singleton_group: a group with one valid value gives ``"zero"`` advantage, or ``"identity"``
+            (mean 0, std 1, i.e. the value itself; verl).
+        batch_whitening: GDPO's batch step over rollouts (``"sample"``) or over response tokens
+            (``"token"``: each rollout weighted by its response length; needs ``response_lengths``).
+        batch_eps: ε of the batch step.
+        batch_eps_in_sqrt: the batch step divides by ``sqrt(var + ε)`` (verl's ``rsqrt``) instead of
+            ``std + ε``.
+        source: where this convention comes from (recorded in results).
+    """
+
+    name: str
+    group_eps: float = 1e-4
+    leave_one_out: bool = False
+    missing_rewards: Literal["exclude", "zero"] = "exclude"
+    singleton_group: Literal["zero", "identity"] = "zero"
+    batch_whitening: Literal["sample", "token"] = "sample"
+    batch_eps: float = 1e-4
+    batch_eps_in_sqrt: bool = False
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        allowed = {
+            "missing_rewards": ("exclude", "zero"),
+            "singleton_group": ("zero", "identity"),
+            "batch_whitening": ("sample", "token"),
+        }
+        for field, values in allowed.items():
+            if getattr(self, field) not in values:
+                raise ValueError(
+                    f"Convention {self.name!r}: {field}={getattr(self, field)!r} is not one of {values}."
+                )
+        for field in ("group_eps", "batch_eps"):
+            value = getattr(self, field)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"Convention {self.name!r}: {field} must be a finite number ≥ 0, got {value!r}.")
+
+
+_CONVENTIONS: dict[str, Convention] = {}
+
+
+def register_convention(convention: Convention) -> Convention:
+    """Add a named convention; a name can be registered once."""
+    if convention.name in _CONVENTIONS:
+        raise ValueError(f"A convention named {convention.name!r} is already registered; choose another name.")
+    _CONVENTIONS[convention.name] = convention
+    return convention
+
+
+def available_conventions() -> list[str]:
+    """Names of the registered conventions, sorted."""
+    return sorted(_CONVENTIONS)
+
+
+def get_convention(convention: str | Convention) -> Convention:
+    """Look up a convention by name (a :class:`Convention` is returned as is)."""
+    if isinstance(convention, Convention):
+        return convention
+    try:
+        return _CONVENTIONS[convention]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown advantage convention {convention!r}; valid conventions are: "
+            f"{', '.join(available_conventions())}."
+        ) from None
+
+
+register_convention(
+    Convention(
+        name="trl",
+        group_eps=1e-4,
+        batch_eps=1e-4,
+        missing_rewards="exclude",
+        source='TRL >= 0.27 GRPOTrainer (multi_objective_aggregation="normalize_then_sum" for GDPO)',
+    )
+)
+register_convention(
+    Convention(
+        name="nvlabs",
+        group_eps=1e-4,
+        batch_eps=1e-4,
+        missing_rewards="zero",
+        source="NVlabs/GDPO (TRL 0.18 fork, apply_gdpo=True)",
+    )
+)
+register_convention(
+    Convention(
+        name="verl",
+        group_eps=1e-6,
+        singleton_group="identity",
+        batch_whitening="token",
+        batch_eps=1e-8,
+        batch_eps_in_sqrt=True,
+        source="verl adv_estimator=gdpo (token-weighted masked_whiten of the summed advantage)",
+    )
+)
+register_convention(
+    Convention(
+        name="nemo",
+        group_eps=1e-6,
+        batch_eps=0.0,
+        source="NeMo-RL GDPOAdvantageEstimator",
+    )
+)
+register_convention(
+    Convention(
+        name="nemo_loo",
+        group_eps=1e-6,
+        batch_eps=0.0,
+        leave_one_out=True,
+        source="NeMo-RL GDPOAdvantageEstimator with the leave-one-out baseline",
+    )
+)
+register_convention(
+    Convention(
+        name="exact",
+        group_eps=0.0,
+        batch_eps=0.0,
+        source="the paper's equations with no ε (exact analysis, toy checks)",
+    )
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Building blocks (public, so that a new estimator is a few lines)
+# --------------------------------------------------------------------------------------------------
+
+
+def group_normalise(values: torch.Tensor, num_generations: int, convention: Convention, scale: bool = True) -> torch.Tensor:
+    """Normalise each column within each group of ``num_generations`` consecutive rows.
+
+    Args:
+        values: (B, K) float, NaN = missing (left out of the statistics).
+        num_generations: G; B must be a multiple of G.
+        convention: ε, baseline and singleton handling. With ``leave_one_out`` the baseline and the std
+            (ddof = 1) of a rollout are those of the other valid rollouts of its group, and where those
+            others are all equal the difference is left undivided (NeMo-RL).
+        scale: divide by the std (+ ε); ``False`` only subtracts the baseline.
+
+    Returns:
+        (B, K) advantages; 0 where the value is missing, where the group's valid values are all equal,
+        and for single-value groups unless ``convention.singleton_group == "identity"``.
+    """
+    num_rows, num_cols = values.shape
+    grouped = values.reshape(num_rows // num_generations, num_generations, num_cols)
+    valid = ~torch.isnan(grouped)
+    zeros = torch.zeros_like(grouped)
+    count = valid.sum(dim=1, keepdim=True).to(grouped.dtype)
+    filled = torch.where(valid, grouped, zeros)
+    total = filled.sum(dim=1, keepdim=True)
+    if convention.leave_one_out:
+        baseline = (total - filled) / (count - 1).clamp(min=1)
+        advantages = filled - baseline
+        if scale:
+            # (P, G_i, G_j, K): rollout j as seen from rollout i's comparison set.
+            others = valid.unsqueeze(1) & ~torch.eye(num_generations, dtype=torch.bool).view(
+                1, num_generations, num_generations, 1
+            )
+            deviation = torch.where(others, grouped.unsqueeze(1) - baseline.unsqueeze(2), 0.0)
+            std = ((deviation**2).sum(dim=2) / (count - 2).clamp(min=1)).sqrt()
+            others_constant = _all_equal(grouped.unsqueeze(1).expand_as(others), others, dim=2)
+            divide = (std > 0) & ~others_constant
+            advantages = torch.where(divide, advantages / (std + convention.group_eps).clamp_min(_TINY), advantages)
+    else:
+        mean = total / count.clamp(min=1)
+        advantages = filled - mean
+        if scale:
+            squares = torch.where(valid, (grouped - mean) ** 2, zeros)
+            std = (squares.sum(dim=1, keepdim=True) / (count - 1).clamp(min=1)).sqrt()
+            advantages = advantages / (std + convention.group_eps).clamp_min(_TINY)
+
+    # Exact zero-spread test: float rounding of the mean would otherwise leave ±1e-17 residues that
+    # a zero ε turns into ±1.
+    singleton = count == 1
+    advantages = torch.where(_all_equal(grouped, valid, dim=1, keepdim=True) & ~singleton, zeros, advantages)
+    advantages = torch.where(singleton, filled if convention.singleton_group == "identity" else zeros, advantages)
+    advantages = torch.where(valid, advantages, zeros)
+    return advantages.reshape(num_rows, num_cols)
+
+
+_TINY = torch.finfo(torch.float64).tiny
+
+
+def _all_equal(values: torch.Tensor, mask: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
+    """True where the values selected by ``mask`` along ``dim`` are all equal (or there are none)."""
+    inf = torch.full_like(values, float("inf"))
+    low = torch.where(mask, values, inf).amin(dim=dim, keepdim=keepdim)
+    high = torch.where(mask, values, -inf).amax(dim=dim, keepdim=keepdim)
+    return (low == high) | ~mask.any(dim=dim, keepdim=keepdim)
+
+
+def batch_whiten(
+    values: torch.Tensor,
+    convention: Convention,
+    valid: torch.Tensor | None = None,
+    response_lengths: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """GDPO's batch step: whiten ``values`` over every valid rollout of the batch.
+
+    Args:
+        values: (B,) float.
+        convention: sample- or token-weighted, ε and its placement.
+        valid: (B,) bool; rows outside it take no part and are returned as 0. Default: all rows.
+        response_lengths: (B,) response lengths in tokens; required for token-weighted whitening,
+            where a rollout counts once per token (mean and unbiased variance over all response tokens).
+
+    Returns:
+        (B,) whitened values; all 0 if the valid values are all equal.
+    """
+    if valid is None:
+        valid = torch.ones_like(values, dtype=torch.bool)
+    if convention.batch_whitening == "token":
+        if response_lengths is None:
+            raise ValueError(
+                f"Convention {convention.name!r} whitens over response tokens, so it needs response_lengths: "
+                "pass response_lengths=(B,) token counts of each completion, or use a sample-weighted "
+                "convention such as 'trl'."
+            )
+        weight = torch.where(valid, response_lengths.to(values.dtype), torch.zeros_like(values))
+    else:
+        weight = valid.to(values.dtype)
+    total_weight = weight.sum()
+    if total_weight <= 1:
+        return torch.zeros_like(values)
+    mean = (weight * values).sum() / total_weight
+    # Unbiased over the counted units (rollouts or tokens), as torch.std and verl's masked_var.
+    variance = (weight * (values - mean) ** 2).sum() / (total_weight - 1)
+    if convention.batch_eps_in_sqrt:
+        denominator = (variance + convention.batch_eps).sqrt()
+    else:
+        denominator = variance.sqrt() + convention.batch_eps
+    whitened = (values - mean) / denominator.clamp_min(_TINY)
+    if _all_equal(values, valid & (weight > 0), dim=0):
+        whitened = torch.zeros_like(values)
+    return torch.where(valid, whitened, torch.zeros_like(values))
+
+
+# --------------------------------------------------------------------------------------------------
+# Estimator registry
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AdvantageInputs:
+    """Validated inputs handed to every registered estimator.
+
+    Attributes:
+        rewards: (B, n) float64, NaN = no reward (already converted to 0 under ``missing_rewards="zero"``,
+            except in rows where every reward is NaN).
+        weights: (n,) float64.
+        num_generations: G ≥ 2, with B a multiple of G.
+        convention: the numeric convention.
+        response_lengths: (B,) float64 token counts, or None.
+    """
+
+    rewards: torch.Tensor
+    weights: torch.Tensor
+    num_generations: int
+    convention: Convention
+    response_lengths: torch.Tensor | None
+
+    @property
+    def rollout_has_reward(self) -> torch.Tensor:
+        """(B,) bool: at least one reward is not NaN."""
+        return ~torch.isnan(self.rewards).all(dim=1)
+
+    def weighted_sum(self) -> torch.Tensor:
+        """(B,) Σ_k w_k r_k over the non-NaN rewards; NaN for rollouts without any reward."""
+        summed = torch.nansum(self.rewards * self.weights, dim=1)
+        return torch.where(self.rollout_has_reward, summed, torch.full_like(summed, float("nan")))
+
+
+Estimator = Callable[[AdvantageInputs], torch.Tensor]
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimatorSpec:
+    name: str
+    function: Estimator
+    description: str
+
+
+_ESTIMATORS: dict[str, EstimatorSpec] = {}
+
+
+def register_estimator(name: str, description: str = "") -> Callable[[Estimator], Estimator]:
+    """Decorator adding an estimator ``f(inputs: AdvantageInputs) -> (B,) tensor`` under ``name``.
+
+    Example::
+
+        @register_estimator("grpo_max", description="group max as baseline")
+        def grpo_max(inputs):
+            ...
+    """
+
+    def decorate(function: Estimator) -> Estimator:
+        if name in _ESTIMATORS:
+            raise ValueError(
+                f"An advantage estimator named {name!r} is already registered "
+                f"({_ESTIMATORS[name].function.__module__}.{_ESTIMATORS[name].function.__qualname__}); "
+                "choose another name."
+            )
+        _ESTIMATORS[name] = EstimatorSpec(name, function, description or (function.__doc__ or "").strip())
+        return function
+
+    return decorate
+
+
+def available_methods() -> list[str]:
+    """Names of the registered estimators, sorted."""
+    return sorted(_ESTIMATORS)
+
+
+def get_estimator(name: str) -> EstimatorSpec:
+    """Look up an estimator by name; unknown names raise ``ValueError`` listing the valid ones."""
+    try:
+        return _ESTIMATORS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown advantage method {name!r}; valid methods are: {', '.join(available_methods())}."
+        ) from None
+
+
+@register_estimator("grpo", description="GRPO on the weighted reward sum: (r − group mean) / group std")
+def _grpo(inputs: AdvantageInputs) -> torch.Tensor:
+    summed = inputs.weighted_sum().unsqueeze(1)
+    return group_normalise(summed, inputs.num_generations, inputs.convention, scale=True).squeeze(1)
+
+
+@register_estimator("grpo_nostd", description="GRPO without std scaling (Dr.GRPO): r − group mean")
+def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
+    summed = inputs.weighted_sum().unsqueeze(1)
+    return group_normalise(summed, inputs.num_generations, inputs.convention, scale=False).squeeze(1)
+
+
+def _gdpo_sum(inputs: AdvantageInputs) -> torch.Tensor:
+    per_reward = group_normalise(inputs.rewards, inputs.num_generations, inputs.convention, scale=True)
+    return (per_reward * inputs.weights).sum(dim=1)
+
+
+@register_estimator("gdpo", description="GDPO: per-reward group normalisation, weighted sum, batch whitening")
+def _gdpo(inputs: AdvantageInputs) -> torch.Tensor:
+    return batch_whiten(_gdpo_sum(inputs), inputs.convention, inputs.rollout_has_reward, inputs.response_lengths)
+
+
+@register_estimator("gdpo_nobn", description="GDPO without the batch step (App. A ablation)")
+def _gdpo_nobn(inputs: AdvantageInputs) -> torch.Tensor:
+    return _gdpo_sum(inputs)
+
+
+# --------------------------------------------------------------------------------------------------
+# Input validation and the public entry point
+# --------------------------------------------------------------------------------------------------
+
+
+def _as_float64(values, what: str) -> tuple[torch.Tensor, torch.device | None, torch.dtype | None]:
+    """Convert a tensor or array-like (``None`` entries allowed, read as NaN) to a float64 tensor."""
+    if isinstance(values, torch.Tensor):
+        if values.is_complex() or not (values.is_floating_point() or values.dtype in _INTEGER_DTYPES):
+            raise ValueError(f"{what} must be real numbers, got a tensor of dtype {values.dtype}.")
+        out_dtype = values.dtype if values.is_floating_point() else None
+        return values.detach().to(torch.float64), values.device, out_dtype
+    try:
+        array = np.asarray(values)
+        if array.dtype == object:
+            array = np.vectorize(lambda v: np.nan if v is None else v, otypes=[object])(array)
+        if array.dtype.kind not in "biuf" and array.dtype != object:
+            raise TypeError(array.dtype)
+        array = array.astype(np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{what} must be numbers (None or NaN for 'no reward') in a rectangular array: could not read "
+            f"them as float ({error}). Check that every reward function returns a float or None."
+        ) from None
+    return torch.from_numpy(array), None, None
+
+
+_INTEGER_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def compute_advantages(
+    rewards,
+    num_generations: int,
+    method: str,
+    weights: Sequence[float] | torch.Tensor | None = None,
+    convention: str | Convention = "trl",
+    response_lengths: Sequence[float] | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Advantages of a batch of rollouts under a registered method and numeric convention.
+
+    Args:
+        rewards: (B, n) rewards — tensor or array-like — rows grouped contiguously in groups of
+            ``num_generations`` (TRL's layout); NaN or None = no reward. A 1-D input is one reward.
+        num_generations: G, rollouts per prompt (≥ 2).
+        method: a registered estimator (:func:`available_methods`): ``grpo``, ``grpo_nostd``, ``gdpo``,
+            ``gdpo_nobn``, …
+        weights: (n,) reward weights (default all 1): applied before normalisation in GRPO, after the
+            per-reward normalisation in GDPO.
+        convention: a registered convention name (:func:`available_conventions`) or a :class:`Convention`.
+        response_lengths: (B,) response lengths in tokens; needed by token-weighted conventions (``verl``).
+
+    Returns:
+        (B,) advantages, never NaN; float dtype of ``rewards`` if it is a floating tensor (else float64),
+        on its device.
+
+    Raises:
+        ValueError: bad shapes, G < 2, B not a multiple of G, weights of the wrong length, non-numeric
+            or infinite rewards, missing ``response_lengths`` for a token-weighted convention, unknown
+            method or convention. The message says how to fix it.
+    """
+    estimator = get_estimator(method)
+    convention = get_convention(convention)
+    reward_matrix, device, out_dtype = _as_float64(rewards, "rewards")
+    if reward_matrix.ndim == 1:
+        reward_matrix = reward_matrix.unsqueeze(1)
+    if reward_matrix.ndim != 2:
+        raise ValueError(
+            f"rewards must have shape (B, n) — one row per rollout, one column per reward function — "
+            f"got shape {tuple(reward_matrix.shape)}."
+        )
+    num_rows, num_rewards = reward_matrix.shape
+    if isinstance(num_generations, bool) or not isinstance(num_generations, (int, np.integer)) or num_generations < 2:
+        raise ValueError(
+            f"num_generations must be an integer ≥ 2 (got {num_generations!r}): group-relative advantages "
+            "compare the rollouts of one prompt, so each prompt needs at least 2 rollouts."
+        )
+    num_generations = int(num_generations)
+    if num_rows % num_generations:
+        raise ValueError(
+            f"rewards has {num_rows} rows, which is not a multiple of num_generations={num_generations}: "
+            f"pass all {num_generations} rollouts of every prompt, grouped contiguously (TRL's layout)."
+        )
+    if num_rewards == 0:
+        raise ValueError("rewards has no columns: pass at least one reward function's values.")
+    infinite = torch.isinf(reward_matrix)
+    if infinite.any():
+        rows = torch.nonzero(infinite.any(dim=1)).flatten()[:5].tolist()
+        raise ValueError(
+            f"rewards contain ±inf (rows {rows}): rewards must be finite, with NaN/None meaning 'no reward'. "
+            "Fix or clip the reward function."
+        )
+
+    if weights is None:
+        weight_vector = torch.ones(num_rewards, dtype=torch.float64)
+    else:
+        weight_vector = _as_float64(weights, "weights")[0].flatten()
+        if weight_vector.numel() != num_rewards:
+            raise ValueError(
+                f"weights has {weight_vector.numel()} entries but rewards has {num_rewards} columns: "
+                "give one weight per reward function, in the same order."
+            )
+        if not torch.isfinite(weight_vector).all():
+            raise ValueError(f"weights must be finite numbers, got {weight_vector.tolist()}.")
+
+    lengths = None
+    if response_lengths is not None:
+        lengths = _as_float64(response_lengths, "response_lengths")[0].flatten()
+        if lengths.numel() != num_rows:
+            raise ValueError(
+                f"response_lengths has {lengths.numel()} entries but rewards has {num_rows} rows: give the "
+                "token count of every completion, in the same order."
+            )
+        if not torch.isfinite(lengths).all() or (lengths < 0).any():
+            raise ValueError("response_lengths must be finite token counts ≥ 0.")
+
+    if convention.missing_rewards == "zero":
+        no_reward = torch.isnan(reward_matrix).all(dim=1, keepdim=True)
+        reward_matrix = torch.where(no_reward, reward_matrix, torch.nan_to_num(reward_matrix, nan=0.0))
+
+    inputs = AdvantageInputs(reward_matrix, weight_vector, num_generations, convention, lengths)
+    advantages = estimator.function(inputs)
+    advantages = torch.where(inputs.rollout_has_reward, advantages, torch.zeros_like(advantages))
+    if torch.isnan(advantages).any():  # a registered estimator broke the contract
+        raise RuntimeError(f"Advantage method {method!r} produced NaN; this is a bug in that estimator.")
+    if out_dtype is not None:
+        advantages = advantages.to(out_dtype)
+    if device is not None:
+        advantages = advantages.to(device)
+    return advantages
+
+
+# --------------------------------------------------------------------------------------------------
+# Reward transforms
+# --------------------------------------------------------------------------------------------------
+
+
+def condition_rewards(rewards, easy: int | Sequence[int], hard: int, threshold: float = 1.0) -> torch.Tensor:
+    """Reward conditioning (Eq. 8): pay the easy reward(s) only where the hard one reaches ``threshold``.
+
+    ``r_easy ← r_easy if r_hard ≥ threshold else 0``; a NaN hard reward counts as not reached.
+
+    Args:
+        rewards: (B, n) tensor or array-like.
+        easy: column index (or indices) of the reward(s) to condition, e.g. the length reward.
+        hard: column index of the conditioning reward, e.g. correctness.
+        threshold: the hard reward's pass mark.
+
+    Returns:
+        (B, n) float tensor, a new tensor (the input is not modified).
+    """
+    matrix, device, out_dtype = _as_float64(rewards, "rewards")
+    if matrix.ndim != 2:
+        raise ValueError(f"rewards must have shape (B, n), got {tuple(matrix.shape)}.")
+    easy_columns = [easy] if isinstance(easy, (int, np.integer)) else list(easy)
+    num_rewards = matrix.shape[1]
+    for column in [*easy_columns, hard]:
+        if not isinstance(column, (int, np.integer)) or not -num_rewards <= column < num_rewards:
+            raise ValueError(f"reward column {column!r} does not exist: rewards has {num_rewards} columns.")
+    if hard % num_rewards in {c % num_rewards for c in easy_columns}:
+        raise ValueError("the hard (conditioning) reward cannot also be an easy (conditioned) reward.")
+    conditioned = matrix.clone()
+    reached = matrix[:, hard] >= threshold
+    for column in easy_columns:
+        conditioned[:, column] = torch.where(reached, matrix[:, column], torch.zeros_like(matrix[:, column]))
+    if out_dtype is not None:
+        conditioned = conditioned.to(out_dtype)
+    if device is not None:
+        conditioned = conditioned.to(device)
+    return conditioned

@@ -1,0 +1,189 @@
+"""``gdpo``: command-line entry point. The Snakemake rules call these subcommands; users can too.
+
+Run ``gdpo --help`` for the list, ``gdpo <subcommand> --help`` for each one's options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DESCRIPTION = """\
+Reproducibility suite for GDPO vs GRPO (multi-reward RL for LLMs).
+
+The workflow (`snakemake --cores 2`) calls these subcommands; each reads and writes plain files, so you
+can also run them by hand. Typical uses:
+
+  gdpo methods                                  list advantage estimators and numeric conventions
+  gdpo advantages --rewards "0,1;1,1" -G 2 --method gdpo
+                                                advantages of one batch of rollouts
+  gdpo exact-counts --out counts.csv            the exact collapse analysis (claims C1, C2)
+  gdpo validate-config config/mini.yaml         check a config file against the schema
+"""
+
+
+def _parse_matrix(text: str) -> list[list[float | None]]:
+    """'0,1;1,nan;2,' → rows separated by ';', values by ','; empty / nan / none = no reward."""
+    rows = []
+    for row in text.split(";"):
+        values = []
+        for value in row.split(","):
+            value = value.strip()
+            values.append(None if value.lower() in ("", "nan", "none") else float(value))
+        rows.append(values)
+    return rows
+
+
+def _parse_list(text: str | None) -> list[float] | None:
+    return None if text is None else [float(v) for v in text.split(",")]
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    from gdpo.advantages import available_conventions, available_methods, get_convention, get_estimator
+
+    print("Advantage methods (compute_advantages(..., method=...)):")
+    for name in available_methods():
+        print(f"  {name:<12} {get_estimator(name).description}")
+    print("\nNumeric conventions (compute_advantages(..., convention=...)):")
+    for name in available_conventions():
+        print(f"  {name:<12} {get_convention(name).source}")
+    return 0
+
+
+def cmd_advantages(args: argparse.Namespace) -> int:
+    from gdpo.advantages import compute_advantages
+
+    rewards = _parse_matrix(args.rewards)
+    advantages = compute_advantages(
+        rewards,
+        args.num_generations,
+        args.method,
+        weights=_parse_list(args.weights),
+        convention=args.convention,
+        response_lengths=_parse_list(args.lengths),
+    )
+    print(f"method={args.method} convention={args.convention} G={args.num_generations}")
+    print("rollout  rewards               advantage")
+    for index, (row, value) in enumerate(zip(rewards, advantages.tolist())):
+        shown = ",".join("nan" if v is None else f"{v:g}" for v in row)
+        print(f"{index:>7}  {shown:<20}  {value:+.6f}")
+    return 0
+
+
+def cmd_exact_counts(args: argparse.Namespace) -> int:
+    from gdpo.analysis.exact import distinct_counts_table, grid_points
+
+    table = distinct_counts_table(grid_points(args.max_rollouts, args.max_rewards), decimals=args.decimals)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    print(f"wrote {args.out} ({len(table)} rows)")
+    return 0
+
+
+def cmd_exact_fig2_table(args: argparse.Namespace) -> int:
+    from gdpo.analysis.exact import figure2_table
+
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    figure2_table().to_csv(args.out, index=False)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_figure(args: argparse.Namespace) -> int:
+    from gdpo.reporting import figures
+
+    function = {"fig2": figures.figure2_advantage_groups, "fig3": figures.figure3_distinct_groups}[args.name]
+    for path in function(args.input, args.out):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from gdpo.reporting.claims import write_ledger
+
+    ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md)
+    for row in ledger.itertuples():
+        print(f"{row.claim_id:<4} {row.scale:<6} {row.verdict}")
+    return 0
+
+
+def cmd_validate_config(args: argparse.Namespace) -> int:
+    from gdpo.config import load_config
+
+    for file in args.files:
+        load_config(file)
+        print(f"{file}: valid")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gdpo", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", metavar="<subcommand>", required=True)
+
+    sub = commands.add_parser("methods", help="list the registered advantage methods and conventions")
+    sub.set_defaults(handler=cmd_methods)
+
+    sub = commands.add_parser(
+        "advantages",
+        help="compute the advantages of one batch of rollouts",
+        description="Compute advantages with gdpo.advantages.compute_advantages and print them per rollout.",
+    )
+    sub.add_argument("--rewards", required=True,
+                     help="reward matrix: rows (rollouts) separated by ';', rewards by ','; "
+                          "nan or empty = no reward. Rows are grouped G at a time. Example: '0,1;1,1'")
+    sub.add_argument("-G", "--num-generations", type=int, required=True, help="rollouts per prompt (group size)")
+    sub.add_argument("--method", default="gdpo", help="advantage method (see `gdpo methods`); default gdpo")
+    sub.add_argument("--weights", help="comma-separated reward weights, one per reward (default all 1)")
+    sub.add_argument("--convention", default="trl", help="numeric convention (see `gdpo methods`); default trl")
+    sub.add_argument("--lengths", help="comma-separated response lengths in tokens (needed by 'verl')")
+    sub.set_defaults(handler=cmd_advantages)
+
+    sub = commands.add_parser(
+        "exact-counts",
+        help="count distinct advantage groups over all binary reward combinations (C1, C2)",
+        description="Writes a CSV with columns method, rollouts, rewards, distinct_groups, "
+                    "reward_combinations, axis for G = 2..max_rollouts (n = 2) and n = 2..max_rewards (G = 4).",
+    )
+    sub.add_argument("--out", required=True, help="output CSV path")
+    sub.add_argument("--max-rollouts", type=int, default=16, help="largest G at n = 2 (default 16)")
+    sub.add_argument("--max-rewards", type=int, default=8, help="largest n at G = 4 (default 8)")
+    sub.add_argument("--decimals", type=int, default=6, help="rounding before comparing tuples (default 6)")
+    sub.set_defaults(handler=cmd_exact_counts)
+
+    sub = commands.add_parser("exact-fig2-table", help="the Fig. 2 table: G = 2, n = 2, every combination")
+    sub.add_argument("--out", required=True, help="output CSV path")
+    sub.set_defaults(handler=cmd_exact_fig2_table)
+
+    sub = commands.add_parser("figure", help="draw one paper figure (PNG + PDF) from its CSV")
+    sub.add_argument("name", choices=["fig2", "fig3"], help="fig2: Fig. 2 table CSV; fig3: distinct counts CSV")
+    sub.add_argument("--input", required=True, help="input CSV")
+    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
+    sub.set_defaults(handler=cmd_figure)
+
+    sub = commands.add_parser("claims", help="write the claims ledger (claims.csv and CLAIMS.md)")
+    sub.add_argument("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)")
+    sub.add_argument("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`")
+    sub.add_argument("--out-csv", required=True)
+    sub.add_argument("--out-md", required=True)
+    sub.set_defaults(handler=cmd_claims)
+
+    sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
+    sub.add_argument("files", nargs="+", help="config YAML files")
+    sub.set_defaults(handler=cmd_validate_config)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ValueError as error:  # bad input: say what is wrong, no traceback
+        print(f"gdpo {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Workflow configuration: validation against ``workflow/schemas/config.schema.yaml``.
+
+A bad key or value stops the workflow before any job runs, with a message that names the key, what is
+allowed there, and the config file it came from.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from gdpo.advantages import available_conventions, available_methods
+
+DEFAULT_SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """The workflow configuration does not match the schema."""
+
+
+def load_schema(schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
+    """The config schema, with the registered methods and conventions as the allowed values."""
+    path = Path(schema_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config schema not found at {path}; run from a checkout of the repository.")
+    schema = yaml.safe_load(path.read_text(encoding="utf-8"))
+    schema = copy.deepcopy(schema)
+    schema["properties"]["methods"]["items"]["enum"] = available_methods()
+    schema["properties"]["advantage_convention"]["enum"] = available_conventions()
+    return schema
+
+
+def _key_name(path: Sequence) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "(top level)"
+
+
+def _defines(config: Mapping, path: Sequence) -> bool:
+    node = config
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                return False
+        elif not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _blame(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
+    """The highest-precedence file that defines ``path`` (sources go from lowest to highest)."""
+    # A list item comes from whichever file set the whole list.
+    key_path = [p for p in path if not isinstance(p, int)]
+    for label, data in reversed(sources):
+        if _defines(data, key_path):
+            return label
+    return "--config on the command line"
+
+
+def _describe(error: jsonschema.ValidationError, sources: Sequence[tuple[str, Mapping]]) -> str:
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extras = [key for key in error.instance if key not in error.schema.get("properties", {})]
+        lines = []
+        for extra in extras:
+            key = _key_name([*path, extra])
+            lines.append(
+                f"- unknown key '{key}' (in {_blame([*path, extra], sources)}); allowed keys under "
+                f"'{_key_name(path)}': {', '.join(allowed)}"
+            )
+        return "\n".join(lines)
+    key = _key_name(path)
+    where = _blame(path, sources)
+    if error.validator == "enum":
+        allowed = ", ".join(str(v) for v in error.validator_value)
+        return f"- key '{key}' = {error.instance!r} (in {where}) is not allowed; allowed values: {allowed}"
+    if error.validator == "required":
+        return f"- missing key under '{key}' (in {where}): {error.message}"
+    description = error.schema.get("description")
+    hint = f" ({description})" if description else ""
+    return f"- key '{key}' = {error.instance!r} (in {where}): {error.message}{hint}"
+
+
+def validate_config(
+    config: Mapping,
+    schema_path: str | Path = DEFAULT_SCHEMA,
+    config_files: Iterable[str | Path] = (),
+) -> None:
+    """Raise :class:`ConfigError` listing every problem of ``config``.
+
+    Args:
+        config: the merged configuration (Snakemake's ``config``).
+        schema_path: the JSON schema (YAML).
+        config_files: the files that made ``config``, lowest precedence first; used to say which file a
+            bad key came from. Anything not found in them came from ``--config`` on the command line.
+    """
+    sources = []
+    for file in config_files:
+        try:
+            data = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            data = {}
+        sources.append((str(file), data if isinstance(data, Mapping) else {}))
+    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
+    errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        files = ", ".join(str(f) for f in config_files) or "no config file"
+        problems = "\n".join(_describe(error, sources) for error in errors)
+        raise ConfigError(
+            f"Invalid workflow configuration ({files}):\n{problems}\n"
+            f"The schema with every key's meaning is {schema_path}; fix the value in the file named above."
+        )
+
+
+def load_config(config_file: str | Path, schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
+    """Read and validate one config file (what ``gdpo validate-config`` does)."""
+    path = Path(config_file)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; the shipped configs are in config/.")
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    validate_config(config, schema_path, [path])
+    return config

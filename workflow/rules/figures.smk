@@ -1,0 +1,29 @@
+# Paper figures, drawn from the tidy CSVs only (PNG + PDF beside it).
+
+
+rule figure2:
+    input:
+        "results/exact/fig2_table.csv",
+    output:
+        png="paper_figures/{scale}/fig2_advantage_groups.png",
+        pdf="paper_figures/{scale}/fig2_advantage_groups.pdf",
+    log:
+        "results/{scale}/logs/figure2.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        "python -m gdpo figure fig2 --input {input} --out {output.png} > {log} 2>&1"
+
+
+rule figure3:
+    input:
+        "results/exact/distinct_counts.csv",
+    output:
+        png="paper_figures/{scale}/fig3_distinct_advantage_groups.png",
+        pdf="paper_figures/{scale}/fig3_distinct_advantage_groups.pdf",
+    log:
+        "results/{scale}/logs/figure3.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        "python -m gdpo figure fig3 --input {input} --out {output.png} > {log} 2>&1"
