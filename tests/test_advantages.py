@@ -1,0 +1,392 @@
+"""gdpo.advantages: toy values of the paper, conventions by hand, loop vs vectorised, properties, errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gdpo import advantages as adv
+from gdpo.advantages import (
+    Convention,
+    available_conventions,
+    available_methods,
+    batch_whiten,
+    compute_advantages,
+    condition_rewards,
+    get_convention,
+    register_estimator,
+)
+from tests.reference import reference_advantages
+
+SQRT_HALF = math.sqrt(0.5)
+METHODS = ["grpo", "grpo_nostd", "gdpo", "gdpo_nobn"]
+CONVENTIONS = ["trl", "nvlabs", "verl", "nemo", "nemo_loo", "exact"]
+
+
+def advantages_of(rewards, G, method, convention="exact", **kwargs):
+    return compute_advantages(rewards, G, method, convention=convention, **kwargs).tolist()
+
+
+# --------------------------------------------------------------------------------------------------
+# Toy values stated in the paper (PAPER.md §1), G = 2, two binary rewards
+# --------------------------------------------------------------------------------------------------
+
+# (rollout 1, rollout 2) reward vectors whose totals are (0,1), (0,2), (1,2) and (1,1).
+TOTALS_01 = [[0, 0], [0, 1]]
+TOTALS_02 = [[0, 0], [1, 1]]
+TOTALS_12 = [[0, 1], [1, 1]]
+TOTALS_11 = [[0, 1], [1, 0]]
+
+
+@pytest.mark.parametrize("group", [TOTALS_01, TOTALS_02, TOTALS_12])
+def test_grpo_collapses_unequal_totals_to_one_advantage_pair(group):
+    assert advantages_of(group, 2, "grpo") == pytest.approx([-0.7071, 0.7071], abs=1e-4)
+
+
+def test_grpo_equal_totals_give_zero():
+    assert advantages_of(TOTALS_11, 2, "grpo") == [0.0, 0.0]
+
+
+def test_grpo_nostd_toy_values():
+    assert advantages_of(TOTALS_01, 2, "grpo_nostd") == pytest.approx([-0.5, 0.5])
+    assert advantages_of(TOTALS_02, 2, "grpo_nostd") == pytest.approx([-1.0, 1.0])
+
+
+def test_gdpo_before_batch_step_toy_values():
+    assert advantages_of(TOTALS_01, 2, "gdpo_nobn") == pytest.approx([-0.7071, 0.7071], abs=1e-4)
+    assert advantages_of(TOTALS_02, 2, "gdpo_nobn") == pytest.approx([-1.4142, 1.4142], abs=1e-4)
+
+
+def test_toy_values_hold_with_trl_epsilon_to_three_decimals():
+    # ε = 1e-4 in the std shifts the fourth decimal: 0.5 / (0.70711 + 1e-4) = 0.70700.
+    assert advantages_of(TOTALS_01, 2, "grpo", "trl") == pytest.approx([-0.7071, 0.7071], abs=2e-4)
+    assert advantages_of(TOTALS_02, 2, "gdpo_nobn", "trl") == pytest.approx([-1.4142, 1.4142], abs=5e-4)
+
+
+def test_g3_equal_totals_grpo_zero():
+    # PAPER.md's G = 3 example: r1 = (1,1,0), r2 = (0,0,1); every total is 1, so GRPO gives 0.
+    rewards = [[1, 0], [1, 0], [0, 1]]
+    assert advantages_of(rewards, 3, "grpo") == [0.0, 0.0, 0.0]
+    # With two *complementary* binary rewards GDPO gives 0 too: r2 = 1 − r1 normalises to −A1, so
+    # A1 + A2 = 0. (PAPER.md's "GDPO gives non-zero advantages" does not hold for this exact example.)
+    assert advantages_of(rewards, 3, "gdpo_nobn") == pytest.approx([0, 0, 0], abs=1e-12)
+
+
+def test_equal_totals_resolved_by_gdpo_with_three_rewards():
+    # Equal totals (all 1) but rewards earned on different criteria: GRPO sees nothing, GDPO tells the
+    # rollouts that earned the common reward (0.866 − 0.5 − 0.5) from the rare ones (−0.866 + 1.5 − 0.5).
+    rewards = [[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert advantages_of(rewards, 4, "grpo") == [0.0] * 4
+    expected = math.sqrt(3) / 2 - 1.0
+    assert advantages_of(rewards, 4, "gdpo_nobn") == pytest.approx([expected, expected, -expected, -expected])
+
+
+def test_batch_step_makes_single_group_scale_free():
+    # NVlabs/GDPO issue #3: with one prompt in the batch, (0,1) and (0,2) become identical again.
+    assert advantages_of(TOTALS_01, 2, "gdpo") == pytest.approx(advantages_of(TOTALS_02, 2, "gdpo"))
+    # Across prompts the resolution survives: in one batch the (0,2) group keeps twice the magnitude.
+    batch = advantages_of(TOTALS_01 + TOTALS_02, 2, "gdpo")
+    assert batch[3] == pytest.approx(2 * batch[1])
+
+
+# --------------------------------------------------------------------------------------------------
+# Conventions against hand-computed cases
+# --------------------------------------------------------------------------------------------------
+
+
+def test_trl_convention_by_hand():
+    # One reward column (0, 1): group std 0.70711, ε = 1e-4 → ±0.5 / 0.70721 per reward.
+    per_reward = 0.5 / (SQRT_HALF + 1e-4)
+    assert advantages_of(TOTALS_01, 2, "gdpo_nobn", "trl") == pytest.approx([-per_reward, per_reward], rel=1e-12)
+    # Batch step: values ±a, mean 0, sample std a·√2 → ±1/(√2 + 1e-4/a).
+    whitened = per_reward / (per_reward * math.sqrt(2) + 1e-4)
+    assert advantages_of(TOTALS_01, 2, "gdpo", "trl") == pytest.approx([-whitened, whitened], rel=1e-12)
+
+
+def test_trl_excludes_missing_reward_while_nvlabs_reads_it_as_zero():
+    rewards = [[1, float("nan")], [0, 1]]
+    base = 0.5 / (SQRT_HALF + 1e-4)
+    # trl: reward 2 has one valid value in the group → contributes 0; reward 1 gives ±base.
+    assert advantages_of(rewards, 2, "gdpo_nobn", "trl") == pytest.approx([base, -base], rel=1e-12)
+    # nvlabs: NaN → 0, so reward 2 is (0, 1) → ∓base, cancelling reward 1.
+    assert advantages_of(rewards, 2, "gdpo_nobn", "nvlabs") == pytest.approx([0.0, 0.0], abs=1e-12)
+
+
+def test_verl_token_weighted_whitening_by_hand():
+    # Per-reward advantages ±c (c = 0.5 / (0.70711 + 1e-6)); response lengths 3 and 1 → tokens c, c, c, −c:
+    # mean c/2, unbiased variance (3·c²/4 + 9c²/4) / 3 = c² → (±c − c/2) / c = 0.5 and −1.5.
+    out = advantages_of([[1], [0]], 2, "gdpo", "verl", response_lengths=[3, 1])
+    assert out == pytest.approx([0.5, -1.5], abs=1e-7)
+
+
+def test_verl_singleton_group_keeps_raw_value():
+    # verl: a group with one (valid) sample has mean 0, std 1 → the reward itself.
+    assert advantages_of([[0.7], [float("nan")]], 2, "grpo", "verl") == pytest.approx([0.7, 0.0])
+    assert advantages_of([[0.7], [float("nan")]], 2, "grpo", "trl") == [0.0, 0.0]
+
+
+def test_nemo_leave_one_out_by_hand():
+    # Rewards (1, 0, 0, 0). Rollout 1: the others are all 0 → baseline 0, undivided → 1.
+    # Rollouts 2-4: baseline 1/3, the others {1, 0, 0} have sample std √(1/3) → (−1/3)/√(1/3) = −0.57735.
+    out = advantages_of([[1], [0], [0], [0]], 4, "grpo", "nemo_loo")
+    assert out == pytest.approx([1.0, -1 / math.sqrt(3), -1 / math.sqrt(3), -1 / math.sqrt(3)], rel=1e-5)
+    # Without leave-one-out: (1 − 1/4)/0.5 = 1.5 and (−1/4)/0.5 = −0.5.
+    assert advantages_of([[1], [0], [0], [0]], 4, "grpo", "nemo") == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
+
+
+def test_nemo_batch_step_has_no_epsilon():
+    # (1.5, −0.5, −0.5, −0.5)·k has sample std k, so the batch step divides by it exactly.
+    out = advantages_of([[1], [0], [0], [0]], 4, "gdpo", "nemo")
+    assert out == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-12)
+
+
+def test_exact_convention_has_no_epsilon():
+    assert advantages_of(TOTALS_01, 2, "grpo", "exact") == pytest.approx([-SQRT_HALF, SQRT_HALF], rel=1e-15)
+
+
+def test_batch_whiten_sample_vs_token():
+    values = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    sample = batch_whiten(values, get_convention("exact"))
+    assert sample.tolist() == pytest.approx([SQRT_HALF, -SQRT_HALF])
+    token = batch_whiten(values, get_convention("verl"), response_lengths=torch.tensor([1.0, 1.0]))
+    assert token.tolist() == pytest.approx([SQRT_HALF, -SQRT_HALF], rel=1e-7)
+
+
+# --------------------------------------------------------------------------------------------------
+# Loop reference vs vectorised, over shapes and seeds
+# --------------------------------------------------------------------------------------------------
+
+
+def random_rewards(rng: np.random.Generator, rows: int, num_rewards: int, kind: str) -> np.ndarray:
+    if kind == "binary":
+        rewards = rng.integers(0, 2, size=(rows, num_rewards)).astype(float)
+    elif kind == "ranged":  # ToolRL-like correctness in [−3, 3], a few distinct levels
+        rewards = rng.choice([-3.0, -1.5, 0.0, 1.0, 3.0], size=(rows, num_rewards))
+    else:  # graded in [0, 1] with missing values
+        rewards = rng.random((rows, num_rewards))
+        rewards[rng.random((rows, num_rewards)) < 0.25] = np.nan
+        rewards[rng.random(rows) < 0.1] = np.nan  # some rollouts without any reward
+    return rewards
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+@pytest.mark.parametrize("method", METHODS)
+def test_vectorised_matches_loop_reference(method, convention):
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        for G in (2, 3, 4, 8):
+            for prompts in (1, 3):
+                for num_rewards in (1, 2, 4):
+                    for kind in ("binary", "ranged", "graded"):
+                        rewards = random_rewards(rng, G * prompts, num_rewards, kind)
+                        weights = rng.uniform(0.1, 2.0, num_rewards).tolist()
+                        lengths = rng.integers(1, 6, G * prompts).tolist()
+                        got = compute_advantages(rewards, G, method, weights, convention, lengths)
+                        want = reference_advantages(rewards.tolist(), G, method, weights, convention, lengths)
+                        assert got.tolist() == pytest.approx(want, abs=1e-9), (seed, G, prompts, num_rewards, kind)
+
+
+# --------------------------------------------------------------------------------------------------
+# Properties
+# --------------------------------------------------------------------------------------------------
+
+# Rewards on a 1e-3 grid: a reward of 1e-152 next to 1.0 would only test float absorption.
+reward_batches = st.integers(2, 6).flatmap(
+    lambda G: st.tuples(
+        st.just(G),
+        st.integers(1, 4).flatmap(
+            lambda prompts: st.integers(1, 4).flatmap(
+                lambda n: st.lists(
+                    st.lists(st.one_of(st.sampled_from([0.0, 1.0, -3.0, 3.0, 0.5]), st.floats(-3, 3).map(lambda x: round(x, 3)), st.just(float("nan"))),
+                             min_size=n, max_size=n),
+                    min_size=G * prompts, max_size=G * prompts,
+                )
+            )
+        ),
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reward_batches, st.sampled_from(CONVENTIONS), st.sampled_from(METHODS))
+def test_never_nan_and_no_reward_rows_get_zero(batch, convention, method):
+    G, rewards = batch
+    lengths = [3] * len(rewards)
+    out = compute_advantages(rewards, G, method, convention=convention, response_lengths=lengths)
+    assert not torch.isnan(out).any()
+    for row, value in zip(rewards, out.tolist()):
+        if all(math.isnan(r) for r in row):
+            assert value == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(reward_batches, st.sampled_from(["trl", "nvlabs", "nemo", "nemo_loo", "exact"]))
+def test_batch_normalised_gdpo_has_mean_zero(batch, convention):
+    G, rewards = batch
+    out = compute_advantages(rewards, G, "gdpo", convention=convention)
+    assert float(out.sum()) == pytest.approx(0.0, abs=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(reward_batches, st.lists(st.integers(1, 50), min_size=24, max_size=24))
+def test_verl_gdpo_has_token_weighted_mean_zero(batch, lengths):
+    G, rewards = batch
+    lengths = lengths[: len(rewards)]
+    out = compute_advantages(rewards, G, "gdpo", convention="verl", response_lengths=lengths)
+    assert float((out * torch.tensor(lengths, dtype=out.dtype)).sum()) == pytest.approx(0.0, abs=1e-7)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reward_batches, st.floats(0.01, 100.0), st.sampled_from(["nemo", "nemo_loo", "exact"]))
+def test_gdpo_invariant_to_common_positive_weight_scale(batch, scale, convention):
+    # Exact invariance needs a batch step without ε (nemo, exact); with ε it holds up to ε's effect.
+    G, rewards = batch
+    num_rewards = len(rewards[0])
+    weights = [1.0 + k for k in range(num_rewards)]
+    base = compute_advantages(rewards, G, "gdpo", weights=weights, convention=convention)
+    scaled = compute_advantages(rewards, G, "gdpo", weights=[scale * w for w in weights], convention=convention)
+    assert scaled.tolist() == pytest.approx(base.tolist(), abs=1e-7)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reward_batches, st.floats(-5, 5), st.floats(0.1, 10))
+def test_gdpo_per_reward_normalisation_ignores_each_reward_scale_and_offset(batch, offset, scale):
+    # Decoupling: an affine change of one reward leaves GDPO's advantages unchanged.
+    G, rewards = batch
+    changed = [[scale * row[0] + offset, *row[1:]] for row in rewards]
+    base = compute_advantages(rewards, G, "gdpo_nobn", convention="exact")
+    assert compute_advantages(changed, G, "gdpo_nobn", convention="exact").tolist() == pytest.approx(
+        base.tolist(), abs=1e-7
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(-3, 3).map(lambda x: round(x, 3)), min_size=2, max_size=6), st.sampled_from(["trl", "nemo", "exact"]))
+def test_missing_reward_is_left_out_of_group_statistics(values, convention):
+    # A rollout without reward changes nothing for the others: the group with a NaN member gives the
+    # same advantages as the group without it.
+    with_missing = compute_advantages([[v] for v in values] + [[float("nan")]], len(values) + 1, "gdpo_nobn",
+                                      convention=convention)
+    without = compute_advantages([[v] for v in values], len(values), "gdpo_nobn", convention=convention)
+    assert with_missing[:-1].tolist() == pytest.approx(without.tolist(), abs=1e-9)
+    assert with_missing[-1] == 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Input handling and errors
+# --------------------------------------------------------------------------------------------------
+
+
+def test_accepts_tensors_arrays_lists_and_none():
+    expected = advantages_of([[0, 1], [1, 1]], 2, "gdpo")
+    assert advantages_of(np.array([[0, 1], [1, 1]]), 2, "gdpo") == expected
+    assert advantages_of(torch.tensor([[0, 1], [1, 1]]), 2, "gdpo") == expected
+    assert advantages_of([[0, None], [1, None]], 2, "grpo") == pytest.approx([-SQRT_HALF, SQRT_HALF])
+
+
+def test_output_dtype_and_device_follow_float_tensor_input():
+    out = compute_advantages(torch.tensor([[0.0], [1.0]], dtype=torch.float32), 2, "grpo")
+    assert out.dtype == torch.float32 and out.shape == (2,)
+    assert compute_advantages([[0], [1]], 2, "grpo").dtype == torch.float64
+
+
+def test_one_dimensional_rewards_are_one_reward():
+    assert advantages_of([0, 1, 1, 1], 2, "grpo") == advantages_of([[0], [1], [1], [1]], 2, "grpo")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(rewards=[[0], [1]], num_generations=1), "num_generations must be an integer ≥ 2"),
+        (dict(rewards=[[0], [1]], num_generations=2.0), "num_generations must be an integer ≥ 2"),
+        (dict(rewards=[[0], [1], [1]], num_generations=2), "not a multiple of num_generations=2"),
+        (dict(rewards=[[0, 1], [1, 1]], num_generations=2, weights=[1.0]), "weights has 1 entries but rewards has 2"),
+        (dict(rewards=[[0, 1], [1, 1]], num_generations=2, weights=[1.0, float("inf")]), "weights must be finite"),
+        (dict(rewards=[["a"], ["b"]], num_generations=2), "rewards must be numbers"),
+        (dict(rewards=[[0, 1], [1]], num_generations=2), "rectangular"),
+        (dict(rewards=[[0], [float("inf")]], num_generations=2), "±inf"),
+        (dict(rewards=torch.tensor([[1j], [0j]]), num_generations=2), "real numbers"),
+        (dict(rewards=np.zeros((2, 1, 1)), num_generations=2), "shape (B, n)"),
+        (dict(rewards=[[0], [1]], num_generations=2, method="gdpo", convention="verl"), "needs response_lengths"),
+        (dict(rewards=[[0], [1]], num_generations=2, response_lengths=[1]), "response_lengths has 1 entries"),
+        (dict(rewards=[[0], [1]], num_generations=2, response_lengths=[1, -1]), "≥ 0"),
+        (dict(rewards=[[0], [1]], num_generations=2, method="ppo"), "valid methods are: gdpo, gdpo_nobn, grpo"),
+        (dict(rewards=[[0], [1]], num_generations=2, convention="vllm"), "valid conventions are: exact, nemo"),
+    ],
+)
+def test_bad_input_raises_value_error_saying_how_to_fix(kwargs, message):
+    kwargs.setdefault("method", "grpo")
+    with pytest.raises(ValueError) as error:
+        compute_advantages(**kwargs)
+    assert message in str(error.value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Registries
+# --------------------------------------------------------------------------------------------------
+
+
+def test_registries_list_the_paper_methods_and_conventions():
+    assert {"grpo", "grpo_nostd", "gdpo", "gdpo_nobn"} <= set(available_methods())
+    assert set(CONVENTIONS) <= set(available_conventions())
+
+
+def test_registering_a_new_estimator_makes_it_usable_everywhere():
+    @register_estimator("test_max_baseline", description="reward sum minus the group max")
+    def max_baseline(inputs):
+        summed = inputs.weighted_sum().view(-1, inputs.num_generations)
+        return (summed - summed.max(dim=1, keepdim=True).values).flatten()
+
+    try:
+        assert "test_max_baseline" in available_methods()
+        assert advantages_of([[0, 1], [1, 1]], 2, "test_max_baseline") == [-1.0, 0.0]
+        with pytest.raises(ValueError, match="already registered"):
+            register_estimator("test_max_baseline")(max_baseline)
+    finally:
+        adv._ESTIMATORS.pop("test_max_baseline")
+
+
+def test_duplicate_builtin_names_are_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        register_estimator("gdpo")(lambda inputs: inputs.rewards[:, 0])
+    with pytest.raises(ValueError, match="already registered"):
+        adv.register_convention(Convention(name="trl"))
+
+
+def test_convention_objects_are_accepted_and_checked():
+    custom = Convention(name="custom", group_eps=1e-3, batch_eps=0.0)
+    assert advantages_of(TOTALS_01, 2, "grpo_nostd", custom) == pytest.approx([-0.5, 0.5])
+    with pytest.raises(ValueError, match="batch_whitening"):
+        Convention(name="bad", batch_whitening="row")
+    with pytest.raises(ValueError, match="group_eps"):
+        Convention(name="bad", group_eps=-1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reward conditioning (Eq. 8)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_condition_rewards_pays_easy_reward_only_when_hard_is_met():
+    rewards = [[1.0, 1.0], [0.0, 1.0], [float("nan"), 1.0], [1.0, 0.0]]
+    conditioned = condition_rewards(rewards, easy=1, hard=0, threshold=1.0)
+    assert conditioned[:, 1].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert torch.equal(torch.isnan(conditioned[:, 0]), torch.tensor([False, False, True, False]))
+
+
+def test_condition_rewards_keeps_input_and_dtype():
+    rewards = torch.tensor([[0.0, 1.0], [1.0, 1.0]], dtype=torch.float32)
+    conditioned = condition_rewards(rewards, easy=[1], hard=0)
+    assert rewards[0, 1] == 1.0 and conditioned[0, 1] == 0.0 and conditioned.dtype == torch.float32
+
+
+def test_condition_rewards_bad_columns():
+    with pytest.raises(ValueError, match="does not exist"):
+        condition_rewards([[0.0, 1.0]], easy=2, hard=0)
+    with pytest.raises(ValueError, match="cannot also be"):
+        condition_rewards([[0.0, 1.0]], easy=0, hard=0)

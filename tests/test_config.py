@@ -1,0 +1,104 @@
+"""Config schema validation: every shipped config is valid; bad keys and values are named with their file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gdpo.config import ConfigError, load_config, validate_config
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((REPO / "config").glob("*.yaml"))
+
+
+def test_every_shipped_config_is_valid():
+    assert {p.name for p in CONFIGS} >= {"smoke.yaml", "mini.yaml", "paper-tool_calling.yaml", "paper-math.yaml",
+                                         "paper-code.yaml"}
+    for path in CONFIGS:
+        load_config(path)
+
+
+def test_every_config_key_has_a_comment():
+    # The convention of the field's best workflows: a comment above (or beside) every key.
+    for path in CONFIGS:
+        lines = path.read_text().splitlines()
+        for index, line in enumerate(lines):
+            stripped = line.strip()
+            if not stripped or stripped.startswith(("#", "-")) or ":" not in stripped:
+                continue
+            previous = lines[index - 1].strip() if index else ""
+            assert previous.startswith("#") or "#" in line or _in_commented_block(lines, index), f"{path}:{index + 1}"
+
+
+def _in_commented_block(lines: list[str], index: int) -> bool:
+    """Keys in a run of related keys under one comment (e.g. steps, num_generations, batch_size)."""
+    for back in range(index - 1, -1, -1):
+        stripped = lines[back].strip()
+        if stripped.startswith("#"):
+            return True
+        if not stripped or not stripped.split(":")[0].replace("_", "").isalnum():
+            return False
+    return False
+
+
+def write(tmp_path: Path, change) -> Path:
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    change(config)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_unknown_key_names_key_allowed_keys_and_file(tmp_path):
+    path = write(tmp_path, lambda c: c["exact"].update(max_rolouts=3))
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    message = str(error.value)
+    assert "unknown key 'exact.max_rolouts'" in message
+    assert "decimals, max_rewards, max_rollouts" in message
+    assert str(path) in message
+
+
+def test_bad_method_names_allowed_values(tmp_path):
+    path = write(tmp_path, lambda c: c.update(methods=["grpo", "gdpo2"]))
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert "key 'methods[1]' = 'gdpo2'" in str(error.value)
+    assert "allowed values: gdpo, gdpo_nobn, grpo, grpo_nostd" in str(error.value)
+
+
+def test_bad_values_and_missing_keys_are_all_reported(tmp_path):
+    def change(config):
+        config["seeds"] = [-1]
+        config["scale"] = "huge"
+        del config["exact"]
+
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, change))
+    message = str(error.value)
+    assert "key 'seeds[0]' = -1" in message and "minimum of 0" in message
+    assert "key 'scale' = 'huge'" in message and "allowed values: smoke, mini, paper" in message
+    assert "'exact' is a required property" in message
+
+
+def test_blame_goes_to_the_file_with_highest_precedence_or_the_command_line(tmp_path):
+    base = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    override = tmp_path / "override.yaml"
+    override.write_text("methods: [ppo]\n")
+    merged = {**base, "methods": ["ppo"], "extra_key": 1}
+    with pytest.raises(ConfigError) as error:
+        validate_config(merged, config_files=[REPO / "config/smoke.yaml", override])
+    message = str(error.value)
+    assert f"'ppo' (in {override})" in message
+    assert "unknown key 'extra_key' (in --config on the command line)" in message
+
+
+def test_missing_or_broken_file(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("scale: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(broken)
