@@ -137,7 +137,7 @@ def get_convention(convention: str | Convention) -> Convention:
         ) from None
 
 
-register_convention(
+_TRL = register_convention(
     Convention(
         name="trl",
         group_eps=1e-4,
@@ -147,12 +147,8 @@ register_convention(
     )
 )
 register_convention(
-    Convention(
-        name="nvlabs",
-        group_eps=1e-4,
-        batch_eps=1e-4,
-        missing_rewards="zero",
-        source="NVlabs/GDPO (TRL 0.18 fork, apply_gdpo=True)",
+    dataclasses.replace(
+        _TRL, name="nvlabs", missing_rewards="zero", source="NVlabs/GDPO (TRL 0.18 fork, apply_gdpo=True)"
     )
 )
 register_convention(
@@ -166,21 +162,20 @@ register_convention(
         source="verl adv_estimator=gdpo (token-weighted masked_whiten of the summed advantage)",
     )
 )
-register_convention(
+_NEMO = register_convention(
     Convention(
         name="nemo",
         group_eps=1e-6,
         batch_eps=0.0,
-        source="NeMo-RL GDPOAdvantageEstimator",
+        source="NeMo-RL GDPOAdvantageEstimator (use_leave_one_out_baseline=False)",
     )
 )
 register_convention(
-    Convention(
+    dataclasses.replace(
+        _NEMO,
         name="nemo_loo",
-        group_eps=1e-6,
-        batch_eps=0.0,
         leave_one_out=True,
-        source="NeMo-RL GDPOAdvantageEstimator with the leave-one-out baseline",
+        source="NeMo-RL GDPOAdvantageEstimator with the leave-one-out baseline (NeMo-RL's default)",
     )
 )
 register_convention(
