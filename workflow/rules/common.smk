@@ -1,9 +1,12 @@
 # Shared setup: config validation and the names every rule file uses.
 # Rules call `python -m gdpo ...`; run from the repository root, that finds the package even inside a
 # conda env that does not install it.
+import json
 from pathlib import Path
 
 from gdpo.config import validate_config
+from gdpo.training.models import model_slug
+from gdpo.training.run import check_device, resolve_run_settings, run_grid
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.
@@ -15,3 +18,21 @@ validate_config(
 )
 
 SCALE = config["scale"]
+
+# Every (task, method, seed) whose task family is built; tasks of unbuilt families are reported as
+# not run by the claims ledger instead of being faked.
+RUNS = run_grid(config)
+RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
+MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get("tasks") or {}).values()}
+
+# A GPU-only setting on a machine without a GPU stops here, before any job (dry runs may plan it).
+if not workflow.dryrun:
+    for task in sorted({r["task"] for r in RUNS}):
+        check_device({**config.get("training", {}), **config["tasks"][task].get("training", {})}, task)
+
+
+wildcard_constraints:
+    task="[A-Za-z0-9_.-]+",
+    method="[A-Za-z0-9_]+",
+    seed=r"\d+",
+    model="[A-Za-z0-9_.-]+",

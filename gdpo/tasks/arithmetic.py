@@ -1,0 +1,81 @@
+"""A small built-in two-reward task: integer arithmetic with a required answer format.
+
+Used to exercise training end to end at smoke scale (and as a fast sanity task at mini scale) until
+the paper's task families are in the workflow. Two binary rewards, as in the paper's toy setting:
+
+- ``format``: the completion contains exactly one ``<answer>…</answer>`` block, and nothing after it;
+- ``correct``: the text inside that block is the right integer.
+
+Problems are generated from a seed (``random.Random``), so splits with different seeds are disjoint in
+practice and every run sees the same data.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from datasets import Dataset
+
+SYSTEM_PROMPT = "Solve the problem. Give the final answer as an integer inside <answer></answer>."
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def make_problem(rng: random.Random, max_operand: int = 20) -> tuple[str, int]:
+    """One problem ``a op b`` with op in {+, −, ×}; returns (question, answer)."""
+    a, b = rng.randint(0, max_operand), rng.randint(0, max_operand)
+    op = rng.choice("+-*")
+    answer = a + b if op == "+" else a - b if op == "-" else a * b
+    return f"What is {a} {op} {b}?", answer
+
+
+def build_dataset(split: str, size: int, seed: int, length_limit: int = 64) -> Dataset:
+    """``size`` problems; ``split`` ("train" or "eval") is mixed into the seed so the two never coincide.
+
+    Columns: ``prompt`` (chat messages), ``answer`` (int as str), ``length_limit`` (tokens, for ``length``).
+    """
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be 'train' or 'eval', got {split!r}.")
+    rng = random.Random(f"arithmetic-{split}-{seed}")
+    rows = {"prompt": [], "answer": [], "length_limit": []}
+    for _ in range(size):
+        question, answer = make_problem(rng)
+        rows["prompt"].append([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}])
+        rows["answer"].append(str(answer))
+        rows["length_limit"].append(length_limit)
+    return Dataset.from_dict(rows)
+
+
+def _text(completion) -> str:
+    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``."""
+    if isinstance(completion, list):
+        return "".join(message.get("content", "") for message in completion)
+    return completion
+
+
+def format_reward(completions, **kwargs) -> list[float]:
+    """1 if the completion has exactly one ``<answer>…</answer>`` block and nothing after it, else 0."""
+    rewards = []
+    for completion in completions:
+        text = _text(completion).strip()
+        matches = _ANSWER.findall(text)
+        rewards.append(1.0 if len(matches) == 1 and text.endswith("</answer>") else 0.0)
+    return rewards
+
+
+def correct_reward(completions, answer, **kwargs) -> list[float]:
+    """1 if the (first) answer block holds the right integer, else 0."""
+    rewards = []
+    for completion, expected in zip(completions, answer):
+        match = _ANSWER.search(_text(completion))
+        rewards.append(1.0 if match and match.group(1).strip() == str(expected) else 0.0)
+    return rewards
+
+
+def length_reward(completions, completion_ids, length_limit, **kwargs) -> list[float]:
+    """1 if the completion has at most ``length_limit`` tokens, else 0."""
+    return [1.0 if len(ids) <= limit else 0.0 for ids, limit in zip(completion_ids, length_limit)]
+
+
+#: Reward name → function, in the order their weights are given.
+REWARD_FUNCTIONS = {"correct": correct_reward, "format": format_reward, "length": length_reward}

@@ -1,0 +1,285 @@
+"""One training run: ``train(task, method, seed)`` from the workflow config to the files of the run.
+
+Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
+
+- ``metrics.jsonl`` — one line per optimizer step (TRL's metrics plus the suite's);
+- ``model/`` — the final model (or LoRA adapter) and tokenizer;
+- ``config.json`` — the resolved settings (task, method, convention, TRL arguments);
+- ``env.json`` — package versions, git commit, device, threads;
+- ``summary.json`` — final metrics and the divergence step (C5).
+
+Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
+workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+from gdpo.tasks import get_family
+from gdpo.training.divergence import detect_divergence
+from gdpo.training.rewards import guard_reward_function
+
+#: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
+TIMING_KEYS = ("seconds_per_step", "step_time", "generation/seconds", "generation/tokens_per_second", "train_runtime",
+               "train_samples_per_second", "train_steps_per_second")
+
+#: The packages whose versions every run records.
+RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "numpy", "gdpo-repro")
+
+
+class GPURequiredError(RuntimeError):
+    """A setting needs a GPU and this machine has none."""
+
+
+def gpu_only_settings(training: dict) -> list[str]:
+    """The settings in ``training`` that only work on a GPU."""
+    return [key for key in ("use_vllm",) if training.get(key)]
+
+
+def check_device(training: dict, task: str) -> None:
+    """Stop at once, before any work, if a GPU-only setting is asked for on a machine without a GPU."""
+    needs = gpu_only_settings(training)
+    if needs and not torch.cuda.is_available():
+        raise GPURequiredError(
+            f"task {task!r} asks for {', '.join(f'{k}={training[k]!r}' for k in needs)}, which needs a GPU, and "
+            "this machine has none (torch.cuda.is_available() is False). Run the paper configs on a GPU "
+            "machine or cluster (see README), or use config/mini.yaml on a CPU."
+        )
+
+
+def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dict:
+    """The settings of one run: the scale's ``training`` defaults overridden by the task's ``training``.
+
+    Returns a dict with ``task``, ``family``, ``model``, ``method``, ``convention``, ``seed``,
+    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``peft`` and ``trl`` (GRPOConfig keyword arguments).
+    """
+    tasks = config.get("tasks") or {}
+    if task not in tasks:
+        raise ValueError(f"Unknown task {task!r}; the config defines: {', '.join(sorted(tasks)) or 'no tasks'}.")
+    spec = tasks[task]
+    methods = spec.get("methods", config["methods"])
+    if method not in methods:
+        raise ValueError(f"Method {method!r} is not among task {task!r}'s methods: {', '.join(methods)}.")
+    family = get_family(spec["family"])
+    trl_args = {**config.get("training", {}), **spec.get("training", {})}
+    peft = trl_args.pop("peft", None)
+    weights = spec.get("reward_weights") or {name: 1.0 for name in family.REWARD_FUNCTIONS}
+    unknown = set(weights) - set(family.REWARD_FUNCTIONS)
+    if unknown:
+        raise ValueError(
+            f"task {task!r}: reward_weights names {sorted(unknown)}, but family {spec['family']!r} has rewards "
+            f"{sorted(family.REWARD_FUNCTIONS)}."
+        )
+    return {
+        "task": task,
+        "family": spec["family"],
+        "model": spec["model"],
+        "method": method,
+        "convention": config["advantage_convention"],
+        "seed": seed,
+        "reward_names": list(weights),
+        "reward_weights": [float(w) for w in weights.values()],
+        "train_size": spec.get("train_size", 256),
+        "data_options": {k: spec[k] for k in ("length_limit",) if k in spec},
+        "peft": peft,
+        "trl": trl_args,
+    }
+
+
+def run_grid(config: dict) -> list[dict]:
+    """Every run of the config whose task family is built: dicts with ``task``, ``method``, ``seed``."""
+    from gdpo.tasks import FAMILIES
+
+    return [
+        {"task": task, "method": method, "seed": seed}
+        for task, spec in (config.get("tasks") or {}).items()
+        if spec["family"] in FAMILIES
+        for method in spec.get("methods", config["methods"])
+        for seed in config["seeds"]
+    ]
+
+
+def environment_record() -> dict:
+    """Package versions, git commit, device and threads of this process."""
+    versions = {}
+    for package in RECORDED_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                                cwd=Path(__file__).resolve().parents[2]).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {
+        "packages": versions,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "git_commit": commit,
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
+        "cuda_devices": torch.cuda.device_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _metrics_callback(path: Path):
+    from transformers import TrainerCallback
+
+    class MetricsJsonl(TrainerCallback):
+        """Appends one JSON line per logged step to ``path`` (TRL's logs + seconds per step)."""
+
+        def __init__(self) -> None:
+            self.step_start = None
+            self.last_step_seconds = None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.step_start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.step_start is not None:
+                self.last_step_seconds = time.perf_counter() - self.step_start
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "train_runtime" in logs or not state.is_world_process_zero:
+                return
+            record = {"step": state.global_step, **logs}
+            if self.last_step_seconds is not None:
+                record["seconds_per_step"] = self.last_step_seconds
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    return MetricsJsonl()
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    """The records of a ``metrics.jsonl``."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _truncate_metrics(path: Path, last_step: int) -> None:
+    """Keep only the records up to ``last_step`` (a resumed run re-logs the steps after its checkpoint)."""
+    kept = [r for r in read_metrics(path) if r["step"] <= last_step]
+    path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+
+
+def summarise(records: list[dict], reward_names: list[str]) -> dict:
+    """Final metrics of a run and its divergence step (C5) from the per-step records."""
+    summary = {"steps": records[-1]["step"] if records else 0}
+    if records:
+        last = records[-1]
+        summary["final"] = {k: v for k, v in last.items() if k not in TIMING_KEYS}
+    correctness_key = next((f"rewards/{n}/mean" for n in reward_names if "correct" in n), None)
+    if correctness_key and records and all(correctness_key in r for r in records):
+        summary["divergence_step"] = detect_divergence(
+            [r["step"] for r in records],
+            [r[correctness_key] for r in records],
+            [r.get("completions/max_length", float("nan")) for r in records],
+        )
+        summary["divergence_metric"] = correctness_key
+    else:
+        summary["divergence_step"] = None
+        summary["divergence_metric"] = None
+    seconds = [r["seconds_per_step"] for r in records if "seconds_per_step" in r]
+    if seconds:
+        summary["median_seconds_per_step"] = sorted(seconds)[len(seconds) // 2]
+    return summary
+
+
+def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: int | None = None) -> dict:
+    """Train one policy and write the run directory; resumes from ``<run_dir>.work`` if a checkpoint exists.
+
+    Args:
+        settings: the run's settings from :func:`resolve_run_settings`.
+        model_dir: the prepared model directory (``prepare_model`` rule).
+        run_dir: ``results/<scale>/runs/<task>/<method>/seed<seed>``.
+        threads: torch CPU threads (the rule's ``threads``).
+
+    Returns:
+        The run summary (also written to ``summary.json``).
+    """
+    from datasets import disable_progress_bars
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOConfig
+
+    from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
+
+    check_device(settings["trl"], settings["task"])
+    method, seed = settings["method"], settings["seed"]
+    if threads:
+        torch.set_num_threads(threads)
+    disable_progress_bars()
+    run_dir, work_dir = Path(run_dir), Path(f"{run_dir}.work")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    live_metrics = work_dir / "metrics.jsonl"
+
+    family = get_family(settings["family"])
+    dataset = family.build_dataset("train", settings["train_size"], seed, **settings["data_options"])
+    reward_functions = [guard_reward_function(name, family.REWARD_FUNCTIONS[name]) for name in settings["reward_names"]]
+    trl_kwargs = {
+        "output_dir": str(work_dir),
+        "seed": seed,
+        "data_seed": seed,
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_total_limit": 1,
+        "report_to": "none",
+        "reward_weights": settings["reward_weights"],
+        **TRL_BUILTIN_EQUIVALENT.get(method, {}),
+        **settings["trl"],
+    }
+    arguments = GRPOConfig(**trl_kwargs)
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16 if arguments.bf16 else torch.float32)
+    peft_config = None
+    if settings["peft"]:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(task_type="CAUSAL_LM", **settings["peft"])
+
+    trainer = RegistryGRPOTrainer(
+        model=model,
+        reward_funcs=reward_functions,
+        args=arguments,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        advantage_method=method,
+        advantage_convention=settings["convention"],
+        callbacks=[_metrics_callback(live_metrics)],
+    )
+    checkpoint = get_last_checkpoint(str(work_dir)) if any(work_dir.glob("checkpoint-*")) else None
+    if checkpoint:
+        _truncate_metrics(live_metrics, int(Path(checkpoint).name.split("-")[-1]))
+    elif live_metrics.exists():
+        live_metrics.unlink()  # a run that never reached a checkpoint starts over
+    trainer.train(resume_from_checkpoint=checkpoint)
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer.save_model(str(run_dir / "model"))
+    tokenizer.save_pretrained(str(run_dir / "model"))
+    records = read_metrics(live_metrics)
+    summary = {**summarise(records, settings["reward_names"]), "resumed_from": checkpoint}
+    resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"}}
+    (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
+    (run_dir / "env.json").write_text(json.dumps(environment_record(), indent=2), encoding="utf-8")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
+    shutil.rmtree(work_dir)  # checkpoints only serve resuming; the final model is in run_dir/model
+    return summary

@@ -1,0 +1,120 @@
+"""TRL's ``GRPOTrainer`` with the advantage taken from the suite's estimator registry.
+
+The subclass is minimal: it keeps every part of TRL (generation, rewards, loss, logging) and changes
+one thing — after TRL has scored a generation batch, the advantage is recomputed with
+:func:`gdpo.advantages.compute_advantages` from the per-reward rewards TRL gathered, so every
+registered method (``grpo``, ``grpo_nostd``, ``gdpo``, ``gdpo_nobn``, …) and convention trains. It also
+logs the live form of claims C1/C2 (distinct advantage values) and generation throughput.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from trl import GRPOTrainer
+
+from gdpo.advantages import compute_advantages, get_convention, get_estimator
+
+#: TRL's built-in advantage path that matches a registry method (used for TRL's own logged statistics
+#: and by the equivalence test); methods without one run TRL's default path, whose result is replaced.
+TRL_BUILTIN_EQUIVALENT = {
+    "grpo": {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "group"},
+    "grpo_nostd": {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "none"},
+    "gdpo": {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
+}
+
+#: Advantages are compared after rounding to this many decimals when counting distinct values.
+DISTINCT_DECIMALS = 6
+
+
+def distinct_advantage_counts(advantages: torch.Tensor, num_generations: int) -> tuple[float, int]:
+    """(mean number of distinct values per group, number of distinct values in the batch).
+
+    Args:
+        advantages: (B,) advantages, groups of ``num_generations`` contiguous rows.
+    """
+    rounded = torch.round(advantages.double(), decimals=DISTINCT_DECIMALS) + 0.0
+    groups = rounded.view(-1, num_generations)
+    per_group = [torch.unique(group).numel() for group in groups]
+    return sum(per_group) / len(per_group), torch.unique(rounded).numel()
+
+
+class RegistryGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose advantages come from ``gdpo.advantages``.
+
+    Args:
+        advantage_method: a registered method name.
+        advantage_convention: a registered convention name (default ``"trl"``).
+        *args, **kwargs: as for ``trl.GRPOTrainer``; ``args.reward_weights`` are the registry's weights.
+    """
+
+    def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", **kwargs):
+        get_estimator(advantage_method)  # unknown names fail before any model is loaded
+        self.advantage_method = advantage_method
+        self.advantage_convention = get_convention(advantage_convention)
+        self._captured_rewards: torch.Tensor | None = None
+        self._generation_seconds = 0.0
+        self._generated_tokens = 0
+        super().__init__(*args, **kwargs)
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._captured_rewards = rewards_per_func  # (B_global, n), gathered over processes, NaN = None
+        return rewards_per_func
+
+    def _generate(self, prompts: list):
+        start = time.perf_counter()
+        result = super()._generate(prompts)
+        self._generation_seconds = time.perf_counter() - start
+        completion_ids = result[1]
+        local = torch.tensor(sum(len(ids) for ids in completion_ids), device=self.accelerator.device)
+        self._generated_tokens = int(self.accelerator.gather(local).sum().item())
+        return result
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        if num_generations is None or num_generations < 2:  # eval with one sample: nothing to normalise
+            return output
+
+        rewards = self._captured_rewards
+        lengths = self.accelerator.gather(output["completion_mask"].sum(dim=1))
+        advantages = compute_advantages(
+            rewards.float(),
+            num_generations,
+            self.advantage_method,
+            weights=self.reward_weights.to(rewards.device),
+            convention=self.advantage_convention,
+            response_lengths=lengths,
+        )
+        local_size = output["completion_ids"].shape[0]
+        index = self.accelerator.process_index
+        output["advantages"] = advantages[index * local_size:(index + 1) * local_size].to(
+            device=output["advantages"].device, dtype=output["advantages"].dtype
+        )
+        # The completions table shows the advantages that train, not TRL's replaced ones.
+        logged = self._logs["advantages"]
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+
+        metrics = self._metrics[mode]
+        per_group, in_batch = distinct_advantage_counts(advantages, num_generations)
+        metrics["advantages/mean"].append(advantages.mean().item())
+        metrics["advantages/std"].append(advantages.std().item() if advantages.numel() > 1 else 0.0)
+        metrics["advantages/distinct_per_group"].append(per_group)
+        metrics["advantages/distinct_in_batch"].append(float(in_batch))
+        grouped = rewards.view(-1, num_generations, rewards.shape[1])
+        for k, name in enumerate(self.reward_func_names):
+            column = grouped[:, :, k]
+            valid = ~torch.isnan(column)
+            low = torch.where(valid, column, torch.inf).amin(dim=1)
+            high = torch.where(valid, column, -torch.inf).amax(dim=1)
+            metrics[f"rewards/{name}/frac_zero_std_groups"].append(((low == high) | ~valid.any(dim=1)).float().mean().item())
+            metrics[f"rewards/{name}/frac_none"].append((~valid).float().mean().item())
+        if mode == "train" and self._generation_seconds > 0:
+            metrics["generation/seconds"].append(self._generation_seconds)
+            metrics["generation/tokens_per_second"].append(self._generated_tokens / self._generation_seconds)
+        return output
