@@ -64,3 +64,84 @@ def test_dry_run_of_every_config(tmp_path, config):
                        "--configfile", str(REPO / "config" / f"{config}.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "claims_ledger" in result.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# Training through the workflow: resume after SIGKILL, GPU-only settings
+# --------------------------------------------------------------------------------------------------
+
+RUN = "results/smoke/runs/arithmetic/gdpo/seed0"
+
+
+def _resume_config(tmp_path: Path) -> Path:
+    """Smoke config with one longer run (40 steps, a checkpoint every 10) so it can be killed mid-way."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config.update(methods=["gdpo"], seeds=[0])
+    config["training"].update(max_steps=40, save_steps=10)
+    path = tmp_path / "resume.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _behaviour(path: Path) -> list[dict]:
+    from gdpo.training.run import TIMING_KEYS, read_metrics
+
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in read_metrics(path)]
+
+
+def test_killed_training_resumes_from_its_checkpoint_with_the_same_result(tmp_path):
+    import json
+    import signal
+    import time
+
+    config = _resume_config(tmp_path)
+    common = ("-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(config))
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    result = snakemake(*common, "--directory", str(whole), f"{RUN}/summary.json")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    process = subprocess.Popen([sys.executable, "-m", "snakemake", *common, "--directory", str(killed),
+                                f"{RUN}/summary.json"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    work = killed / f"{RUN}.work"
+    deadline = time.time() + 300
+    while not any((c / "trainer_state.json").exists() for c in work.glob("checkpoint-*")):
+        assert process.poll() is None, "the run ended before it could be killed; make it longer"
+        assert time.time() < deadline, "no checkpoint appeared"
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)  # the machine 'crashes': snakemake and the job die at once
+    process.wait()
+    assert not (killed / RUN / "summary.json").exists()
+
+    assert snakemake("--unlock", *common, "--directory", str(killed)).returncode == 0
+    result = snakemake(*common, "--directory", str(killed), "--rerun-incomplete", f"{RUN}/summary.json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((killed / RUN / "summary.json").read_text())
+    assert summary["resumed_from"] and "checkpoint-" in summary["resumed_from"]
+    assert summary["steps"] == 40
+    assert _behaviour(killed / RUN / "metrics.jsonl") == _behaviour(whole / RUN / "metrics.jsonl")
+
+    # A finished run is never retrained.
+    again = snakemake(*common, "--directory", str(killed), "-n", f"{RUN}/summary.json")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_gpu_only_setting_stops_the_workflow_before_any_job(tmp_path):
+    import torch
+    import yaml
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config["training"]["use_vllm"] = True
+    path = tmp_path / "vllm.yaml"
+    path.write_text(yaml.safe_dump(config))
+    common = ("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "1", "--configfile", str(path))
+    assert snakemake(*common, "-n").returncode == 0  # planning on a CPU machine is fine
+    result = snakemake(*common)
+    assert result.returncode != 0
+    assert "use_vllm=True, which needs a GPU" in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists() and not (tmp_path / "resources").exists()

@@ -38,6 +38,21 @@ CHAT_TEMPLATE = (
 )
 
 
+#: The model specs built or converted here (anything else must be a hub id ``org/name``).
+LOCAL_SPECS = (BUILTIN_TINY, GGUF_SMOLLM2)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_model_spec(spec: str) -> None:
+    """Raise ``ValueError`` naming the valid forms if ``spec`` is neither a local spec nor a hub id."""
+    if spec in LOCAL_SPECS or (":" not in spec and _HUB_ID.match(spec)):
+        return
+    raise ValueError(
+        f"Unknown model {spec!r}: use one of {', '.join(LOCAL_SPECS)}, or a Hugging Face hub id such as "
+        "'Qwen/Qwen2.5-1.5B-Instruct'."
+    )
+
+
 def model_slug(spec: str) -> str:
     """Directory name under ``resources/models/`` for a model spec."""
     if spec == BUILTIN_TINY:
@@ -144,6 +159,7 @@ def download_hub_model(hub_id: str, out_dir: str | Path) -> Path:
 
 def prepare_model(spec: str, out_dir: str | Path, seed: int = 0) -> Path:
     """Materialise a model spec into ``out_dir`` and write ``gdpo_model.json`` describing its origin."""
+    check_model_spec(spec)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if spec == BUILTIN_TINY:

@@ -96,10 +96,19 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
     }
 
 
-def run_grid(config: dict) -> list[dict]:
-    """Every run of the config whose task family is built: dicts with ``task``, ``method``, ``seed``."""
-    from gdpo.tasks import FAMILIES
+def plan_runs(config: dict) -> list[dict]:
+    """Every run of the config whose task family is built: dicts with ``task``, ``method``, ``seed``.
 
+    Checks every task's model spec first (``ValueError`` naming the valid forms).
+    """
+    from gdpo.tasks import FAMILIES
+    from gdpo.training.models import check_model_spec
+
+    for task, spec in (config.get("tasks") or {}).items():
+        try:
+            check_model_spec(spec["model"])
+        except ValueError as error:
+            raise ValueError(f"task {task!r}: {error}") from None
     return [
         {"task": task, "method": method, "seed": seed}
         for task, spec in (config.get("tasks") or {}).items()
@@ -163,6 +172,22 @@ def _metrics_callback(path: Path):
     return MetricsJsonl()
 
 
+def last_complete_checkpoint(work_dir: Path) -> Path | None:
+    """The newest checkpoint that was written completely; newer, partial ones are deleted.
+
+    transformers writes ``trainer_state.json`` last (after model, optimizer and RNG states), so a
+    checkpoint whose state file is missing or unreadable was interrupted while being written.
+    """
+    checkpoints = sorted(work_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+    for checkpoint in checkpoints:
+        try:
+            json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+            return checkpoint
+        except (OSError, ValueError):
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    return None
+
+
 def read_metrics(path: str | Path) -> list[dict]:
     """The records of a ``metrics.jsonl``."""
     path = Path(path)
@@ -214,7 +239,6 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     """
     from datasets import disable_progress_bars
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig
 
     from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
@@ -264,9 +288,10 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         advantage_convention=settings["convention"],
         callbacks=[_metrics_callback(live_metrics)],
     )
-    checkpoint = get_last_checkpoint(str(work_dir)) if any(work_dir.glob("checkpoint-*")) else None
+    checkpoint = last_complete_checkpoint(work_dir)
     if checkpoint:
-        _truncate_metrics(live_metrics, int(Path(checkpoint).name.split("-")[-1]))
+        _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
+        checkpoint = str(checkpoint)
     elif live_metrics.exists():
         live_metrics.unlink()  # a run that never reached a checkpoint starts over
     trainer.train(resume_from_checkpoint=checkpoint)

