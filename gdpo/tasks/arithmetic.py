@@ -19,6 +19,7 @@ from datasets import Dataset
 
 SYSTEM_PROMPT = "Solve the problem. Give the final answer as an integer inside <answer></answer>."
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_AFTER_EQUALS = re.compile(r"=\s*(-?\d+)")
 
 
 def make_problem(rng: random.Random, max_operand: int = 20) -> tuple[str, int]:
@@ -63,13 +64,21 @@ def format_reward(completions, **kwargs) -> list[float]:
     return rewards
 
 
+def extract_answer(text: str) -> str | None:
+    """The stated answer: the first ``<answer>`` block, else the first integer after an ``=`` sign.
+
+    The fallback accepts the ``a + b = c`` form small instruct models answer in before they learn the tags.
+    """
+    match = _ANSWER.search(text)
+    if match:
+        return match.group(1).strip()
+    match = _AFTER_EQUALS.search(text)
+    return match.group(1) if match else None
+
+
 def correct_reward(completions, answer, **kwargs) -> list[float]:
-    """1 if the (first) answer block holds the right integer, else 0."""
-    rewards = []
-    for completion, expected in zip(completions, answer):
-        match = _ANSWER.search(_text(completion))
-        rewards.append(1.0 if match and match.group(1).strip() == str(expected) else 0.0)
-    return rewards
+    """1 if the stated answer (:func:`extract_answer`) is the right integer, else 0."""
+    return [1.0 if extract_answer(_text(c)) == str(expected) else 0.0 for c, expected in zip(completions, answer)]
 
 
 def length_reward(completions, completion_ids, length_limit, **kwargs) -> list[float]:

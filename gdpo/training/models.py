@@ -131,7 +131,11 @@ def convert_gguf_model(gguf_path: str | Path, out_dir: str | Path) -> Path:
     gguf_path = Path(gguf_path)
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
-    # The weights are dequantised floats now; a leftover quantisation entry would make loaders expect GGUF.
+    # The weights are dequantised floats now: drop the quantiser and its config entry, which would stop
+    # save_pretrained and make loaders expect GGUF.
+    model.hf_quantizer = None
+    if hasattr(model, "is_quantized"):
+        model.is_quantized = False
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     if tokenizer.pad_token is None:
