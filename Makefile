@@ -9,13 +9,16 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: setup workflow smoke test test-all lint clean
 
-$(STAMP): pyproject.toml envs/requirements-cpu.txt envs/requirements-test.txt
+REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-test.txt
+
+$(STAMP): pyproject.toml $(REQUIREMENTS) envs/requirements-nodeps.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -r envs/requirements-cpu.txt -r envs/requirements-test.txt
+	$(BIN)/pip install --quiet $(addprefix -r ,$(REQUIREMENTS))
+	$(BIN)/pip install --quiet --no-deps -r envs/requirements-nodeps.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
-## setup: create .venv with the pinned CPU stack (torch==2.13.0) and the gdpo package
+## setup: create .venv with the pinned CPU stack (torch==2.13.0, TRL) and the gdpo package
 setup: $(STAMP)
 
 ## workflow: the default workflow at the CPU scale (config/mini.yaml)

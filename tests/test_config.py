@@ -20,27 +20,20 @@ def test_every_shipped_config_is_valid():
         load_config(path)
 
 
-def test_every_config_key_has_a_comment():
-    # The convention of the field's best workflows: a comment above (or beside) every key.
+def test_every_section_and_task_has_a_comment():
+    # The convention of the field's best workflows: each top-level key and each task is introduced by a
+    # comment line directly above it (nested keys by the same or an inline comment).
     for path in CONFIGS:
         lines = path.read_text().splitlines()
+        tasks_block = False
         for index, line in enumerate(lines):
-            stripped = line.strip()
-            if not stripped or stripped.startswith(("#", "-")) or ":" not in stripped:
+            if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            previous = lines[index - 1].strip() if index else ""
-            assert previous.startswith("#") or "#" in line or _in_commented_block(lines, index), f"{path}:{index + 1}"
-
-
-def _in_commented_block(lines: list[str], index: int) -> bool:
-    """Keys in a run of related keys under one comment (e.g. steps, num_generations, batch_size)."""
-    for back in range(index - 1, -1, -1):
-        stripped = lines[back].strip()
-        if stripped.startswith("#"):
-            return True
-        if not stripped or not stripped.split(":")[0].replace("_", "").isalnum():
-            return False
-    return False
+            indent = len(line) - len(line.lstrip())
+            if indent == 0:
+                tasks_block = line.startswith("tasks:")
+            if indent == 0 or (tasks_block and indent == 2):
+                assert lines[index - 1].strip().startswith("#"), f"{path}:{index + 1} has no comment above it"
 
 
 def write(tmp_path: Path, change) -> Path:

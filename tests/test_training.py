@@ -240,3 +240,14 @@ def test_same_seed_twice_gives_identical_metrics_and_another_seed_does_not(tiny_
         assert key in record and not math.isnan(record[key]), key
     env = json.loads((tmp_path / "a" / "env.json").read_text())
     assert env["packages"]["trl"] and env["device"] == "cpu"
+
+
+def test_launcher_is_python_on_cpu_scales_and_accelerate_for_paper_configs():
+    from gdpo.training.run import launcher_command
+
+    assert launcher_command(smoke_config()) == "python"
+    paper = yaml.safe_load((REPO / "config/paper-math.yaml").read_text())
+    assert launcher_command(paper) == (
+        "accelerate launch --config_file envs/accelerate/deepspeed_zero3.yaml --num_processes 8"
+    )
+    assert (REPO / paper["launch"]["accelerate_config"]).is_file()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ def test_lint_reports_nothing():
     assert "Lints for" not in result.stdout + result.stderr
 
 
-def test_smoke_workflow_runs_and_writes_counts_figures_and_ledger(tmp_path):
+def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path):
     result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2",
                        "--configfile", str(REPO / "config" / "smoke.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -40,6 +41,13 @@ def test_smoke_workflow_runs_and_writes_counts_figures_and_ledger(tmp_path):
     ledger = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv").set_index("claim_id")
     assert ledger.loc["C1", "verdict"] == ledger.loc["C2", "verdict"] == "reproduced"
     assert (tmp_path / "paper_figures/smoke/CLAIMS.md").read_text().startswith("# Claims ledger")
+    # Training: all four methods over two seeds, each with its per-step metrics and files.
+    for method in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn"):
+        for seed in (0, 1):
+            run = tmp_path / f"results/smoke/runs/arithmetic/{method}/seed{seed}"
+            assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
+            for name in ("summary.json", "config.json", "env.json", "model/config.json"):
+                assert (run / name).is_file(), run / name
     # Nothing left to do on a second run.
     again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
                       "--configfile", str(REPO / "config" / "smoke.yaml"))
@@ -48,7 +56,8 @@ def test_smoke_workflow_runs_and_writes_counts_figures_and_ledger(tmp_path):
 
 def test_bad_config_stops_before_any_job_naming_key_values_and_file(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text((REPO / "config/smoke.yaml").read_text().replace("[grpo, grpo_nostd, gdpo]", "[grpo, gdpo2]"))
+    text = re.sub(r"(?m)^methods: .*$", "methods: [grpo, gdpo2]", (REPO / "config/smoke.yaml").read_text())
+    bad.write_text(text)
     result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "1",
                        "--configfile", str(bad))
     output = result.stdout + result.stderr

@@ -56,9 +56,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C9", "coding, 2 and 3 objectives: GDPO keeps pass rate and lowers exceed and bug ratio",
           "e.g. Codeforces 3-obj pass 69.4 vs 69.5, exceed 13.6 vs 16.9, bug 1.8 vs 2.5", "Tab. 5", "code"),
     Claim("C10", "GDPO without the batch step occasionally fails to converge",
-          "qualitative (App. A, Fig. 8)", "App. A, Fig. 8", "training"),
+          "qualitative (App. A, Fig. 8)", "App. A, Fig. 8", "math"),
     Claim("C11", "gains hold across model sizes (1.5B, 3B, 4B, 7B) and all three task families",
-              "Tabs. 1, 3, 5", "Tabs. 1, 3, 5", "training"),
+              "Tabs. 1, 3, 5", "Tabs. 1, 3, 5", "all families"),
 )
 CLAIMS_BY_ID = {claim.claim_id: claim for claim in CLAIMS}
 
@@ -143,10 +143,10 @@ def verdict_c2(counts: pd.DataFrame, evidence: str) -> Verdict:
 EXACT_RULES: dict[str, Callable[[pd.DataFrame, str], Verdict]] = {"C1": verdict_c1, "C2": verdict_c2}
 
 _STAGE_DESCRIPTIONS = {
-    "tool_calling": "tool-calling training and BFCL evaluation",
-    "math": "math training and evaluation",
-    "code": "code training and evaluation",
-    "training": "training runs",
+    "tool_calling": "the tool-calling task family (training and BFCL evaluation)",
+    "math": "the math task family (training and evaluation)",
+    "code": "the code task family (training and evaluation)",
+    "all families": "all three task families",
 }
 
 

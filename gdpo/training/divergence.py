@@ -7,11 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
-    """Mean of the last ``window`` points at each step (fewer at the start)."""
+def _centred_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Mean over ``window`` points centred on each step (fewer at the ends)."""
     cumulative = np.concatenate([[0.0], np.cumsum(values)])
-    ends = np.arange(1, len(values) + 1)
-    starts = np.maximum(0, ends - window)
+    centres = np.arange(len(values))
+    starts = np.maximum(0, centres - window // 2)
+    ends = np.minimum(len(values), centres + (window - window // 2))
     return (cumulative[ends] - cumulative[starts]) / (ends - starts)
 
 
@@ -27,7 +28,7 @@ def detect_divergence(
 ) -> int | None:
     """The step at which a run diverges, or None.
 
-    Rule (both curves first smoothed by a trailing mean over ``window`` steps, default ``max(3, n // 25)``):
+    Rule (both curves first smoothed by a centred mean over ``window`` steps, default ``max(3, n // 25)``):
 
     1. *Sustained fall*: there is a step u from which the smoothed correctness stays, until the end of the
        run, below ``peak − max(relative_drop · |peak|, min_drop)``, where ``peak`` is the highest smoothed
@@ -36,8 +37,9 @@ def detect_divergence(
     2. *Max length climbs*: over that stretch the mean smoothed max response length is at least
        ``(1 + length_rise)`` times its value at the peak.
 
-    The divergence step is the step of the peak before the earliest u satisfying both (where the fall
-    starts). Curves must have equal length; NaN points are dropped.
+    For the earliest u satisfying both, the divergence step is the last step before u at which the smoothed
+    correctness was still on or above that line (where the fall starts). Curves must have equal length;
+    NaN points are dropped.
 
     Args:
         steps: (T,) training steps.
@@ -62,8 +64,8 @@ def detect_divergence(
     min_duration = min_duration or max(3, n // 10)
     if n < min_duration + 2:
         return None
-    correct = _trailing_mean(correct, window)
-    length = _trailing_mean(length, window)
+    correct = _centred_mean(correct, window)
+    length = _centred_mean(length, window)
 
     running_peak_index = np.array([int(np.argmax(correct[: u + 1])) for u in range(n)])
     tail_max = np.maximum.accumulate(correct[::-1])[::-1]  # max of correct[u:]
@@ -73,5 +75,6 @@ def detect_divergence(
         peak = correct[peak_index]
         threshold = peak - max(relative_drop * abs(peak), min_drop)
         if tail_max[u] < threshold and tail_length_mean[u] >= (1 + length_rise) * length[peak_index]:
-            return int(steps_array[peak_index])
+            last_above = peak_index + int(np.nonzero(correct[peak_index:u] >= threshold)[0].max())
+            return int(steps_array[last_above])
     return None

@@ -46,6 +46,19 @@ def gpu_only_settings(training: dict) -> list[str]:
     return [key for key in ("use_vllm",) if training.get(key)]
 
 
+def launcher_command(config: dict) -> str:
+    """The program that starts ``-m gdpo train``: ``python``, or ``accelerate launch …`` per ``config["launch"]``."""
+    launch = config.get("launch") or {}
+    if not launch:
+        return "python"
+    parts = ["accelerate", "launch"]
+    if launch.get("accelerate_config"):
+        parts += ["--config_file", launch["accelerate_config"]]
+    if launch.get("num_processes"):
+        parts += ["--num_processes", str(launch["num_processes"])]
+    return " ".join(parts)
+
+
 def check_device(training: dict, task: str) -> None:
     """Stop at once, before any work, if a GPU-only setting is asked for on a machine without a GPU."""
     needs = gpu_only_settings(training)
@@ -172,8 +185,8 @@ def _metrics_callback(path: Path):
     return MetricsJsonl()
 
 
-def last_complete_checkpoint(work_dir: Path) -> Path | None:
-    """The newest checkpoint that was written completely; newer, partial ones are deleted.
+def last_complete_checkpoint(work_dir: Path, delete_partial: bool = True) -> Path | None:
+    """The newest checkpoint that was written completely; newer, partial ones are deleted (if asked).
 
     transformers writes ``trainer_state.json`` last (after model, optimizer and RNG states), so a
     checkpoint whose state file is missing or unreadable was interrupted while being written.
@@ -184,7 +197,8 @@ def last_complete_checkpoint(work_dir: Path) -> Path | None:
             json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
             return checkpoint
         except (OSError, ValueError):
-            shutil.rmtree(checkpoint, ignore_errors=True)
+            if delete_partial:
+                shutil.rmtree(checkpoint, ignore_errors=True)
     return None
 
 
@@ -288,23 +302,29 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         advantage_convention=settings["convention"],
         callbacks=[_metrics_callback(live_metrics)],
     )
-    checkpoint = last_complete_checkpoint(work_dir)
-    if checkpoint:
-        _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
-        checkpoint = str(checkpoint)
-    elif live_metrics.exists():
-        live_metrics.unlink()  # a run that never reached a checkpoint starts over
+    accelerator = trainer.accelerator
+    # With several processes (accelerate launch) only the main one touches shared files.
+    checkpoint = last_complete_checkpoint(work_dir, delete_partial=accelerator.is_main_process)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if checkpoint:
+            _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
+        elif live_metrics.exists():
+            live_metrics.unlink()  # a run that never reached a checkpoint starts over
+    checkpoint = str(checkpoint) if checkpoint else None
     trainer.train(resume_from_checkpoint=checkpoint)
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    trainer.save_model(str(run_dir / "model"))
-    tokenizer.save_pretrained(str(run_dir / "model"))
-    records = read_metrics(live_metrics)
-    summary = {**summarise(records, settings["reward_names"]), "resumed_from": checkpoint}
-    resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"}}
-    (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
-    (run_dir / "env.json").write_text(json.dumps(environment_record(), indent=2), encoding="utf-8")
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
-    shutil.rmtree(work_dir)  # checkpoints only serve resuming; the final model is in run_dir/model
+    trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
+    summary = summarise(read_metrics(live_metrics), settings["reward_names"])
+    summary["resumed_from"] = checkpoint
+    if accelerator.is_main_process:
+        tokenizer.save_pretrained(str(run_dir / "model"))
+        resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
+                    "num_processes": accelerator.num_processes}
+        (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
+        (run_dir / "env.json").write_text(json.dumps(environment_record(), indent=2), encoding="utf-8")
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
+        shutil.rmtree(work_dir)  # checkpoints only serve resuming; the final model is in run_dir/model
+    accelerator.wait_for_everyone()
     return summary

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gdpo.config import validate_config
 from gdpo.training.models import model_slug
-from gdpo.training.run import check_device, resolve_run_settings, plan_runs
+from gdpo.training.run import check_device, launcher_command, plan_runs, resolve_run_settings
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.

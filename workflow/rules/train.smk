@@ -16,6 +16,8 @@ rule train:
             resolve_run_settings(config, wildcards.task, wildcards.method, int(wildcards.seed))
         ),
         run_dir=lambda wildcards: f"results/{SCALE}/runs/{wildcards.task}/{wildcards.method}/seed{wildcards.seed}",
+        # `python`, or `accelerate launch --config_file … --num_processes N` (config `launch:`).
+        launcher=launcher_command(config),
     threads: 2
     resources:
         mem_mb=4000,
@@ -26,5 +28,5 @@ rule train:
     conda:
         "../../envs/train.yaml"
     shell:
-        "python -m gdpo train --settings {params.settings:q} --model-dir {input.model} "
+        "{params.launcher} -m gdpo train --settings {params.settings:q} --model-dir {input.model} "
         "--run-dir {params.run_dir} --threads {threads} > {log} 2>&1"

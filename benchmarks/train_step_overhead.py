@@ -1,0 +1,113 @@
+"""Overhead of the suite's trainer over bare TRL: one training step, same settings, same run.
+
+For each scale, trains the same task twice per round — bare ``trl.GRPOTrainer`` (TRL's built-in GDPO
+path, raw reward functions) and the suite's ``RegistryGRPOTrainer`` (registry advantages, guarded
+reward functions, per-step metrics file) — alternating over rounds, and prints the median seconds per
+optimizer step of each and their ratio. Both see the same model, data, seed and TRL arguments.
+
+    python benchmarks/train_step_overhead.py                       # smoke and mini
+    python benchmarks/train_step_overhead.py --scales smoke --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS = {"smoke": 20, "mini": 4}
+
+
+def step_timer():
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self):
+            self.seconds, self._start = [], None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seconds.append(time.perf_counter() - self._start)
+
+    return StepTimer()
+
+
+def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[float]:
+    """Seconds of each optimizer step (the first, warm-up step dropped)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from gdpo.tasks import get_family
+    from gdpo.training.rewards import guard_reward_function
+    from gdpo.training.run import _metrics_callback
+    from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
+
+    family = get_family(settings["family"])
+    with tempfile.TemporaryDirectory() as out:
+        trl_args = {**settings["trl"], "max_steps": steps, "save_strategy": "no"}
+        arguments = GRPOConfig(output_dir=out, seed=0, logging_steps=1, report_to="none", disable_tqdm=True,
+                               reward_weights=settings["reward_weights"], **TRL_BUILTIN_EQUIVALENT["gdpo"], **trl_args)
+        peft_config = None
+        if settings["peft"]:
+            from peft import LoraConfig
+
+            peft_config = LoraConfig(task_type="CAUSAL_LM", **settings["peft"])
+        timer = step_timer()
+        common = dict(model=AutoModelForCausalLM.from_pretrained(model_dir), args=arguments,
+                      train_dataset=family.build_dataset("train", settings["train_size"], 0, **settings["data_options"]),
+                      processing_class=AutoTokenizer.from_pretrained(model_dir), peft_config=peft_config)
+        if kind == "bare TRL":
+            trainer = GRPOTrainer(reward_funcs=[family.REWARD_FUNCTIONS[n] for n in settings["reward_names"]],
+                                  callbacks=[timer], **common)
+        else:
+            trainer = RegistryGRPOTrainer(
+                reward_funcs=[guard_reward_function(n, family.REWARD_FUNCTIONS[n]) for n in settings["reward_names"]],
+                callbacks=[timer, _metrics_callback(Path(out) / "metrics.jsonl")],
+                advantage_method="gdpo", advantage_convention="trl", **common)
+        trainer.train()
+    return timer.seconds[1:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scales", nargs="+", default=["smoke", "mini"])
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of (bare, ours)")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from datasets import disable_progress_bars
+
+    from gdpo.training.models import model_slug, prepare_model
+    from gdpo.training.run import resolve_run_settings
+
+    disable_progress_bars()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"{'scale':<6} {'trainer':<14} {'steps':>5} {'median s/step':>14}")
+    for scale in args.scales:
+        config = yaml.safe_load((REPO / "config" / f"{scale}.yaml").read_text())
+        task = next(iter(config["tasks"]))
+        settings = resolve_run_settings(config, task, "gdpo", 0)
+        model_dir = REPO / "resources" / "models" / model_slug(settings["model"])
+        if not (model_dir / "config.json").is_file():
+            prepare_model(settings["model"], model_dir)
+        times = {"bare TRL": [], "ours": []}
+        for _ in range(args.rounds):
+            for kind in times:
+                times[kind] += run_once(kind, settings, model_dir, STEPS[scale])
+        medians = {kind: statistics.median(values) for kind, values in times.items()}
+        for kind, values in times.items():
+            print(f"{scale:<6} {kind:<14} {len(values):>5} {medians[kind]:>14.4f}")
+        print(f"{scale:<6} overhead: ours / bare TRL = {medians['ours'] / medians['bare TRL']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
