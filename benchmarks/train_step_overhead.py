@@ -72,6 +72,9 @@ def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[flo
                 reward_funcs=[guard_reward_function(n, family.REWARD_FUNCTIONS[n]) for n in settings["reward_names"]],
                 callbacks=[timer, _metrics_callback(Path(out) / "metrics.jsonl")],
                 advantage_method="gdpo", advantage_convention="trl", **common)
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # keep the benchmark's output to its table
         trainer.train()
     return timer.seconds[1:]
 
