@@ -83,12 +83,12 @@ RUN = "results/smoke/runs/arithmetic/gdpo/seed0"
 
 
 def _resume_config(tmp_path: Path) -> Path:
-    """Smoke config with one longer run (40 steps, a checkpoint every 10) so it can be killed mid-way."""
+    """Smoke config with one longer run (60 steps, a checkpoint every 10) so it can be killed mid-way."""
     import yaml
 
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
     config.update(methods=["gdpo"], seeds=[0])
-    config["training"].update(max_steps=40, save_steps=10)
+    config["training"].update(max_steps=60, save_steps=10)
     path = tmp_path / "resume.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -130,7 +130,7 @@ def test_killed_training_resumes_from_its_checkpoint_with_the_same_result(tmp_pa
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((killed / RUN / "summary.json").read_text())
     assert summary["resumed_from"] and "checkpoint-" in summary["resumed_from"]
-    assert summary["steps"] == 40
+    assert summary["steps"] == 60
     assert _behaviour(killed / RUN / "metrics.jsonl") == _behaviour(whole / RUN / "metrics.jsonl")
 
     # A finished run is never retrained.
