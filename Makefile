@@ -9,7 +9,8 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: setup workflow smoke test test-all lint clean
 
-REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-test.txt
+REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-slurm.txt \
+	envs/requirements-test.txt
 
 $(STAMP): pyproject.toml $(REQUIREMENTS) envs/requirements-nodeps.txt
 	$(PYTHON) -m venv $(VENV)

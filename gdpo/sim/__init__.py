@@ -1,0 +1,34 @@
+"""Controlled policy-gradient bench ("sim" scale): the advantage estimator in isolation, many seeds, minutes.
+
+A Bernoulli policy over D behaviours per prompt is sampled G times per prompt; each rollout earns n
+rewards defined in a study file (config/sim/*.yaml); the policy is updated with the clipped policy-gradient
+objective and an advantage from :func:`gdpo.advantages.compute_advantages` (every registered method and
+convention). Vectorised over seeds, deterministic by seed.
+
+Public API:
+
+- :func:`load_study` (path) → :class:`Study`
+- :func:`study_runs` (study) → [(variant, method), ...]
+- :func:`run_study` (study, variant=None, method=None) → tidy ``pandas.DataFrame``
+- :func:`summarise` (df) → means and 95 % CIs per study, variant, method, reward
+- :func:`plot_study` (df, out_png) → PNG + PDF
+"""
+
+from gdpo.sim.config import RunConfig, Study, load_study, parse_study
+from gdpo.sim.engine import PolicyGradientBench, seedwise_advantages
+from gdpo.sim.plots import plot_study
+from gdpo.sim.study import run_study, study_runs
+from gdpo.sim.summary import summarise
+
+__all__ = [
+    "PolicyGradientBench",
+    "RunConfig",
+    "Study",
+    "load_study",
+    "parse_study",
+    "plot_study",
+    "run_study",
+    "seedwise_advantages",
+    "study_runs",
+    "summarise",
+]
