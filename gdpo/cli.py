@@ -102,7 +102,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
 def cmd_claims(args: argparse.Namespace) -> int:
     from gdpo.reporting.claims import write_ledger
 
-    ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md)
+    ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md, sim_per_seed=args.sim_per_seed)
     for row in ledger.itertuples():
         print(f"{row.claim_id:<4} {row.scale:<6} {row.verdict}")
     return 0
@@ -122,6 +122,34 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     summary = train(json.loads(args.settings), args.model_dir, args.run_dir, threads=args.threads)
     print(json.dumps({k: summary[k] for k in ("steps", "divergence_step", "resumed_from")}))
+    return 0
+
+
+def cmd_sim_run(args: argparse.Namespace) -> int:
+    from gdpo.sim import load_study, run_study
+
+    frame = run_study(load_study(args.study), num_threads=args.threads)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out, index=False)
+    print(f"wrote {args.out} ({len(frame)} rows)")
+    return 0
+
+
+def cmd_sim_summary(args: argparse.Namespace) -> int:
+    from gdpo.sim.report import write_summaries
+
+    write_summaries(args.inputs, args.summary, args.per_seed)
+    print(f"wrote {args.summary} and {args.per_seed}")
+    return 0
+
+
+def cmd_sim_figure(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from gdpo.sim import plot_study
+
+    for path in plot_study(pd.read_csv(args.input), args.out):
+        print(f"wrote {path}")
     return 0
 
 
@@ -183,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = commands.add_parser("claims", help="write the claims ledger (claims.csv and CLAIMS.md)")
     sub.add_argument("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)")
     sub.add_argument("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`")
+    sub.add_argument("--sim-per-seed", help="per_seed.csv from `gdpo sim-summary` (sim-scale verdicts)")
     sub.add_argument("--out-csv", required=True)
     sub.add_argument("--out-md", required=True)
     sub.set_defaults(handler=cmd_claims)
@@ -210,6 +239,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--run-dir", required=True, help="output run directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
     sub.set_defaults(handler=cmd_train)
+
+    sub = commands.add_parser(
+        "sim-run",
+        help="run one study of the policy-gradient bench (scale sim)",
+        description="Runs every (variant, method) of a study file (config/sim/*.yaml) over its seeds and writes "
+                    "the tidy per-step, per-seed, per-reward results as CSV.",
+    )
+    sub.add_argument("--study", required=True, help="study file")
+    sub.add_argument("--out", required=True, help="output CSV")
+    sub.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    sub.set_defaults(handler=cmd_sim_run)
+
+    sub = commands.add_parser("sim-summary", help="means with 95 % CIs and per-seed outcomes of bench studies")
+    sub.add_argument("--inputs", nargs="+", required=True, help="study CSVs from `gdpo sim-run`")
+    sub.add_argument("--summary", required=True, help="output CSV: per study, variant, method, reward")
+    sub.add_argument("--per-seed", required=True, help="output CSV: per seed (the ledger's evidence)")
+    sub.set_defaults(handler=cmd_sim_summary)
+
+    sub = commands.add_parser("sim-figure", help="learning curves of one bench study (PNG + PDF)")
+    sub.add_argument("--input", required=True, help="study CSV from `gdpo sim-run`")
+    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
+    sub.set_defaults(handler=cmd_sim_figure)
 
     sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
     sub.add_argument("files", nargs="+", help="config YAML files")

@@ -94,3 +94,100 @@ def test_missing_evidence_is_not_run_never_a_verdict(tmp_path):
 def test_verdict_values_are_checked():
     with pytest.raises(ValueError, match="verdict must be one of"):
         claims.Verdict("", "", "probably", "")
+
+
+# --------------------------------------------------------------------------------------------------
+# Scale sim: verdict rules on synthetic per-seed outcomes
+# --------------------------------------------------------------------------------------------------
+
+SEEDS = range(16)
+
+
+def per_seed_rows(study: str, variant: str, values: dict) -> list[dict]:
+    """values: {(method, reward): final_success per seed or a constant}, with small seed noise."""
+    rows = []
+    for (method, reward), value in values.items():
+        for seed in SEEDS:
+            noise = 0.002 * ((seed * 7919) % 11 - 5)
+            seed_value = value
+            if isinstance(value, list):  # one value per seed
+                seed_value, noise = value[seed], 0.0
+            final, initial, event = seed_value if isinstance(seed_value, tuple) else (seed_value, 0.2, False)
+            rows.append(dict(study=study, variant=variant, method=method, reward=reward, seed=seed,
+                             final_success=final + noise, initial_success=initial, outcome_event=event))
+    return rows
+
+
+def frame(*row_lists) -> pd.DataFrame:
+    return pd.DataFrame([row for rows in row_lists for row in rows])
+
+
+@pytest.mark.parametrize(
+    ("gdpo", "verdict"),
+    [
+        ({"correctness": 0.8, "format": 0.9}, claims.REPRODUCED),
+        ({"correctness": 0.6, "format": 0.9}, claims.NOT_REPRODUCED),
+        ({"correctness": 0.7, "format": 0.7}, claims.INCONCLUSIVE),
+    ],
+)
+def test_sim_c3_gives_each_verdict(gdpo, verdict):
+    grpo = {"correctness": 0.7, "format": 0.7}
+    table = frame(per_seed_rows("format_vs_correctness", "adam",
+                                {**{("grpo", r): v for r, v in grpo.items()}, **{("gdpo", r): v for r, v in gdpo.items()}}))
+    assert claims.sim_verdict_c3(table, "x").verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("nostd_final", "gdpo_final", "verdict"),
+    [(0.22, 0.9, claims.REPRODUCED), (0.8, 0.9, claims.NOT_REPRODUCED), (0.25, 0.26, claims.INCONCLUSIVE)],
+)
+def test_sim_c4_gives_each_verdict(nostd_final, gdpo_final, verdict):
+    table = frame(per_seed_rows("format_vs_correctness", "adam", {
+        ("grpo_nostd", "format"): (nostd_final, 0.2, False), ("gdpo", "format"): (gdpo_final, 0.2, False)}))
+    assert claims.sim_verdict_c4(table, "x").verdict == verdict
+
+
+def test_sim_rate_rules_give_each_verdict():
+    def stability(grpo_events, gdpo_events):
+        rows = []
+        for method, events in (("grpo", grpo_events), ("gdpo", gdpo_events)):
+            rows += [dict(study="stability", variant="v", method=method, reward="correctness", seed=s,
+                          final_success=0.5, initial_success=0.2, outcome_event=bool(events[s])) for s in SEEDS]
+        return pd.DataFrame(rows)
+
+    always, never = [1] * 16, [0] * 16
+    sometimes = [1, 0] * 8
+    assert claims.sim_verdict_c5(stability(always, never), "x").verdict == claims.REPRODUCED
+    assert claims.sim_verdict_c5(stability(never, never), "x").verdict == claims.NOT_REPRODUCED
+    assert claims.sim_verdict_c5(stability(sometimes, [0, 1] * 8), "x").verdict == claims.INCONCLUSIVE
+
+
+@pytest.mark.parametrize(
+    ("length_by_weight", "verdict"),
+    [
+        ({"w1": 0.9, "w0.75": 0.9, "w0.5": 0.89, "w0.25": 0.7}, claims.REPRODUCED),
+        ({"w1": 0.9, "w0.75": 0.8, "w0.5": 0.7, "w0.25": 0.6}, claims.NOT_REPRODUCED),
+        # w = 0.25 differs by 0.05 on average, 0 or 0.1 seed by seed: the CI straddles the ±0.05 band.
+        ({"w1": [0.9] * 16, "w0.75": [0.9] * 16, "w0.5": [0.9] * 16, "w0.25": [0.8, 0.9] * 8}, claims.INCONCLUSIVE),
+    ],
+)
+def test_sim_c7_gives_each_verdict(length_by_weight, verdict):
+    rows = []
+    for variant, length in length_by_weight.items():
+        rows += per_seed_rows("easy_vs_hard_weights", variant, {
+            (m, "length"): length for m in ("grpo", "gdpo")} | {(m, "correctness"): 0.8 for m in ("grpo", "gdpo")})
+    assert claims.sim_verdict_c7(pd.DataFrame(rows), "x").verdict == verdict
+
+
+def test_ledger_adds_sim_rows_and_reports_missing_studies(tmp_path):
+    table = frame(per_seed_rows("format_vs_correctness", "adam", {
+        ("grpo", "correctness"): 0.7, ("grpo", "format"): 0.7, ("gdpo", "correctness"): 0.8, ("gdpo", "format"): 0.9,
+        ("grpo_nostd", "format"): (0.22, 0.2, False)}))
+    path = tmp_path / "per_seed.csv"
+    table.to_csv(path, index=False)
+    ledger = claims.build_ledger("mini", None, path)
+    sim = ledger[ledger.scale == "sim"].set_index("claim_id")
+    assert sim.loc["C3", "verdict"] == sim.loc["C4", "verdict"] == claims.REPRODUCED
+    assert sim.loc["C5", "verdict"] == claims.NOT_RUN and "missing study 'stability'" in sim.loc["C5", "evidence"]
+    assert set(sim.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
+    assert (ledger[ledger.scale == "mini"]["verdict"] == claims.NOT_RUN).all()

@@ -38,9 +38,20 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     for name in ("fig2_advantage_groups", "fig3_distinct_advantage_groups"):
         for suffix in (".png", ".pdf"):
             assert (tmp_path / "paper_figures/smoke" / f"{name}{suffix}").stat().st_size > 1000
-    ledger = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv").set_index("claim_id")
+    ledger = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv")
+    ledger = ledger[ledger["scale"] == "exact"].set_index("claim_id")
     assert ledger.loc["C1", "verdict"] == ledger.loc["C2", "verdict"] == "reproduced"
     assert (tmp_path / "paper_figures/smoke/CLAIMS.md").read_text().startswith("# Claims ledger")
+    # The bench: each configured study's figure, the summary, and sim-scale rows in the ledger.
+    for study in ("format_vs_correctness", "easy_vs_hard_weights"):
+        assert (tmp_path / f"paper_figures/sim/{study}.png").stat().st_size > 1000
+    summary = pd.read_csv(tmp_path / "results/sim/summary.csv")
+    assert set(summary["study"]) == {"format_vs_correctness", "easy_vs_hard_weights"}
+    full = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv")
+    sim_rows = full[full["scale"] == "sim"].set_index("claim_id")
+    assert {"C3", "C4", "C7", "C8"} <= set(sim_rows.index)
+    assert sim_rows.loc["C3", "verdict"] in ("reproduced", "not reproduced", "inconclusive")
+    assert sim_rows.loc["C5", "verdict"] == "not run"  # the stability study is not in the smoke config
     # Training: all four methods over two seeds, each with its per-step metrics and files.
     for method in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn"):
         for seed in (0, 1):

@@ -142,6 +142,206 @@ def verdict_c2(counts: pd.DataFrame, evidence: str) -> Verdict:
 #: Verdict rules that exist, by claim, with the evidence each reads.
 EXACT_RULES: dict[str, Callable[[pd.DataFrame, str], Verdict]] = {"C1": verdict_c1, "C2": verdict_c2}
 
+
+# --------------------------------------------------------------------------------------------------
+# Scale "sim": the claims' mechanisms in the policy-gradient bench, from per-seed outcomes
+# --------------------------------------------------------------------------------------------------
+
+#: Bootstrap resamples and seed of the paired-difference intervals (deterministic ledger).
+PAIRED_RESAMPLES = 4000
+PAIRED_SEED = 7
+#: "Barely changes" in C7: a difference of final success smaller than this (absolute, in [0, 1]).
+NEGLIGIBLE = 0.05
+#: A reward is "learned" when its success rises by more than this from step 0 (C4).
+LEARNED = 0.1
+
+
+def paired_difference(per_seed: pd.DataFrame, study: str, variant: str, reward: str, method_a: str,
+                      method_b: str, column: str = "final_success") -> tuple[float, float, float]:
+    """Mean over seeds of ``column``(a) − ``column``(b), paired by seed, with a 95 % percentile-bootstrap CI."""
+    import numpy as np
+
+    rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant) & (per_seed["reward"] == reward)]
+    a = rows[rows["method"] == method_a].set_index("seed")[column]
+    b = rows[rows["method"] == method_b].set_index("seed")[column]
+    differences = (a - b).dropna().to_numpy(dtype=float)
+    if len(differences) == 0:
+        raise KeyError(f"no seeds of {method_a} and {method_b} in {study}/{variant}/{reward}")
+    rng = np.random.default_rng(PAIRED_SEED)
+    means = differences[rng.integers(0, len(differences), (PAIRED_RESAMPLES, len(differences)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return float(differences.mean()), float(low), float(high)
+
+
+def _sign(interval: tuple[float, float, float], margin: float = 0.0) -> int:
+    """+1 if the CI lies above ``margin``, −1 if below −``margin``, 0 if it spans the band."""
+    _, low, high = interval
+    return 1 if low > margin else -1 if high < -margin else 0
+
+
+def _fmt(interval: tuple[float, float, float]) -> str:
+    mean, low, high = interval
+    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def _combine(outcomes: dict[str, str]) -> str:
+    """One verdict over a study's variants: unanimous verdicts stand; a mix is inconclusive."""
+    values = set(outcomes.values())
+    return values.pop() if len(values) == 1 else INCONCLUSIVE
+
+
+def _variants(per_seed: pd.DataFrame, study: str) -> list[str]:
+    return list(dict.fromkeys(per_seed.loc[per_seed["study"] == study, "variant"]))
+
+
+def sim_verdict_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C3 at scale sim (study ``format_vs_correctness``): per variant, the paired differences GDPO − GRPO of
+    the final success of correctness and of format (bootstrap 95 % CI over seeds). ``reproduced`` if both
+    CIs lie above 0, ``not reproduced`` if either lies below 0, else ``inconclusive``; variants combined
+    by :func:`_combine`."""
+    outcomes, parts = {}, []
+    for variant in _variants(per_seed, "format_vs_correctness"):
+        diffs = {r: paired_difference(per_seed, "format_vs_correctness", variant, r, "gdpo", "grpo")
+                 for r in ("correctness", "format")}
+        signs = [_sign(d) for d in diffs.values()]
+        outcomes[variant] = NOT_REPRODUCED if -1 in signs else REPRODUCED if all(x == 1 for x in signs) else INCONCLUSIVE
+        parts.append(f"{variant}: correctness {_fmt(diffs['correctness'])}, format {_fmt(diffs['format'])}")
+    return Verdict("GDPO − GRPO final success; " + "; ".join(parts),
+                   "both paired differences' 95 % CIs above 0 in every variant", _combine(outcomes), evidence)
+
+
+def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C4 at scale sim (study ``format_vs_correctness``): per variant, the rise of format success from step
+    0 to the end (bootstrap 95 % CI over seeds). ``reproduced`` if GRPO w/o std's rise stays below
+    ``LEARNED`` (CI high < LEARNED) while GDPO's exceeds it (CI low > LEARNED); ``not reproduced`` if GRPO
+    w/o std learns format (CI low > LEARNED); else ``inconclusive``."""
+    import numpy as np
+
+    outcomes, parts = {}, []
+    for variant in _variants(per_seed, "format_vs_correctness"):
+        rises = {}
+        for method in ("grpo_nostd", "gdpo"):
+            rows = per_seed[(per_seed["study"] == "format_vs_correctness") & (per_seed["variant"] == variant)
+                            & (per_seed["reward"] == "format") & (per_seed["method"] == method)]
+            rise = (rows["final_success"] - rows["initial_success"]).to_numpy(dtype=float)
+            rng = np.random.default_rng(PAIRED_SEED)
+            means = rise[rng.integers(0, len(rise), (PAIRED_RESAMPLES, len(rise)))].mean(axis=1)
+            rises[method] = (float(rise.mean()), *map(float, np.quantile(means, [0.025, 0.975])))
+        nostd_learns, gdpo_learns = _sign(rises["grpo_nostd"], LEARNED), _sign(rises["gdpo"], LEARNED)
+        if nostd_learns == 1:
+            outcomes[variant] = NOT_REPRODUCED
+        elif rises["grpo_nostd"][2] < LEARNED and gdpo_learns == 1:
+            outcomes[variant] = REPRODUCED
+        else:
+            outcomes[variant] = INCONCLUSIVE
+        parts.append(f"{variant}: format rise GRPO w/o std {_fmt(rises['grpo_nostd'])}, GDPO {_fmt(rises['gdpo'])}")
+    return Verdict("; ".join(parts), f"GRPO w/o std's format rise CI below {LEARNED}, GDPO's above it",
+                   _combine(outcomes), evidence)
+
+
+def _rate_difference(per_seed: pd.DataFrame, study: str, method_a: str, method_b: str) -> tuple[dict, dict]:
+    """Per variant: paired difference of the study's outcome event (a − b) and each method's event rate."""
+    outcomes, parts = {}, {}
+    for variant in _variants(per_seed, study):
+        rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant)]
+        reward = rows["reward"].iloc[0]  # the outcome is per seed, repeated on every reward's row
+        events = rows.assign(event=rows["outcome_event"].astype(float))
+        diff = paired_difference(events, study, variant, reward, method_a, method_b, column="event")
+        rates = {m: events[(events["method"] == m) & (events["reward"] == reward)]["event"].mean()
+                 for m in (method_a, method_b)}
+        outcomes[variant] = REPRODUCED if _sign(diff) == 1 else NOT_REPRODUCED if diff[2] <= 0 else INCONCLUSIVE
+        parts[variant] = f"{variant}: rate {method_a} {rates[method_a]:.2f}, {method_b} {rates[method_b]:.2f}, " \
+                         f"difference {_fmt(diff)}"
+    return outcomes, parts
+
+
+def sim_verdict_c5(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C5 at scale sim (study ``stability``): per variant, the paired difference GRPO − GDPO of the
+    collapse event (``detect_divergence`` on each seed's curves; bootstrap 95 % CI). ``reproduced`` if the
+    CI lies above 0 (GRPO collapses more often), ``not reproduced`` if its upper end is ≤ 0 (e.g. no run
+    of either collapses), else ``inconclusive``."""
+    outcomes, parts = _rate_difference(per_seed, "stability", "grpo", "gdpo")
+    return Verdict("; ".join(parts.values()), "collapse rate GRPO − GDPO, CI above 0 in every variant",
+                   _combine(outcomes), evidence)
+
+
+def sim_verdict_c10(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C10 at scale sim (study ``batch_step_ablation``): per variant, the paired difference gdpo_nobn −
+    gdpo of the failure-to-converge event (bootstrap 95 % CI). ``reproduced`` if the CI lies above 0,
+    ``not reproduced`` if its upper end is ≤ 0, else ``inconclusive``; variants combined by
+    :func:`_combine`."""
+    outcomes, parts = _rate_difference(per_seed, "batch_step_ablation", "gdpo_nobn", "gdpo")
+    return Verdict("; ".join(parts.values()), "failure rate without − with the batch step, CI above 0 in every variant",
+                   _combine(outcomes), evidence)
+
+
+def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C7 at scale sim (study ``easy_vs_hard_weights``): for GRPO and GDPO, the paired differences of the
+    final success of both rewards between length weight w and weight 1 (variants ``w<w>`` vs ``w1``),
+    paired by seed (bootstrap 95 % CI). "Barely changes": the CI lies within ±``NEGLIGIBLE``; "changes":
+    it lies outside. ``reproduced`` if w = 0.75 and 0.5 barely change both rewards and w = 0.25 changes
+    one of them, for both methods; ``not reproduced`` if w = 0.5 or 0.75 changes a reward or w = 0.25
+    barely changes both; else ``inconclusive``."""
+    import numpy as np
+
+    def seeds(method: str, variant: str, reward: str) -> pd.Series:
+        rows = per_seed[(per_seed["study"] == "easy_vs_hard_weights") & (per_seed["variant"] == variant)
+                        & (per_seed["method"] == method) & (per_seed["reward"] == reward)]
+        return rows.set_index("seed")["final_success"]
+
+    def across(method: str, variant: str, reward: str) -> tuple[float, float, float]:
+        differences = (seeds(method, variant, reward) - seeds(method, "w1", reward)).dropna().to_numpy(dtype=float)
+        rng = np.random.default_rng(PAIRED_SEED)
+        means = differences[rng.integers(0, len(differences), (PAIRED_RESAMPLES, len(differences)))].mean(axis=1)
+        return float(differences.mean()), *map(float, np.quantile(means, [0.025, 0.975]))
+
+    def barely(d):
+        return -NEGLIGIBLE < d[1] and d[2] < NEGLIGIBLE
+
+    def changes(d):
+        return d[1] > NEGLIGIBLE or d[2] < -NEGLIGIBLE
+
+    outcomes, parts = {}, []
+    for method in ("grpo", "gdpo"):
+        diffs = {(w, r): across(method, f"w{w}", r) for w in ("0.75", "0.5", "0.25") for r in ("correctness", "length")}
+        small = all(barely(diffs[(w, r)]) for w in ("0.75", "0.5") for r in ("correctness", "length"))
+        large = any(changes(diffs[("0.25", r)]) for r in ("correctness", "length"))
+        if small and large:
+            outcomes[method] = REPRODUCED
+        elif any(changes(diffs[(w, r)]) for w in ("0.75", "0.5") for r in ("correctness", "length")) or all(
+            barely(diffs[("0.25", r)]) for r in ("correctness", "length")
+        ):
+            outcomes[method] = NOT_REPRODUCED
+        else:
+            outcomes[method] = INCONCLUSIVE
+        parts.append(f"{method}: " + ", ".join(f"w{w} {r} {_fmt(d)}" for (w, r), d in diffs.items()))
+    return Verdict("final success vs weight 1; " + "; ".join(parts),
+                   f"w 0.75, 0.5 within ±{NEGLIGIBLE}; w 0.25 outside it (both methods)", _combine(outcomes), evidence)
+
+
+def sim_verdict_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C8 at scale sim (study ``easy_vs_hard_weights``, variant ``conditioned``): the paired differences
+    GDPO − GRPO of the final success of correctness and of the (conditioned) length reward (bootstrap 95 %
+    CI). ``reproduced`` if both lie above 0, ``not reproduced`` if either lies below 0, else
+    ``inconclusive``."""
+    diffs = {r: paired_difference(per_seed, "easy_vs_hard_weights", "conditioned", r, "gdpo", "grpo")
+             for r in ("correctness", "length")}
+    signs = [_sign(d) for d in diffs.values()]
+    verdict = NOT_REPRODUCED if -1 in signs else REPRODUCED if all(x == 1 for x in signs) else INCONCLUSIVE
+    return Verdict(f"GDPO − GRPO final success, conditioned length: correctness {_fmt(diffs['correctness'])}, "
+                   f"length {_fmt(diffs['length'])}", "both paired differences' 95 % CIs above 0", verdict, evidence)
+
+
+#: Sim-scale rules by claim, with the study each needs.
+SIM_RULES: dict[str, tuple[str, Callable[[pd.DataFrame, str], Verdict]]] = {
+    "C3": ("format_vs_correctness", sim_verdict_c3),
+    "C4": ("format_vs_correctness", sim_verdict_c4),
+    "C5": ("stability", sim_verdict_c5),
+    "C7": ("easy_vs_hard_weights", sim_verdict_c7),
+    "C8": ("easy_vs_hard_weights", sim_verdict_c8),
+    "C10": ("batch_step_ablation", sim_verdict_c10),
+}
+
 _STAGE_DESCRIPTIONS = {
     "tool_calling": "the tool-calling task family (training and BFCL evaluation)",
     "math": "the math task family (training and evaluation)",
@@ -150,42 +350,46 @@ _STAGE_DESCRIPTIONS = {
 }
 
 
-def build_ledger(scale: str, distinct_counts: str | Path | None) -> pd.DataFrame:
+def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None) -> pd.DataFrame:
     """The ledger rows for one workflow run.
 
     Args:
         scale: the workflow's scale (``smoke``, ``mini``, ``paper``); claims decided by the exact analysis
-            are reported at scale ``exact``.
+            are reported at scale ``exact``, the bench's at scale ``sim``.
         distinct_counts: path of ``distinct_counts.csv``, or None if the exact stage did not run.
+        sim_per_seed: path of the bench's ``per_seed.csv``, or None if the bench did not run.
 
     Returns:
-        DataFrame with :data:`LEDGER_COLUMNS`, one row per claim, in claim order.
+        DataFrame with :data:`LEDGER_COLUMNS`: per claim, a row for each scale with evidence (exact, sim)
+        and a row at ``scale`` for the LM-scale claim (``not run`` until its stage exists), in claim order.
     """
     counts = None
     if distinct_counts is not None and Path(distinct_counts).is_file():
         counts = pd.read_csv(distinct_counts)
+    per_seed = None
+    if sim_per_seed is not None and Path(sim_per_seed).is_file():
+        per_seed = pd.read_csv(sim_per_seed)
     rows = []
+
+    def add(claim: Claim, row_scale: str, verdict: Verdict) -> None:
+        rows.append({"claim_id": claim.claim_id, "scale": row_scale, "statement": claim.statement,
+                     "paper_value": claim.paper_value, **dataclasses.asdict(verdict)})
+
     for claim in CLAIMS:
         if claim.stage == "exact":
-            row_scale = "exact"
             if counts is None:
-                verdict = Verdict("", "", NOT_RUN, f"missing {distinct_counts or 'distinct_counts.csv'}")
+                add(claim, "exact", Verdict("", "", NOT_RUN, f"missing {distinct_counts or 'distinct_counts.csv'}"))
             else:
-                verdict = EXACT_RULES[claim.claim_id](counts, str(distinct_counts))
-        else:
-            row_scale = scale
-            verdict = Verdict(
-                "", "", NOT_RUN, f"needs {_STAGE_DESCRIPTIONS[claim.stage]}, not yet part of this workflow"
-            )
-        rows.append(
-            {
-                "claim_id": claim.claim_id,
-                "scale": row_scale,
-                "statement": claim.statement,
-                "paper_value": claim.paper_value,
-                **dataclasses.asdict(verdict),
-            }
-        )
+                add(claim, "exact", EXACT_RULES[claim.claim_id](counts, str(distinct_counts)))
+            continue
+        if claim.claim_id in SIM_RULES and sim_per_seed is not None:
+            study, rule = SIM_RULES[claim.claim_id]
+            if per_seed is None or study not in set(per_seed["study"]):
+                add(claim, "sim", Verdict("", "", NOT_RUN, f"missing study {study!r} in {sim_per_seed}"))
+            else:
+                add(claim, "sim", rule(per_seed, f"{sim_per_seed} (study {study})"))
+        add(claim, scale, Verdict("", "", NOT_RUN,
+                                  f"needs {_STAGE_DESCRIPTIONS[claim.stage]}, not yet part of this workflow"))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
 
@@ -218,9 +422,10 @@ def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
     return "\n".join(lines)
 
 
-def write_ledger(scale: str, distinct_counts: str | Path | None, out_csv: str | Path, out_md: str | Path) -> pd.DataFrame:
+def write_ledger(scale: str, distinct_counts: str | Path | None, out_csv: str | Path, out_md: str | Path,
+                 sim_per_seed: str | Path | None = None) -> pd.DataFrame:
     """Build the ledger and write ``claims.csv`` and ``CLAIMS.md``."""
-    ledger = build_ledger(scale, distinct_counts)
+    ledger = build_ledger(scale, distinct_counts, sim_per_seed)
     Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
     ledger.to_csv(out_csv, index=False)
     Path(out_md).write_text(ledger_markdown(ledger, scale), encoding="utf-8")

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from gdpo.config import validate_config
+from gdpo.sim import load_study
 from gdpo.training.models import model_slug
 from gdpo.training.run import check_device, launcher_command, plan_runs, resolve_run_settings
 
@@ -23,6 +24,10 @@ SCALE = config["scale"]
 # not run by the claims ledger instead of being faked.
 RUNS = plan_runs(config)
 RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
+# Studies of the policy-gradient bench; each file is checked now so a bad study stops the run at start.
+SIM_STUDIES = (config.get("sim") or {}).get("studies", [])
+for study in SIM_STUDIES:
+    load_study(Path(workflow.basedir) / "config" / "sim" / f"{study}.yaml")
 MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get("tasks") or {}).values()}
 
 
@@ -38,3 +43,4 @@ wildcard_constraints:
     method="[A-Za-z0-9_]+",
     seed=r"\d+",
     model="[A-Za-z0-9_.-]+",
+    study="[A-Za-z0-9_-]+",
