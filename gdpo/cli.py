@@ -251,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     sub.set_defaults(handler=cmd_sim_run)
 
-    sub = commands.add_parser("sim-summary", help="means with 95 % CIs and per-seed outcomes of bench studies")
+    sub = commands.add_parser("sim-summary", help="means with 95 %% CIs and per-seed outcomes of bench studies")
     sub.add_argument("--inputs", nargs="+", required=True, help="study CSVs from `gdpo sim-run`")
     sub.add_argument("--summary", required=True, help="output CSV: per study, variant, method, reward")
     sub.add_argument("--per-seed", required=True, help="output CSV: per seed (the ledger's evidence)")

@@ -19,7 +19,8 @@ def test_help_lists_subcommands(capsys):
         main(["--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    for command in ("methods", "advantages", "exact-counts", "exact-fig2-table", "figure", "claims", "validate-config"):
+    for command in ("methods", "advantages", "exact-counts", "exact-fig2-table", "figure", "claims", "validate-config",
+                    "prepare-model", "train", "sim-run", "sim-summary", "sim-figure"):
         assert command in out
 
 
