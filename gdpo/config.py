@@ -6,7 +6,6 @@ allowed there, and the config file it came from.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -28,7 +27,6 @@ def load_schema(schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"config schema not found at {path}; run from a checkout of the repository.")
     schema = yaml.safe_load(path.read_text(encoding="utf-8"))
-    schema = copy.deepcopy(schema)
     schema["properties"]["methods"]["items"]["enum"] = available_methods()
     schema["$defs"]["task"]["properties"]["methods"]["items"]["enum"] = available_methods()
     schema["properties"]["advantage_convention"]["enum"] = available_conventions()
