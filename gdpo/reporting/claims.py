@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REPRODUCED = "reproduced"
@@ -147,8 +148,7 @@ EXACT_RULES: dict[str, Callable[[pd.DataFrame, str], Verdict]] = {"C1": verdict_
 # Scale "sim": the claims' mechanisms in the policy-gradient bench, from per-seed outcomes
 # --------------------------------------------------------------------------------------------------
 
-#: Bootstrap resamples and seed of the paired-difference intervals (deterministic ledger).
-PAIRED_RESAMPLES = 4000
+#: Seed of the bootstrap intervals (resamples: gdpo.sim.summary.BOOTSTRAP_RESAMPLES).
 PAIRED_SEED = 7
 #: "Barely changes" in C7: a difference of final success smaller than this (absolute, in [0, 1]).
 NEGLIGIBLE = 0.05
@@ -156,21 +156,23 @@ NEGLIGIBLE = 0.05
 LEARNED = 0.1
 
 
+def mean_with_ci(values) -> tuple[float, float, float]:
+    """Mean of per-seed ``values`` with its 95 % percentile-bootstrap CI (fixed seed: deterministic ledger)."""
+    from gdpo.sim.summary import bootstrap_interval  # here: gdpo.sim imports torch, the exact ledger does not need it
+
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        raise ValueError("no seeds to summarise")
+    return (float(values.mean()), *bootstrap_interval(values, np.random.default_rng(PAIRED_SEED)))
+
+
 def paired_difference(per_seed: pd.DataFrame, study: str, variant: str, reward: str, method_a: str,
                       method_b: str, column: str = "final_success") -> tuple[float, float, float]:
     """Mean over seeds of ``column``(a) − ``column``(b), paired by seed, with a 95 % percentile-bootstrap CI."""
-    import numpy as np
-
     rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant) & (per_seed["reward"] == reward)]
     a = rows[rows["method"] == method_a].set_index("seed")[column]
     b = rows[rows["method"] == method_b].set_index("seed")[column]
-    differences = (a - b).dropna().to_numpy(dtype=float)
-    if len(differences) == 0:
-        raise KeyError(f"no seeds of {method_a} and {method_b} in {study}/{variant}/{reward}")
-    rng = np.random.default_rng(PAIRED_SEED)
-    means = differences[rng.integers(0, len(differences), (PAIRED_RESAMPLES, len(differences)))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return float(differences.mean()), float(low), float(high)
+    return mean_with_ci((a - b).dropna())
 
 
 def _sign(interval: tuple[float, float, float], margin: float = 0.0) -> int:
@@ -215,18 +217,13 @@ def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     0 to the end (bootstrap 95 % CI over seeds). ``reproduced`` if GRPO w/o std's rise stays below
     ``LEARNED`` (CI high < LEARNED) while GDPO's exceeds it (CI low > LEARNED); ``not reproduced`` if GRPO
     w/o std learns format (CI low > LEARNED); else ``inconclusive``."""
-    import numpy as np
-
     outcomes, parts = {}, []
     for variant in _variants(per_seed, "format_vs_correctness"):
         rises = {}
         for method in ("grpo_nostd", "gdpo"):
             rows = per_seed[(per_seed["study"] == "format_vs_correctness") & (per_seed["variant"] == variant)
                             & (per_seed["reward"] == "format") & (per_seed["method"] == method)]
-            rise = (rows["final_success"] - rows["initial_success"]).to_numpy(dtype=float)
-            rng = np.random.default_rng(PAIRED_SEED)
-            means = rise[rng.integers(0, len(rise), (PAIRED_RESAMPLES, len(rise)))].mean(axis=1)
-            rises[method] = (float(rise.mean()), *map(float, np.quantile(means, [0.025, 0.975])))
+            rises[method] = mean_with_ci(rows["final_success"] - rows["initial_success"])
         nostd_learns, gdpo_learns = _sign(rises["grpo_nostd"], LEARNED), _sign(rises["gdpo"], LEARNED)
         if nostd_learns == 1:
             outcomes[variant] = NOT_REPRODUCED
@@ -282,18 +279,13 @@ def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     it lies outside. ``reproduced`` if w = 0.75 and 0.5 barely change both rewards and w = 0.25 changes
     one of them, for both methods; ``not reproduced`` if w = 0.5 or 0.75 changes a reward or w = 0.25
     barely changes both; else ``inconclusive``."""
-    import numpy as np
-
     def seeds(method: str, variant: str, reward: str) -> pd.Series:
         rows = per_seed[(per_seed["study"] == "easy_vs_hard_weights") & (per_seed["variant"] == variant)
                         & (per_seed["method"] == method) & (per_seed["reward"] == reward)]
         return rows.set_index("seed")["final_success"]
 
     def across(method: str, variant: str, reward: str) -> tuple[float, float, float]:
-        differences = (seeds(method, variant, reward) - seeds(method, "w1", reward)).dropna().to_numpy(dtype=float)
-        rng = np.random.default_rng(PAIRED_SEED)
-        means = differences[rng.integers(0, len(differences), (PAIRED_RESAMPLES, len(differences)))].mean(axis=1)
-        return float(differences.mean()), *map(float, np.quantile(means, [0.025, 0.975]))
+        return mean_with_ci((seeds(method, variant, reward) - seeds(method, "w1", reward)).dropna())
 
     def barely(d):
         return -NEGLIGIBLE < d[1] and d[2] < NEGLIGIBLE
