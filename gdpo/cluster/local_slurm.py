@@ -47,8 +47,11 @@ def install_packages(timeout: float = 900) -> None:
     if all(shutil.which(d) or Path(f"/usr/sbin/{d}").exists() for d in DAEMONS):
         return
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "install", "-y", "-q", *DEBIAN_PACKAGES], check=True, env=environment,
-                   capture_output=True, timeout=timeout)
+    install = ["apt-get", "install", "-y", "-q", *DEBIAN_PACKAGES]
+    if subprocess.run(install, env=environment, capture_output=True, timeout=timeout).returncode != 0:
+        # A fresh machine may have no package lists yet.
+        subprocess.run(["apt-get", "update", "-q"], check=True, env=environment, capture_output=True, timeout=timeout)
+        subprocess.run(install, check=True, env=environment, capture_output=True, timeout=timeout)
 
 
 def _free_port() -> int:
