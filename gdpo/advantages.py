@@ -45,6 +45,7 @@ __all__ = [
     "batch_whiten",
     "compute_advantages",
     "condition_rewards",
+    "distinct_advantage_counts",
     "get_convention",
     "get_estimator",
     "group_normalise",
@@ -584,3 +585,29 @@ def condition_rewards(rewards, easy: int | Sequence[int], hard: int, threshold: 
     if device is not None:
         conditioned = conditioned.to(device)
     return conditioned
+
+
+# --------------------------------------------------------------------------------------------------
+# Diagnostics
+# --------------------------------------------------------------------------------------------------
+
+#: Advantages are compared after rounding to this many decimals when counting distinct values.
+DISTINCT_DECIMALS = 6
+
+
+def distinct_advantage_counts(advantages: torch.Tensor, decimals: int = DISTINCT_DECIMALS) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distinct advantage values per group and per batch — the live form of claims C1/C2.
+
+    Args:
+        advantages: (..., P, G) advantages, P groups of G rollouts per batch (any leading batch axes).
+        decimals: values equal after rounding to this many decimals count as one.
+
+    Returns:
+        ((..., P) distinct values in each group, (...) distinct values in each batch), int64.
+    """
+    *leading, groups, rollouts = advantages.shape
+    keys = torch.round(advantages.double() * 10**decimals).to(torch.int64)
+    per_group = 1 + (keys.sort(dim=-1).values.diff(dim=-1) != 0).sum(dim=-1)
+    batch = keys.reshape(*leading, groups * rollouts).sort(dim=-1).values
+    in_batch = 1 + (batch.diff(dim=-1) != 0).sum(dim=-1)
+    return per_group, in_batch

@@ -26,7 +26,8 @@ from gdpo.training.run import (
     resolve_run_settings,
     train,
 )
-from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer, distinct_advantage_counts
+from gdpo.advantages import distinct_advantage_counts
+from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,7 +122,11 @@ def test_unknown_method_is_refused_before_loading(tiny_model, tmp_path):
 
 def test_distinct_advantage_counts():
     advantages = torch.tensor([0.5, -0.5, 0.5, -0.5, 1.0, -1.0, 0.0, 0.0])
-    assert distinct_advantage_counts(advantages, 4) == (2.5, 5)  # groups: {±0.5}, {±1, 0}
+    per_group, in_batch = distinct_advantage_counts(advantages.view(2, 4))
+    assert per_group.tolist() == [2, 3] and int(in_batch) == 5  # groups: {±0.5}, {±1, 0}
+    # Leading batch axes (e.g. seeds) are kept: two identical batches.
+    per_group, in_batch = distinct_advantage_counts(advantages.view(1, 2, 4).expand(3, 2, 4))
+    assert per_group.shape == (3, 2) and in_batch.tolist() == [5, 5, 5]
 
 
 # --------------------------------------------------------------------------------------------------

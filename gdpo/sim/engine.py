@@ -25,7 +25,13 @@ import dataclasses
 import numpy as np
 import torch
 
-from gdpo.advantages import compute_advantages, condition_rewards, get_convention
+from gdpo.advantages import (
+    DISTINCT_DECIMALS,
+    compute_advantages,
+    condition_rewards,
+    distinct_advantage_counts,
+    get_convention,
+)
 from gdpo.sim import rng
 from gdpo.sim.config import RunConfig
 from gdpo.sim.rewards import RewardModel, build_reward_model
@@ -34,8 +40,6 @@ from gdpo.sim.rewards import RewardModel, build_reward_model
 #: over all seeds' rows equals a call per seed. Any other estimator (including newly registered ones) is
 #: called once per seed unless it has a batched path below.
 GROUP_LOCAL_METHODS = frozenset({"grpo", "grpo_nostd", "gdpo_nobn"})
-#: Advantages are compared after rounding to this many decimals when counting distinct values.
-DISTINCT_DECIMALS = 6
 _TINY = torch.finfo(torch.float64).tiny
 _ADAM_BETAS = (0.9, 0.999)
 _ADAM_EPS = 1e-8
@@ -314,11 +318,8 @@ class PolicyGradientBench:
     def measure(self, graded, paid, lengths, advantages) -> dict[str, torch.Tensor]:
         """Per-seed metrics of one batch; shapes as :class:`BenchTrace` without the step axis."""
         S, P, G = advantages.shape
-        keys = torch.round(advantages * 10**DISTINCT_DECIMALS).to(torch.int64)
-        sorted_groups = keys.sort(dim=2).values
-        distinct_per_group = 1 + (sorted_groups.diff(dim=2) != 0).sum(dim=2)
-        batch_sorted = keys.view(S, P * G).sort(dim=1).values
-        distinct_in_batch = 1 + (batch_sorted.diff(dim=1) != 0).sum(dim=1)
+        distinct_per_group, distinct_in_batch = distinct_advantage_counts(advantages)
+        sorted_groups = torch.round(advantages * 10**DISTINCT_DECIMALS).to(torch.int64).sort(dim=2).values
         # A 64-bit fingerprint per sorted tuple; two different tuples collide with probability ~2^-64.
         fingerprints = rng.mix64(sorted_groups * rng.GOLDEN_GAMMA + self._hash_positions).sum(dim=2)
         fingerprints = fingerprints.sort(dim=1).values

@@ -14,7 +14,7 @@ import time
 import torch
 from trl import GRPOTrainer
 
-from gdpo.advantages import compute_advantages, get_convention, get_estimator
+from gdpo.advantages import compute_advantages, distinct_advantage_counts, get_convention, get_estimator
 
 #: TRL's built-in advantage path that matches a registry method (used for TRL's own logged statistics
 #: and by the equivalence test); methods without one run TRL's default path, whose result is replaced.
@@ -23,22 +23,6 @@ TRL_BUILTIN_EQUIVALENT = {
     "grpo_nostd": {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "none"},
     "gdpo": {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
 }
-
-#: Advantages are compared after rounding to this many decimals when counting distinct values.
-DISTINCT_DECIMALS = 6
-
-
-def distinct_advantage_counts(advantages: torch.Tensor, num_generations: int) -> tuple[float, int]:
-    """(mean number of distinct values per group, number of distinct values in the batch).
-
-    Args:
-        advantages: (B,) advantages, groups of ``num_generations`` contiguous rows.
-    """
-    rounded = torch.round(advantages.double(), decimals=DISTINCT_DECIMALS) + 0.0
-    groups = rounded.view(-1, num_generations)
-    per_group = [torch.unique(group).numel() for group in groups]
-    return sum(per_group) / len(per_group), torch.unique(rounded).numel()
-
 
 class RegistryGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``gdpo.advantages``.
@@ -101,10 +85,10 @@ class RegistryGRPOTrainer(GRPOTrainer):
         logged.extend(advantages.tolist())
 
         metrics = self._metrics[mode]
-        per_group, in_batch = distinct_advantage_counts(advantages, num_generations)
+        per_group, in_batch = distinct_advantage_counts(advantages.view(-1, num_generations))
         metrics["advantages/mean"].append(advantages.mean().item())
         metrics["advantages/std"].append(advantages.std().item() if advantages.numel() > 1 else 0.0)
-        metrics["advantages/distinct_per_group"].append(per_group)
+        metrics["advantages/distinct_per_group"].append(per_group.double().mean().item())
         metrics["advantages/distinct_in_batch"].append(float(in_batch))
         grouped = rewards.view(-1, num_generations, rewards.shape[1])
         for k, name in enumerate(self.reward_func_names):
