@@ -9,8 +9,13 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: setup workflow smoke test test-all lint clean
 
-REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-slurm.txt \
-	envs/requirements-test.txt
+REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-tasks.txt \
+	envs/requirements-slurm.txt envs/requirements-test.txt
+# BFCL's evaluator clashes with the training stack's pins: it gets its own venv (envs/requirements-bfcl.txt).
+BFCL_VENV := .venv-bfcl
+BFCL_STAMP := $(BFCL_VENV)/.installed
+# The tool-calling family runs its BFCL modules with this interpreter.
+export GDPO_BFCL_PYTHON := $(CURDIR)/$(BFCL_VENV)/bin/python
 
 $(STAMP): pyproject.toml $(REQUIREMENTS) envs/requirements-nodeps.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,22 +24,28 @@ $(STAMP): pyproject.toml $(REQUIREMENTS) envs/requirements-nodeps.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
+$(BFCL_STAMP): pyproject.toml envs/requirements-bfcl.txt
+	$(PYTHON) -m venv $(BFCL_VENV)
+	$(BFCL_VENV)/bin/pip install --quiet -r envs/requirements-bfcl.txt
+	$(BFCL_VENV)/bin/pip install --quiet --no-deps -e .
+	touch $@
+
 ## setup: create .venv with the pinned CPU stack (torch==2.13.0, TRL) and the gdpo package
-setup: $(STAMP)
+setup: $(STAMP) $(BFCL_STAMP)
 
 ## workflow: the default workflow at the CPU scale (config/mini.yaml)
-workflow: $(STAMP)
+workflow: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES)
 
 ## smoke: the same workflow at smoke scale (seconds)
-smoke: $(STAMP)
+smoke: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES) --configfile config/smoke.yaml
 
 ## test: the test suite (slow tests excluded; `make test-all` runs them too)
-test: $(STAMP)
+test: $(STAMP) $(BFCL_STAMP)
 	pytest -n $(CORES)
 
-test-all: $(STAMP)
+test-all: $(STAMP) $(BFCL_STAMP)
 	pytest -n $(CORES) -m "slow or not slow"
 
 ## lint: snakemake --lint on the default config

@@ -125,6 +125,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from gdpo.evaluation.run import evaluate_run
+
+    record = evaluate_run(json.loads(args.settings), args.model_dir, args.out, args.work_dir,
+                          adapter_dir=args.adapter_dir, threads=args.threads)
+    print(json.dumps({"summary": record["summary"], "eval_seconds": record["eval_seconds"]}))
+    return 0
+
+
 def cmd_sim_run(args: argparse.Namespace) -> int:
     from gdpo.sim import load_study, run_study
 
@@ -239,6 +250,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--run-dir", required=True, help="output run directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
     sub.set_defaults(handler=cmd_train)
+
+    sub = commands.add_parser(
+        "evaluate",
+        help="evaluate one policy (a trained run or the base model) on its task's held-out data",
+        description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
+    )
+    sub.add_argument("--settings", required=True,
+                     help="resolved evaluation settings as JSON (gdpo.evaluation.run.resolve_eval_settings)")
+    sub.add_argument("--model-dir", required=True, help="prepared base model directory")
+    sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
+    sub.add_argument("--out", required=True, help="output eval.json")
+    sub.add_argument("--work-dir", required=True, help="directory for completions and evaluator outputs")
+    sub.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    sub.set_defaults(handler=cmd_evaluate)
 
     sub = commands.add_parser(
         "sim-run",

@@ -11,6 +11,9 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+#: Task config keys passed to the family's ``build_dataset`` (and its evaluator) as keyword options.
+DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "eval_fraction")
+
 #: Family name → module. The families of the paper join this table as they are built.
 FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic"}
 #: The paper's families that configs may already name; their tasks are left out of the workflow (and

@@ -88,3 +88,47 @@ def length_reward(completions, completion_ids, length_limit, **kwargs) -> list[f
 
 #: Reward name → function, in the order their weights are given.
 REWARD_FUNCTIONS = {"correct": correct_reward, "format": format_reward, "length": length_reward}
+
+
+def evaluate(request) -> dict:
+    """Accuracy, format and length on ``request.eval_size`` held-out problems (default 64), in percent.
+
+    Returns eval.json content (:mod:`gdpo.evaluation`) with one benchmark ``arithmetic``: ``acc``
+    (correct answers), ``format`` (format reward 1) and ``exceed`` (completions over ``length_limit`` tokens),
+    each averaged over every sample of every problem. Completions go to ``work_dir/completions.jsonl``.
+    """
+    import json
+
+    from gdpo.evaluation.generate import generate_completions, load_policy
+
+    options = dict(request.options)
+    length_limit = options.pop("length_limit", 64)
+    if options:
+        raise ValueError(f"arithmetic task: unknown options {sorted(options)}; it takes only length_limit.")
+    dataset = build_dataset("eval", request.eval_size or 64, request.seed, length_limit=length_limit)
+    model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
+    samples = generate_completions(
+        model, tokenizer, dataset["prompt"], num_samples=request.num_samples, temperature=request.temperature,
+        top_p=request.top_p, max_new_tokens=request.max_new_tokens, batch_size=request.batch_size, seed=request.seed,
+    )
+    correct, formatted, exceeded = [], [], []
+    with open(request.work_dir / "completions.jsonl", "w", encoding="utf-8") as out:
+        for row, completions in zip(dataset, samples):
+            texts = [c.text for c in completions]
+            item_correct = correct_reward(texts, [row["answer"]] * len(texts))
+            item_format = format_reward(texts)
+            item_exceed = [1.0 if c.num_tokens > length_limit else 0.0 for c in completions]
+            correct += item_correct
+            formatted += item_format
+            exceeded += item_exceed
+            record = {"answer": row["answer"], "samples": texts, "num_tokens": [c.num_tokens for c in completions],
+                      "correct": item_correct, "format": item_format}
+            out.write(json.dumps(record) + "\n")
+
+    def percent(values: list[float]) -> float:
+        return round(100.0 * sum(values) / len(values), 2)
+
+    metrics = {"acc": percent(correct), "format": percent(formatted), "exceed": percent(exceeded),
+               "n_items": len(dataset)}
+    return {"family": "arithmetic", "benchmarks": {"arithmetic": metrics}, "summary": dict(metrics), "not_run": {},
+            "settings": {"length_limit": length_limit}}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from gdpo.tasks import get_family
+from gdpo.tasks import DATA_OPTION_KEYS, get_family
 from gdpo.training.divergence import detect_divergence
 from gdpo.training.rewards import guard_reward_function
 
@@ -103,7 +103,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
         "reward_names": list(weights),
         "reward_weights": [float(w) for w in weights.values()],
         "train_size": spec.get("train_size", 256),
-        "data_options": {k: spec[k] for k in ("length_limit",) if k in spec},
+        "data_options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
         "peft": peft,
         "trl": trl_args,
     }

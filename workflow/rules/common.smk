@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from gdpo.config import validate_config
+from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
 from gdpo.sim import load_study
 from gdpo.training.models import model_slug
 from gdpo.training.run import check_device, launcher_command, plan_runs, resolve_run_settings
@@ -24,6 +25,13 @@ SCALE = config["scale"]
 # not run by the claims ledger instead of being faked.
 RUNS = plan_runs(config)
 RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
+# Every trained run and the base model of each task are evaluated (eval.json).
+EVAL_FILES = [f"results/{SCALE}/runs/{e['task']}/{e['method']}/seed{e['seed']}/eval.json" for e in plan_evaluations(config)]
+
+
+def run_dir(wildcards):
+    """The run directory of a (task, method, seed) job."""
+    return f"results/{SCALE}/runs/{wildcards.task}/{wildcards.method}/seed{wildcards.seed}"
 # Studies of the policy-gradient bench; each file is checked now so a bad study stops the run at start.
 SIM_STUDIES = (config.get("sim") or {}).get("studies", [])
 for study in SIM_STUDIES:

@@ -1,0 +1,55 @@
+"""Evaluation of trained (and base) policies on a task family's held-out data.
+
+Each family's ``evaluate(request)`` receives an :class:`EvalRequest` and returns the content of the run's
+``eval.json``::
+
+    {"family": str,
+     "benchmarks": {bench: {metric: percent, ..., "n_items": int}},
+     "summary": {metric: percent},
+     "not_run": {column: reason},
+     "settings": {...}}
+
+:func:`gdpo.evaluation.run.evaluate_run` resolves the request from the config and writes the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Everything a family needs to evaluate one policy.
+
+    Attributes:
+        task: config task name, e.g. ``"tool_calling"``.
+        method: advantage estimator of the run, or ``"base"`` for the untrained model.
+        seed: sampling seed.
+        model_dir: base model directory (Hugging Face format).
+        adapter_dir: the trained run's ``model/`` directory (a PEFT adapter or a full model); None for base.
+        options: the task's data options (the keyword arguments of the family's ``build_dataset``).
+        eval_size: number of held-out items (None: all of them).
+        num_samples: samples per item; accuracies are pass@1 averaged over them.
+        temperature: sampling temperature (0: greedy).
+        top_p: nucleus sampling threshold.
+        max_new_tokens: generation limit per sample, in tokens.
+        batch_size: sequences generated together.
+        work_dir: existing directory for intermediate files (completions, evaluator outputs).
+        threads: CPU threads for torch.
+    """
+
+    task: str
+    method: str
+    seed: int
+    model_dir: Path
+    adapter_dir: Path | None
+    options: dict
+    eval_size: int | None
+    num_samples: int
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    batch_size: int
+    work_dir: Path
+    threads: int = 1

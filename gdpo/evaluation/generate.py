@@ -1,0 +1,122 @@
+"""Sampling completions from a policy for evaluation (transformers ``generate``, CPU or GPU).
+
+Used by the families whose evaluators score text themselves (tool calling, code); math evaluation goes
+through lm-eval, which generates on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled completion: its text (special tokens removed), length in tokens, and whether generation
+    stopped at ``max_new_tokens`` instead of an end-of-sequence token."""
+
+    text: str
+    num_tokens: int
+    truncated: bool
+
+
+def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None, dtype: torch.dtype = torch.float32):
+    """The policy to evaluate: the base model, with the run's trained weights when ``adapter_dir`` is given.
+
+    ``adapter_dir`` is a training run's ``model/`` directory: a PEFT adapter (``adapter_config.json``),
+    merged into the base weights so generation runs at the base model's speed, or a full model, loaded as is.
+
+    Returns:
+        ``(model, tokenizer)``, the model in eval mode, the tokenizer padding on the left (batched generation).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").exists():
+        raise ValueError(f"{model_dir} is not a model directory (no config.json); run the prepare_model rule first.")
+    adapter_dir = Path(adapter_dir) if adapter_dir else None
+    if adapter_dir is not None and not adapter_dir.is_dir():
+        raise ValueError(f"Trained model directory {adapter_dir} does not exist; run the train rule first.")
+    is_adapter = adapter_dir is not None and (adapter_dir / "adapter_config.json").exists()
+    weights_dir = adapter_dir if adapter_dir is not None and not is_adapter else model_dir
+    model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=dtype)
+    if is_adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    # The trained run saves its tokenizer next to the weights; the base model's is the same one.
+    tokenizer = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (adapter_dir / "tokenizer_config.json").exists() else model_dir)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return model, tokenizer
+
+
+@torch.inference_mode()
+def generate_completions(
+    model,
+    tokenizer,
+    prompts: list[list[dict]],
+    *,
+    num_samples: int = 1,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 128,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> list[list[Completion]]:
+    """Sample ``num_samples`` completions for each chat prompt.
+
+    Args:
+        prompts: P conversations (lists of ``{"role", "content"}``); the chat template is applied with
+            ``add_generation_prompt=True``.
+        temperature: 0 means greedy decoding (then every sample of a prompt is the same).
+        batch_size: sequences per ``generate`` call (prompt-sample pairs, prompts of similar length together).
+        seed: seeds torch's generator once, before the first batch.
+
+    Returns:
+        P lists of ``num_samples`` :class:`Completion`, in the order of ``prompts``.
+    """
+    if num_samples < 1 or batch_size < 1 or max_new_tokens < 1:
+        raise ValueError("num_samples, batch_size and max_new_tokens must be at least 1.")
+    if temperature < 0 or not 0 < top_p <= 1:
+        raise ValueError(f"Need temperature >= 0 and 0 < top_p <= 1, got {temperature} and {top_p}.")
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    pairs = [(i, s) for i in range(len(prompts)) for s in range(num_samples)]
+    # Prompts of similar length in one batch waste less compute on padding.
+    pairs.sort(key=lambda pair: len(encoded[pair[0]]))
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 else {"do_sample": False}
+    eos_ids = set(_eos_ids(model, tokenizer))
+    torch.manual_seed(seed)
+    results: list[list[Completion | None]] = [[None] * num_samples for _ in prompts]
+    for start in range(0, len(pairs), batch_size):
+        batch = pairs[start : start + batch_size]
+        inputs = tokenizer.pad({"input_ids": [encoded[i] for i, _ in batch]}, return_tensors="pt")
+        output = model.generate(
+            **inputs,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            top_k=None,
+            **sampling,
+        )
+        new_tokens = output[:, inputs["input_ids"].shape[1] :].tolist()
+        for (i, s), ids in zip(batch, new_tokens):
+            length = next((k + 1 for k, token in enumerate(ids) if token in eos_ids), None)
+            truncated = length is None
+            ids = ids[: length if length is not None else len(ids)]
+            content_ids = [t for t in ids if t not in eos_ids and t != tokenizer.pad_token_id]
+            results[i][s] = Completion(tokenizer.decode(content_ids, skip_special_tokens=True), len(ids), truncated)
+    return results  # type: ignore[return-value]
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    """Every token id that ends generation (the generation config may list several)."""
+    eos = model.generation_config.eos_token_id
+    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    if tokenizer.eos_token_id is not None:
+        ids.append(tokenizer.eos_token_id)
+    return ids

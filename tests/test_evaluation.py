@@ -1,0 +1,163 @@
+"""Evaluation: settings resolution, the plan, sampling completions, loading trained adapters, eval.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gdpo.evaluation.generate import generate_completions, load_policy
+from gdpo.evaluation.run import EVAL_DEFAULTS, evaluate_run, plan_evaluations, resolve_eval_settings
+from gdpo.training.models import build_tiny_model
+
+CONFIG = {
+    "scale": "smoke",
+    "methods": ["grpo", "gdpo"],
+    "advantage_convention": "trl",
+    "seeds": [3, 4],
+    "evaluation": {"eval_size": 5, "max_new_tokens": 8},
+    "tasks": {
+        "arithmetic": {"family": "arithmetic", "model": "builtin:tiny-qwen2", "length_limit": 6,
+                       "evaluation": {"max_new_tokens": 12}},
+    },
+}
+
+PROMPTS = [
+    [{"role": "user", "content": "What is 1 + 2?"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "A much longer question about things?"}],
+    [{"role": "user", "content": "Hi"}],
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("model"))
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_model_dir):
+    return load_policy(tiny_model_dir)
+
+
+def test_settings_take_defaults_then_scale_then_task():
+    settings = resolve_eval_settings(CONFIG, "arithmetic", "gdpo", 3)
+    assert settings["eval_size"] == 5  # the scale's block
+    assert settings["max_new_tokens"] == 12  # the task's block wins over the scale's
+    assert settings["num_samples"] == EVAL_DEFAULTS["num_samples"]  # nobody sets it
+    assert settings["options"] == {"length_limit": 6}
+    assert resolve_eval_settings(CONFIG, "arithmetic", "base", 3)["method"] == "base"
+
+
+@pytest.mark.parametrize(
+    ("task", "method", "message"),
+    [
+        ("nope", "gdpo", "Unknown task 'nope'"),  # a task the config does not define
+        ("arithmetic", "grpo_nostd", "not among task 'arithmetic'"),  # a method the config does not run
+    ],
+)
+def test_settings_reject_unknown_names(task, method, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_eval_settings(CONFIG, task, method, 3)
+
+
+def test_plan_evaluates_base_once_when_greedy_and_per_seed_when_sampling():
+    greedy = plan_evaluations(CONFIG)
+    assert len(greedy) == 2 * 2 + 1
+    assert [e for e in greedy if e["method"] == "base"] == [{"task": "arithmetic", "method": "base", "seed": 3}]
+    sampling = plan_evaluations({**CONFIG, "evaluation": {"temperature": 0.7}})
+    assert [e["seed"] for e in sampling if e["method"] == "base"] == [3, 4]
+
+
+def test_samples_are_reproducible_per_seed_and_keep_prompt_order(policy):
+    model, tokenizer = policy
+    first = generate_completions(model, tokenizer, PROMPTS, num_samples=2, max_new_tokens=6, batch_size=2, seed=1)
+    again = generate_completions(model, tokenizer, PROMPTS, num_samples=2, max_new_tokens=6, batch_size=2, seed=1)
+    other = generate_completions(model, tokenizer, PROMPTS, num_samples=2, max_new_tokens=6, batch_size=2, seed=2)
+    assert first == again
+    assert first != other
+    assert [len(samples) for samples in first] == [2, 2, 2]
+    for samples in first:
+        for completion in samples:
+            assert 1 <= completion.num_tokens <= 6
+            if completion.truncated:  # stopped by the limit, not by an end-of-sequence token
+                assert completion.num_tokens == 6
+    # Each prompt's samples do not depend on which other prompts share its batch when decoding greedily.
+    alone = generate_completions(model, tokenizer, PROMPTS[1:2], temperature=0, max_new_tokens=6)
+    together = generate_completions(model, tokenizer, PROMPTS, temperature=0, max_new_tokens=6, batch_size=3)
+    assert alone[0][0].text == together[1][0].text
+
+
+def test_greedy_samples_of_one_prompt_are_identical(policy):
+    model, tokenizer = policy
+    (samples,) = generate_completions(model, tokenizer, PROMPTS[:1], num_samples=3, temperature=0, max_new_tokens=5)
+    assert len({s.text for s in samples}) == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"num_samples": 0},  # no samples asked for
+        {"temperature": -1.0},  # negative temperature
+        {"top_p": 0.0},  # empty nucleus
+        {"max_new_tokens": 0},  # nothing to generate
+    ],
+)
+def test_bad_sampling_settings_are_named(policy, bad):
+    model, tokenizer = policy
+    with pytest.raises(ValueError):
+        generate_completions(model, tokenizer, PROMPTS, **bad)
+
+
+def test_a_trained_lora_adapter_is_merged_into_the_policy(tiny_model_dir, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    peft_model = get_peft_model(base, LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
+    peft_model.save_pretrained(tmp_path / "adapter")
+    inputs = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        expected = peft_model(inputs).logits
+    merged, _ = load_policy(tiny_model_dir, tmp_path / "adapter")
+    untrained, _ = load_policy(tiny_model_dir)
+    with torch.no_grad():
+        assert torch.allclose(merged(inputs).logits, expected, atol=1e-4)
+        assert not torch.allclose(untrained(inputs).logits, expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("model_dir", "adapter", "message"),
+    [
+        ("missing-model", None, "no config.json"),  # base model not prepared
+        (None, "missing-run", "does not exist"),  # trained run not there
+    ],
+)
+def test_missing_models_name_the_rule_to_run(tiny_model_dir, tmp_path, model_dir, adapter, message):
+    with pytest.raises(ValueError, match=message):
+        load_policy(tmp_path / model_dir if model_dir else tiny_model_dir, tmp_path / adapter if adapter else None)
+
+
+def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model_dir, tmp_path):
+    settings = resolve_eval_settings(CONFIG, "arithmetic", "base", 3)
+    record = evaluate_run(settings, tiny_model_dir, tmp_path / "eval.json", tmp_path / "work")
+    written = json.loads((tmp_path / "eval.json").read_text())
+    assert written == record
+    assert written["method"] == "base" and written["family"] == "arithmetic"
+    metrics = written["benchmarks"]["arithmetic"]
+    assert metrics["n_items"] == 5
+    lines = [json.loads(line) for line in (tmp_path / "work/completions.jsonl").read_text().splitlines()]
+    assert len(lines) == 5
+    # Every percentage is recomputed from the completions the evaluator kept.
+    assert metrics["acc"] == pytest.approx(100 * sum(l["correct"][0] for l in lines) / 5)
+    assert metrics["exceed"] == pytest.approx(100 * sum(l["num_tokens"][0] > 6 for l in lines) / 5)
+
+
+def test_evaluate_run_needs_an_adapter_exactly_for_trained_methods(tiny_model_dir, tmp_path):
+    with pytest.raises(ValueError, match="adapter-dir"):
+        evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "gdpo", 3), tiny_model_dir, tmp_path / "e.json",
+                     tmp_path / "work")
+    with pytest.raises(ValueError, match="adapter-dir"):
+        evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "base", 3), tiny_model_dir, tmp_path / "e.json",
+                     tmp_path / "work", adapter_dir=tiny_model_dir)
+    assert not (tmp_path / "e.json").exists()
