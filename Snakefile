@@ -18,6 +18,7 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
@@ -29,6 +30,7 @@ rule all:
         rules.exact.input,
         expand("{run_dir}/summary.json", run_dir=RUN_DIRS),
         EVAL_FILES,
+        rules.aggregate.output,
         expand("paper_figures/sim/{study}.png", study=SIM_STUDIES),
         ["results/sim/summary.csv"] if SIM_STUDIES else [],
         f"paper_figures/{SCALE}/claims.csv",

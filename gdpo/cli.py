@@ -136,6 +136,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    from gdpo.reporting.aggregate import gather_evals, gather_steps
+
+    for frame, out in ((gather_steps(args.metrics), args.out_steps), (gather_evals(args.evals), args.out_eval)):
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(out, index=False)
+        print(f"wrote {out} ({len(frame)} rows)")
+    return 0
+
+
 def cmd_sim_run(args: argparse.Namespace) -> int:
     from gdpo.sim import load_study, run_study
 
@@ -264,6 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--work-dir", required=True, help="directory for completions and evaluator outputs")
     sub.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     sub.set_defaults(handler=cmd_evaluate)
+
+    sub = commands.add_parser("aggregate", help="gather runs' metrics.jsonl and eval.json into tidy CSVs")
+    sub.add_argument("--metrics", nargs="*", default=[], help="metrics.jsonl files of the runs")
+    sub.add_argument("--evals", nargs="*", default=[], help="eval.json files (runs and base models)")
+    sub.add_argument("--out-steps", required=True, help="output steps.csv")
+    sub.add_argument("--out-eval", required=True, help="output eval.csv")
+    sub.set_defaults(handler=cmd_aggregate)
 
     sub = commands.add_parser(
         "sim-run",

@@ -1,0 +1,69 @@
+"""Gather per-run files into the tidy tables every figure and table reads.
+
+- ``steps.csv``: one row per (task, method, seed, step) with every logged training metric as a column
+  (``rewards/<name>/mean``, ``completions/max_length``, ...), from each run's ``metrics.jsonl``.
+- ``eval.csv``: one row per (task, method, seed, benchmark, metric) with ``value`` (percent) and
+  ``n_items``, from each ``eval.json``, base-model evaluations included (method ``base``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+#: ``.../runs/<task>/<method>/seed<seed>/<file>``: where a run's identity comes from.
+_RUN_PATH = re.compile(r"runs/(?P<task>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
+STEP_KEYS = ["task", "method", "seed", "step"]
+EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items"]
+
+
+def run_identity(path: str | Path) -> dict:
+    """``{"task", "method", "seed"}`` of a file inside ``runs/<task>/<method>/seed<seed>/``."""
+    match = _RUN_PATH.search(Path(path).as_posix())
+    if not match:
+        raise ValueError(f"{path} is not inside a run directory runs/<task>/<method>/seed<seed>/.")
+    return {"task": match["task"], "method": match["method"], "seed": int(match["seed"])}
+
+
+def gather_steps(metrics_files: list[str | Path]) -> pd.DataFrame:
+    """Every logged step of every run; columns ``task, method, seed, step`` then the metrics (sorted)."""
+    frames = []
+    for path in metrics_files:
+        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not rows:
+            raise ValueError(f"{path} has no logged steps; re-run its train job.")
+        frame = pd.DataFrame(rows)
+        for key, value in run_identity(path).items():
+            frame[key] = value
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=STEP_KEYS)
+    steps = pd.concat(frames, ignore_index=True)
+    metrics = sorted(c for c in steps.columns if c not in STEP_KEYS)
+    return steps[STEP_KEYS + metrics].sort_values(STEP_KEYS, ignore_index=True)
+
+
+def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
+    """Every metric of every evaluation, long format (:data:`EVAL_COLUMNS`).
+
+    Columns a family could not produce (``not_run`` in eval.json) become rows with an empty ``value``
+    and the reason in ``note``, so a table can say why a cell is empty.
+    """
+    rows = []
+    for path in eval_files:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        identity = run_identity(path)
+        for benchmark, metrics in record["benchmarks"].items():
+            n_items = metrics.get("n_items")
+            for metric, value in metrics.items():
+                if metric != "n_items" and isinstance(value, (int, float)):
+                    rows.append({**identity, "benchmark": benchmark, "metric": metric, "value": float(value),
+                                 "n_items": n_items, "note": ""})
+        for column, reason in (record.get("not_run") or {}).items():
+            rows.append({**identity, "benchmark": column, "metric": "", "value": None, "n_items": None,
+                         "note": f"not run: {reason}"})
+    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note"])
+    return frame.sort_values(["task", "method", "seed", "benchmark", "metric"], ignore_index=True)

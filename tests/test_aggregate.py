@@ -1,0 +1,55 @@
+"""Aggregation of per-run files into steps.csv and eval.csv."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gdpo.reporting.aggregate import gather_evals, gather_steps, run_identity
+
+
+def write_run(root, task, method, seed, steps=None, evaluation=None):
+    run = root / "runs" / task / method / f"seed{seed}"
+    run.mkdir(parents=True)
+    if steps is not None:
+        (run / "metrics.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    if evaluation is not None:
+        (run / "eval.json").write_text(json.dumps(evaluation))
+    return run
+
+
+def test_run_identity_comes_from_the_path(tmp_path):
+    assert run_identity("results/mini/runs/math_mini/gdpo/seed3/eval.json") == {
+        "task": "math_mini", "method": "gdpo", "seed": 3}
+    with pytest.raises(ValueError, match="not inside a run directory"):
+        run_identity(tmp_path / "eval.json")
+
+
+def test_steps_of_every_run_in_one_table(tmp_path):
+    a = write_run(tmp_path, "t", "gdpo", 0, steps=[{"step": 2, "reward": 0.5}, {"step": 1, "reward": 0.25}])
+    b = write_run(tmp_path, "t", "grpo", 1, steps=[{"step": 1, "reward": 1.0, "rewards/x/mean": 0.0}])
+    steps = gather_steps([b / "metrics.jsonl", a / "metrics.jsonl"])
+    assert list(steps.columns) == ["task", "method", "seed", "step", "reward", "rewards/x/mean"]
+    assert steps[["method", "step", "reward"]].values.tolist() == [["gdpo", 1, 0.25], ["gdpo", 2, 0.5],
+                                                                     ["grpo", 1, 1.0]]
+    assert steps["rewards/x/mean"].isna().sum() == 2  # a metric only one run logged stays empty elsewhere
+
+
+def test_a_run_without_steps_is_an_error_naming_it(tmp_path):
+    run = write_run(tmp_path, "t", "gdpo", 0, steps=[])
+    with pytest.raises(ValueError, match="no logged steps"):
+        gather_steps([run / "metrics.jsonl"])
+
+
+def test_evals_become_long_rows_with_not_run_columns_kept(tmp_path):
+    run = write_run(tmp_path, "tool", "base", 0, evaluation={
+        "benchmarks": {"bfcl_v3": {"live": 40.0, "format": 12.5, "n_items": 80}},
+        "not_run": {"multi_turn": "needs BFCL's multi-turn executor"},
+    })
+    evals = gather_evals([run / "eval.json"])
+    values = evals.dropna(subset=["value"]).set_index("metric")["value"].to_dict()
+    assert values == {"format": 12.5, "live": 40.0}
+    assert set(evals["n_items"].dropna()) == {80}
+    missing = evals[evals["value"].isna()].iloc[0]
+    assert missing["benchmark"] == "multi_turn" and missing["note"].startswith("not run: needs")

@@ -1,0 +1,18 @@
+# Aggregation: every run's per-step metrics and every evaluation gathered into two tidy CSVs, which are
+# all that figures and tables read.
+
+
+rule aggregate:
+    input:
+        metrics=expand("{run_dir}/metrics.jsonl", run_dir=RUN_DIRS),
+        evals=EVAL_FILES,
+    output:
+        steps=f"results/{SCALE}/summary/steps.csv",
+        evals=f"results/{SCALE}/summary/eval.csv",
+    log:
+        f"results/{SCALE}/logs/aggregate.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        "python -m gdpo aggregate --metrics {input.metrics} --evals {input.evals} "
+        "--out-steps {output.steps} --out-eval {output.evals} > {log} 2>&1"
