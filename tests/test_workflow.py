@@ -57,8 +57,14 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
         for seed in (0, 1):
             run = tmp_path / f"results/smoke/runs/arithmetic/{method}/seed{seed}"
             assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
-            for name in ("summary.json", "config.json", "env.json", "model/config.json"):
+            for name in ("summary.json", "config.json", "env.json", "model/config.json", "eval.json"):
                 assert (run / name).is_file(), run / name
+    # Evaluation of every run and of the base model (greedy: once), gathered with the steps.
+    assert (tmp_path / "results/smoke/runs/arithmetic/base/seed0/eval.json").is_file()
+    evals = pd.read_csv(tmp_path / "results/smoke/summary/eval.csv")
+    assert set(evals["method"]) == {"base", "grpo", "grpo_nostd", "gdpo", "gdpo_nobn"}
+    steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
+    assert len(steps) == 4 * 2 * 4 and "rewards/correct/mean" in steps.columns
     # Nothing left to do on a second run.
     again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
                       "--configfile", str(REPO / "config" / "smoke.yaml"))

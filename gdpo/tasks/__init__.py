@@ -12,10 +12,11 @@ import importlib
 from types import ModuleType
 
 #: Task config keys passed to the family's ``build_dataset`` (and its evaluator) as keyword options.
-DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "eval_fraction")
+DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "eval_fraction",
+                    "max_prompt_chars", "time_limit", "max_tests")
 
 #: Family name → module. The families of the paper join this table as they are built.
-FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic"}
+FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic", "code": "gdpo.tasks.code"}
 #: The paper's families that configs may already name; their tasks are left out of the workflow (and
 #: reported as not run) until their module exists.
 PLANNED_FAMILIES = ("tool_calling", "math", "code")

@@ -1,0 +1,718 @@
+"""Trusted supervisor of one sandboxed program run (standard library only).
+
+Started by :mod:`gdpo.tasks.code.sandbox` as ``python -I -S -B _supervisor.py JOB_DIR``, inside fresh
+network, PID and mount namespaces when the machine allows it. It never runs model code itself: it
+reads the job, seals the filesystem, compiles the program, and forks one *runner* per execution (one
+for all function-call tests, one per stdin/stdout test). A runner drops to the sandbox uid with
+resource limits before it touches model code. The supervisor alone decides which tests passed:
+
+- value tests (``calls``): the runner only sends ``repr`` of each call's result; expected values live
+  in ``expected.bin``, which this process reads only after the runner and all its descendants are
+  dead, so model code never holds them in memory;
+- stdin/stdout tests: the supervisor compares the captured stdout with the expected text, read after
+  each runner is dead (a later runner of the same job could at most dig earlier tests' answers out of
+  freed memory it inherited);
+- assertion tests (``asserts``, e.g. HumanEval's ``check``): the runner reports each outcome on a
+  private pipe, stamped with a random nonce. This is the one channel model code could forge, and only
+  by finding the pipe and the nonce in its own process on purpose; ``sys.exit``, ``os._exit``,
+  printing, exceptions or a killed harness all end up as failures.
+
+Job and result travel as ``marshal`` data (format version 2, readable by every Python 3), which loads in
+microseconds where importing ``json`` would cost a sizeable part of the sandbox's start-up. Result on
+stdout: ``{"status", "passed", "total", "detail", "nonce"}``; a setup failure of the sandbox itself is
+reported as ``{"sandbox_error": ...}``.
+"""
+
+import builtins
+import io
+import marshal
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+CHANNEL_FD = 3
+RECORD_PAYLOAD_CAP = 100_000  # characters of a returned value's repr sent back
+CHANNEL_CAP = 8 << 20  # bytes of records accepted from one runner
+DETAIL_CAP = 2000  # characters of stderr kept for the result's detail
+EXIT_MEMORY = 120  # runner exit code for an uncaught MemoryError (stdin/stdout mode)
+AF_BLOCKED = (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
+# mount(2) flags, and mount_setattr(2), whose number (442) is the same on every architecture.
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 2, 4, 8, 1, 32, 4096, 16384
+SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 442, 0x8000, 0x1, 0x2
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
+CPU_POLL = 0.02  # seconds between CPU-time checks once a runner has run for time_limit
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/run/shm")
+
+_libc = None
+
+
+def _load_libc():
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _check(result, what):
+    if result != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    libc = _load_libc()
+    enc = lambda s: None if s is None else s.encode()
+    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def _seal_filesystem(job_dir, owner, tmpfs_bytes):
+    """Make every mount read-only in this private mount namespace, then mount a fresh tmpfs on job_dir.
+
+    Runs as (namespace) root before any runner exists. Falls back to read-only bind mounts of the usual
+    world-writable directories on kernels without mount_setattr (< 5.12).
+    """
+    import ctypes
+
+    libc = _load_libc()
+
+    class MountAttr(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in ("attr_set", "attr_clr", "propagation", "userns_fd")]
+
+    attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    if (
+        libc.syscall(SYS_MOUNT_SETATTR, -100, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
+        != 0
+    ):
+        for path in WORLD_WRITABLE_DIRS:
+            if os.path.isdir(path) and not os.path.islink(path):
+                _mount(path, path, None, MS_BIND | MS_REC)
+                _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    try:  # a /proc of the new PID namespace: the host's processes (and their environments) disappear
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        pass  # still hidden by uid (root mode); documented as weaker in user-namespace mode
+    size_kib = max(1, tmpfs_bytes >> 10)
+    _mount(
+        "tmpfs", job_dir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_kib}k,mode=0700,uid={owner},gid={owner}"
+    )
+
+
+def _drop_capabilities():
+    """Clear all capability sets (user-namespace mode: the runner is uid 0 inside the namespace)."""
+    import ctypes
+
+    libc = _load_libc()
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.capset(header, data), "capset")
+
+
+def _confine(job):
+    """Resource limits and privilege drop of a freshly forked runner (still before any model code)."""
+    limit = lambda kind, value: resource.setrlimit(kind, (value, value))
+    cpu_seconds = int(job["time_limit"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    limit(resource.RLIMIT_CORE, 0)
+    limit(resource.RLIMIT_FSIZE, job["file_size_limit"])
+    limit(resource.RLIMIT_NOFILE, 256)
+    uid = job["uid"]
+    if job["isolation"] != "none" or uid is not None:
+        _load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if uid is not None:
+        # RLIMIT_NPROC counts the processes of the real uid: a uid of its own per run makes it a
+        # per-run limit, and it is enforced because that uid is not root.
+        limit(resource.RLIMIT_NPROC, job["max_processes"])
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    else:
+        limit(resource.RLIMIT_NPROC, job["max_processes"])
+        if job["isolation"] == "user-namespaces":
+            _drop_capabilities()
+    limit(resource.RLIMIT_AS, job["memory_bytes"])
+
+
+def _install_guards(job, supervisor_pid):
+    """Audit hooks in the runner: no internet sockets or name lookups (a second line behind the empty
+    network namespace), and without namespaces no signals to the supervisor or to process groups.
+
+    Audit hooks cannot be removed from Python code, but C code (ctypes) bypasses them.
+    """
+    no_namespaces = job["isolation"] == "none"
+
+    def guard(event, args):
+        if event == "socket.__new__" and len(args) > 1 and args[1] in AF_BLOCKED:
+            raise PermissionError("network access is disabled in the sandbox")
+        if event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"):
+            raise PermissionError("network access is disabled in the sandbox")
+        if (
+            no_namespaces
+            and event in ("os.kill", "os.killpg")
+            and (args[0] <= 0 or args[0] == supervisor_pid)
+        ):
+            raise PermissionError("signals outside the sandbox are disabled")
+
+    sys.addaudithook(guard)
+
+
+def _spawn(job, stdin_fd, stdout_fd, stderr_fd, channel_fd, body):
+    """Fork a runner with the given standard streams (and record channel), confine it, run ``body``."""
+    supervisor_pid = os.getpid()
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    exit_now = os._exit  # bound before model code, which could patch os._exit and fall back into our code
+    try:
+        os.setpgid(0, 0)
+        os.dup2(stdin_fd, 0)
+        os.dup2(stdout_fd, 1)
+        os.dup2(stderr_fd, 2)
+        if channel_fd is not None:
+            os.dup2(channel_fd, CHANNEL_FD)
+        os.closerange(CHANNEL_FD + (channel_fd is not None), 1 << 20)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _confine(job)
+        os.chdir(job["job_dir"])
+        _install_guards(job, supervisor_pid)
+        body()
+    except BaseException as error:  # a harness failure before model code: visible, never a pass
+        try:
+            os.write(2, f"sandbox runner setup failed: {error!r}\n".encode())
+        except OSError:
+            pass
+    exit_now(125)
+
+
+class Stream:
+    """One pipe read by the supervisor: keeps the first ``keep`` bytes, overflows past ``cap`` bytes."""
+
+    def __init__(self, fd, keep, cap):
+        self.fd, self.keep, self.cap = fd, keep, cap
+        self.data = bytearray()
+        self.size = 0
+
+
+def _kill_sandbox(job, runner_pid):
+    """SIGKILL every process the runner may have left, including ones that escaped its process group."""
+    if os.getpid() == 1:  # init of our own PID namespace: -1 reaches everything in it but us
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
+    try:
+        os.killpg(runner_pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    uid = job["uid"]
+    if uid is not None and os.geteuid() == 0:  # a helper with the sandbox uid kills all of its processes
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(helper, 0)
+
+
+def wall_limit(time_limit):
+    """Seconds of wall clock after which a runner is killed whatever its CPU use (sleeping, blocked, or
+    starved of CPU on a loaded machine): time limits are CPU budgets first, see :func:`_supervise`."""
+    return WALL_FACTOR * time_limit + WALL_EXTRA
+
+
+def _cpu_seconds(pid):
+    """User + system CPU seconds of one live process so far (from /proc; 0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _supervise(job, pid, streams):
+    """Collect the runner's streams until it exits, exceeds its time or a stream overflows its cap.
+
+    Time: the runner is stopped once it has used ``time_limit`` seconds of CPU (checked every
+    ``CPU_POLL`` s after ``time_limit`` of wall clock), or after :func:`wall_limit` of wall clock. An
+    endless loop, which gets a core to itself, so ends after about ``time_limit``, while a correct
+    program on a machine busy with other work is not cut off for waiting for a core.
+
+    Returns (event, wait_status, cpu_seconds) with event in {None, "timeout", "output_limit"}. Every
+    process of the sandbox is dead when this returns.
+    """
+    started = time.monotonic()
+    cpu_from, wall_deadline = started + job["time_limit"], started + wall_limit(job["time_limit"])
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    by_fd = {s.fd: s for s in streams}
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    event, exited = None, False
+
+    def read(fd):
+        stream = by_fd[fd]
+        data = os.read(fd, 65536)
+        if not data:
+            poller.unregister(fd)
+            del by_fd[fd]
+            return
+        stream.size += len(data)
+        room = stream.keep - len(stream.data)
+        if room > 0:
+            stream.data += data[:room]
+
+    while not exited and event is None:
+        now = time.monotonic()
+        if now >= wall_deadline or (now >= cpu_from and _cpu_seconds(pid) >= job["time_limit"]):
+            event = "timeout"
+            break
+        wait = (cpu_from - now) if now < cpu_from else CPU_POLL
+        for fd, _ in poller.poll(1000 * max(0.001, min(wait, wall_deadline - now))):
+            if fd == pidfd:
+                exited = True
+            elif fd in by_fd:
+                read(fd)
+        if any(s.size > s.cap for s in streams):
+            event = "output_limit"
+    _kill_sandbox(job, pid)
+    _, status, usage = os.wait4(pid, 0)
+    os.close(pidfd)
+    drain_until = time.monotonic() + 1.0
+    while by_fd and time.monotonic() < drain_until:  # data already in the pipes; writers are dead
+        ready = poller.poll(100)
+        if not ready:
+            break
+        for fd, _ in ready:
+            if fd in by_fd:
+                read(fd)
+    _reap_orphans()
+    if event is None and any(s.size > s.cap for s in streams):
+        event = "output_limit"
+    return event, status, usage.ru_utime + usage.ru_stime
+
+
+def _reap_orphans():
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def _exit_kind(job, status, cpu_seconds):
+    """ "exit" (normal exit), "timeout" (CPU limit) or "killed" (any other signal)."""
+    if os.WIFEXITED(status):
+        return "exit"
+    signum = os.WTERMSIG(status)
+    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu_seconds >= int(job["time_limit"]) + 0.9):
+        return "timeout"
+    return "killed"
+
+
+def _read_expected(expected_fd, job, index, text=True):
+    offset, length = job["expected_spans"][index]
+    data = os.pread(expected_fd, length, offset)
+    return data.decode("utf-8") if text else data
+
+
+# --- value comparison -------------------------------------------------------------------------------
+
+
+def _nesting_depth(text):
+    depth = best = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif char in ")]}":
+            depth -= 1
+    return best
+
+
+def _literal(text):
+    import ast
+
+    if _nesting_depth(text) > 50:
+        raise ValueError("too deeply nested")
+    return ast.literal_eval(text)
+
+
+def values_match(actual, expected):
+    """Equal Python literals: floats within 1e-6 (relative) or 1e-9 (absolute), lists ≡ tuples, and
+    no bool/int mix."""
+    import math
+
+    if isinstance(expected, float) and not isinstance(expected, bool):
+        return (
+            isinstance(actual, (int, float))
+            and not isinstance(actual, bool)
+            and math.isclose(actual, expected, rel_tol=1e-6, abs_tol=1e-9)
+        )
+    if isinstance(expected, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(expected)
+            and all(values_match(a, e) for a, e in zip(actual, expected))
+        )
+    if isinstance(expected, dict):
+        return (
+            isinstance(actual, dict)
+            and actual.keys() == expected.keys()
+            and all(values_match(actual[k], v) for k, v in expected.items())
+        )
+    if isinstance(expected, bool) != isinstance(actual, bool):
+        return False
+    if type(actual) is not type(expected) and not (isinstance(actual, int) and isinstance(expected, int)):
+        return False
+    return actual == expected
+
+
+def repr_matches(actual_repr, accepted_reprs):
+    """Whether a returned value's repr matches one of the accepted expected values' reprs."""
+    if actual_repr in accepted_reprs:
+        return True
+    try:
+        actual = _literal(actual_repr)
+    except Exception:
+        return False
+    for accepted in accepted_reprs:
+        try:
+            if values_match(actual, _literal(accepted)):
+                return True
+        except Exception:
+            continue
+    return False
+
+
+def _float_token(token):
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def output_matches(actual, expected):
+    """stdout equals the expected text up to trailing whitespace per line and trailing blank lines;
+    else token by token, numbers within 1e-6 (the usual judge tolerances)."""
+    normalise = lambda text: "\n".join(line.rstrip() for line in text.strip().splitlines())
+    if normalise(actual) == normalise(expected):
+        return True
+    got, want = actual.split(), expected.split()
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        if g == w:
+            continue
+        gf, wf = _float_token(g), _float_token(w)
+        if gf is None or wf is None or abs(gf - wf) > 1e-6 * max(1.0, abs(wf)):
+            return False
+    return True
+
+
+# --- runners ----------------------------------------------------------------------------------------
+
+
+def _literal_repr_function():
+    """``repr`` restricted to values of the built-in literal types (recursively): anything else, such as
+    an object whose ``__eq__`` or ``__repr__`` claims to be the answer, is sent as ``<not a literal>``.
+    Bound to the real builtins before model code runs."""
+    real_repr, type_of, literal, containers = (
+        repr,
+        type,
+        (int, float, complex, bool, str, bytes, type(None)),
+        (list, tuple, set, frozenset),
+    )
+
+    def is_literal(value, depth):
+        kind = type_of(value)
+        if kind in literal:
+            return True
+        if depth > 50:
+            return False
+        if kind in containers:
+            return all(is_literal(item, depth + 1) for item in value)
+        if kind is dict:
+            return all(is_literal(k, depth + 1) and is_literal(v, depth + 1) for k, v in value.items())
+        return False
+
+    def represent(value):
+        return real_repr(value) if is_literal(value, 0) else "<not a literal>"
+
+    return represent
+
+
+def _function_runner(code_obj, call_codes, assert_codes, nonce):
+    """Body of the function-call runner: load the program, run every test, report on CHANNEL_FD."""
+    write, run_code, evaluate, exit_now = os.write, exec, eval, os._exit
+    represent = _literal_repr_function()
+    name_of = lambda error: type(error).__name__.encode("utf-8", "replace")
+
+    def send(index, kind, payload=b""):
+        write(CHANNEL_FD, b"%s %d %s %d\n" % (nonce, index, kind, len(payload)) + payload)
+
+    namespace = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        run_code(code_obj, namespace)
+    except MemoryError:
+        send(-1, b"memory")
+        exit_now(1)
+    except BaseException as error:
+        send(-1, b"load_error", name_of(error))
+        exit_now(1)
+    send(-1, b"loaded")
+    for index, call in enumerate(call_codes):
+        try:
+            value = evaluate(call, namespace)
+            send(index, b"value", represent(value)[:RECORD_PAYLOAD_CAP].encode("utf-8", "replace"))
+        except MemoryError:
+            send(index, b"memory")
+        except BaseException as error:
+            send(index, b"error", name_of(error))
+    for offset, test in enumerate(assert_codes):
+        index = len(call_codes) + offset
+        try:
+            run_code(test, namespace)
+            send(index, b"ok")
+        except AssertionError:
+            send(index, b"fail")
+        except MemoryError:
+            send(index, b"memory")
+        except BaseException as error:
+            send(index, b"error", name_of(error))
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        pass
+    send(-1, b"done")
+    exit_now(0)
+
+
+def _stdio_runner(code_obj):
+    """Body of a stdin/stdout runner: run the program as ``__main__`` with fds 0/1/2 already in place."""
+    exit_now = os._exit
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="replace"
+    )
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", write_through=True)
+    code = 0
+    try:
+        exec(code_obj, {"__name__": "__main__", "__builtins__": builtins})
+    except SystemExit as stop:
+        if stop.code is None:
+            code = 0
+        elif isinstance(stop.code, int):
+            code = stop.code & 0xFF
+        else:
+            print(stop.code, file=sys.stderr)
+            code = 1
+    except MemoryError:
+        code = EXIT_MEMORY
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        code = code or 1
+    exit_now(code)
+
+
+def _parse_records(buffer, nonce):
+    """Records ``NONCE INDEX KIND LEN\\nPAYLOAD`` up to the first one that is malformed or unstamped."""
+    records, position = [], 0
+    while position < len(buffer):
+        end = buffer.find(b"\n", position)
+        if end < 0:
+            break
+        parts = bytes(buffer[position:end]).split(b" ")
+        if len(parts) != 4 or parts[0] != nonce:
+            break  # forged or garbled: everything after it is ignored (fails closed)
+        try:
+            index, length = int(parts[1]), int(parts[3])
+        except ValueError:
+            break
+        payload = bytes(buffer[end + 1 : end + 1 + length])
+        if len(payload) != length:
+            break
+        records.append((index, parts[2].decode("ascii", "replace"), payload))
+        position = end + 1 + length
+    return records
+
+
+def run_function_tests(job, code_obj, expected_fd):
+    calls, asserts = job["calls"], job["asserts"]
+    total = len(calls) + len(asserts)
+    call_codes = [compile(c, "<test>", "eval", dont_inherit=True) for c in calls]
+    assert_codes = [compile(a, "<test>", "exec", dont_inherit=True) for a in asserts]
+    nonce = os.urandom(12).hex().encode()
+    channel_r, channel_w = os.pipe()
+    output_r, output_w = os.pipe()
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    pid = _spawn(
+        job,
+        null_fd,
+        output_w,
+        output_w,
+        channel_w,
+        lambda: _function_runner(code_obj, call_codes, assert_codes, nonce),
+    )
+    for fd in (channel_w, output_w, null_fd):
+        os.close(fd)
+    channel = Stream(channel_r, CHANNEL_CAP, CHANNEL_CAP)
+    output = Stream(output_r, DETAIL_CAP, job["output_limit"])
+    event, status, cpu = _supervise(job, pid, [channel, output])
+    os.close(channel_r)
+    os.close(output_r)
+    records = _parse_records(channel.data, nonce)
+    outcome = {}  # test index -> "pass" | "fail" | "error" | "memory"
+    flags = set()
+    for index, kind, payload in records:
+        if index < 0:
+            flags.add(kind)
+            continue
+        if index >= total or index in outcome:
+            continue
+        if kind == "value" and index < len(calls):
+            accepted = marshal.loads(_read_expected(expected_fd, job, index, text=False))
+            outcome[index] = "pass" if repr_matches(payload.decode("utf-8", "replace"), accepted) else "fail"
+        elif kind == "ok" and index >= len(calls):
+            outcome[index] = "pass"
+        elif kind in ("fail", "error", "memory"):
+            outcome[index] = kind
+        else:
+            outcome[index] = "fail"
+    passed = sum(1 for v in outcome.values() if v == "pass")
+    detail = output.data.decode("utf-8", "replace")
+    exit_kind = _exit_kind(job, status, cpu)
+    if event is not None:
+        state = event
+    elif "memory" in flags or "memory" in outcome.values():
+        state = "memory"
+    elif exit_kind != "exit":
+        state = exit_kind
+    elif "load_error" in flags or "error" in outcome.values() or "done" not in flags:
+        state = "runtime_error"
+    else:
+        state = "ok"
+    errors = [
+        f"test {i} raised {p.decode('utf-8', 'replace')}" for i, k, p in records if k == "error" and i >= 0
+    ]
+    if "load_error" in flags:
+        errors.insert(
+            0, f"loading the program raised {next(p for i, k, p in records if k == 'load_error').decode()}"
+        )
+    if errors:
+        detail = "\n".join(errors[:3]) + ("\n" + detail if detail else "")
+    return {"status": state, "passed": passed, "total": total, "detail": detail}
+
+
+def run_stdio_tests(job, code_obj, expected_fd):
+    inputs = job["stdin"]
+    total, passed = len(inputs), 0
+    states, detail = [], ""
+    for index, text in enumerate(inputs):
+        stdin_fd = os.memfd_create("stdin", 0)
+        os.write(stdin_fd, text.encode("utf-8"))
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = _spawn(job, stdin_fd, out_w, err_w, None, lambda: _stdio_runner(code_obj))
+        for fd in (stdin_fd, out_w, err_w):
+            os.close(fd)
+        out = Stream(out_r, job["output_limit"], job["output_limit"])
+        err = Stream(err_r, DETAIL_CAP, job["output_limit"])
+        event, status, cpu = _supervise(job, pid, [out, err])
+        os.close(out_r)
+        os.close(err_r)
+        exit_kind = _exit_kind(job, status, cpu)
+        if event is not None:
+            state = event
+        elif exit_kind != "exit":
+            state = exit_kind
+        elif os.WEXITSTATUS(status) == EXIT_MEMORY:
+            state = "memory"
+        elif os.WEXITSTATUS(status) != 0:
+            state = "runtime_error"
+        else:
+            state = "ok"
+            if output_matches(out.data.decode("utf-8", "replace"), _read_expected(expected_fd, job, index)):
+                passed += 1
+        if state != "ok" and not detail:
+            detail = err.data.decode("utf-8", "replace") or state
+        states.append(state)
+        if state in ("timeout", "memory", "output_limit", "killed"):
+            break  # the remaining tests count as failed; a second slow run would only cost time
+    worst = next(
+        (s for s in ("timeout", "memory", "output_limit", "killed", "runtime_error") if s in states), "ok"
+    )
+    return {"status": worst, "passed": passed, "total": total, "detail": detail}
+
+
+def _emit(report):
+    sys.stdout.buffer.write(marshal.dumps(report, 2))
+    sys.stdout.flush()
+
+
+def main():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a sandboxed process may not interrupt us
+    job_dir = sys.argv[1]
+    with open(os.path.join(job_dir, "job.bin"), "rb") as handle:
+        job = marshal.loads(handle.read())
+    expected_fd = os.open(os.path.join(job_dir, "expected.bin"), os.O_RDONLY | os.O_CLOEXEC)
+    job["job_dir"] = job_dir
+    try:
+        if job["isolation"] != "none":
+            _load_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+            owner = job["uid"] if job["uid"] is not None else 0
+            _seal_filesystem(job_dir, owner, job["tmpfs_bytes"])
+        else:
+            for name in ("job.bin", "expected.bin"):
+                os.unlink(os.path.join(job_dir, name))
+            if job["uid"] is not None:
+                os.chown(job_dir, job["uid"], job["uid"])
+        os.chdir(job_dir)
+        for module in job.get("preload", []):
+            try:
+                __import__(module)
+            except Exception:
+                pass
+    except Exception as error:
+        _emit({"sandbox_error": f"{type(error).__name__}: {error}"})
+        return
+    try:
+        code_obj = compile(job["code"], "<solution>", "exec", dont_inherit=True)
+    except Exception as error:
+        result = {
+            "status": "compile_error",
+            "passed": 0,
+            "total": job["total"],
+            "detail": f"{type(error).__name__}: {error}",
+        }
+    else:
+        result = (run_stdio_tests if job["stdin"] else run_function_tests)(job, code_obj, expected_fd)
+    nonce_span = job["expected_spans"][-1]
+    result["nonce"] = os.pread(expected_fd, nonce_span[1], nonce_span[0]).decode()
+    result["detail"] = result["detail"][-DETAIL_CAP:]
+    _emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,385 @@
+"""Run model-written Python programs against tests, isolated from the machine and from each other.
+
+Each :func:`run` starts a trusted supervisor (``_supervisor.py``, standard library only) in its own
+session; the supervisor forks *runners* that execute the model's code. Isolation layers, as measured
+on the project's machines (Linux 6.x, running as root; see :func:`isolation_mode`):
+
+============================  ===============================================================================
+layer                         mechanism
+============================  ===============================================================================
+network                       empty network namespace (``unshare --net``: no interface but a down loopback),
+                              plus an audit hook refusing internet sockets and name lookups
+processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
+                              process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
+                              (enforced because that uid is not root) caps fork bombs
+filesystem                    mount namespace in which every mount is read-only (``mount_setattr``, recursive)
+                              and the run's directory is a fresh size-limited tmpfs (cwd, HOME, TMPDIR); the
+                              runner's uid owns nothing else; a new ``/proc`` shows only the sandbox
+time                          stopped after ``time_limit`` s of CPU (polled), or 3 × ``time_limit`` + 1 s of
+                              wall clock when sleeping or starved; ``RLIMIT_CPU`` as a backstop; on a
+                              timeout every process of the sandbox is killed
+memory                        ``RLIMIT_AS``
+output                        pipes read with a cap (overflow kills the run), ``RLIMIT_FSIZE`` for files
+environment                   only PATH, LANG, HOME and TMPDIR (both the run's directory); stdin is /dev/null
+signals                       other uid and PID namespace: the runner cannot signal the supervisor or us
+============================  ===============================================================================
+
+Modes: ``root-namespaces`` (all of the above), ``user-namespaces`` when not root but unprivileged user
+namespaces work (same namespaces; the runner keeps the caller's uid with all capabilities dropped, so
+``RLIMIT_NPROC`` counts the caller's own processes), and ``none`` (no namespaces: rlimits, a separate uid
+when root, and the audit hooks only — the filesystem's world-writable directories stay writable and the
+network barrier is the audit hook alone, which C code can bypass).
+
+How tests are scored is described in ``_supervisor.py``: value and stdin/stdout tests are compared by the
+supervisor against expected answers that model code never sees; assertion tests (HumanEval's ``check``)
+report through a nonce-stamped pipe which model code could only forge deliberately.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import marshal
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from gdpo.tasks.code._supervisor import wall_limit
+
+SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "memory", "output_limit", "killed")
+#: Command-line tag on every sandbox process (runners are forks of the supervisor), for leak checks;
+#: followed by ``:<pid of the process that started it>``. Also the prefix of the runs' directories.
+PROCESS_MARKER = "gdpo-sandbox"
+#: Seconds allowed for starting the interpreter and sealing the sandbox, beyond the tests' own limits.
+STARTUP_ALLOWANCE = 10.0
+#: Modules imported by the supervisor before it drops privileges when the interpreter's standard
+#: library is not readable by other users (then later imports by the sandbox uid would fail).
+PRELOAD = (
+    "math",
+    "collections",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "re",
+    "string",
+    "typing",
+    "random",
+)
+_UID_BASE, _UID_SPAN = 1 << 30, 1 << 24  # far above the system's and the subordinate-uid ranges
+_issued_uids: collections.deque[int] = collections.deque(maxlen=1 << 16)  # this process's recent sandbox uids
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program and its tests.
+
+    - ``calls``: value tests ``(expression, accepted)``; the expression (e.g. ``"add(2, 3)"``) is evaluated
+      in the program's namespace and passes if its result equals one of the ``accepted`` Python literals
+      (reprs, e.g. ``("5",)``); the program never sees ``accepted``.
+    - ``asserts``: test snippets run in the program's namespace; pass if they raise nothing
+      (HumanEval: ``test + "\\ncheck(entry_point)"``). An ``AssertionError`` is a failed test, any other
+      exception a runtime error.
+    - ``stdio``: ``(stdin, expected stdout)`` pairs; the program runs once per pair as ``__main__``.
+
+    ``stdio`` cannot be mixed with ``calls``/``asserts``. Limits: ``time_limit`` seconds of CPU per
+    stdin/stdout test, or for loading the program and all its function-call tests together (a runner that
+    sleeps or waits is stopped after 3 × ``time_limit`` + 1 s of wall clock);
+    ``memory_limit_mb`` of address space; ``output_limit_bytes`` per stream; ``max_processes`` for the
+    sandbox uid (threads count).
+    """
+
+    code: str
+    calls: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    asserts: tuple[str, ...] = ()
+    stdio: tuple[tuple[str, str], ...] = ()
+    time_limit: float = 2.0
+    memory_limit_mb: int = 512
+    output_limit_bytes: int = 1 << 20
+    max_processes: int = 16
+    file_size_limit_bytes: int = 8 << 20
+    directory_limit_bytes: int = 32 << 20
+
+    def __post_init__(self):
+        if not isinstance(self.code, str):
+            raise ValueError(f"Job.code must be a str, got {type(self.code).__name__}.")
+        if self.stdio and (self.calls or self.asserts):
+            raise ValueError(
+                "A Job has either stdio tests or calls/asserts tests, not both; split it into two jobs."
+            )
+        if not (self.stdio or self.calls or self.asserts):
+            raise ValueError("A Job needs at least one test (calls, asserts or stdio).")
+        if not self.time_limit > 0:
+            raise ValueError(f"time_limit must be > 0 seconds, got {self.time_limit}.")
+        for expression, accepted in self.calls:
+            if isinstance(accepted, str) or not accepted:
+                raise ValueError(
+                    f"calls need a non-empty tuple of accepted reprs; got {accepted!r} for {expression!r}."
+                )
+
+    @property
+    def total(self) -> int:
+        return len(self.stdio) or len(self.calls) + len(self.asserts)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one :class:`Job`: ``passed`` of ``total`` tests, ``status`` (one of :data:`STATUSES`),
+    ``duration`` in seconds of wall clock, and ``detail`` (start of stderr or the error, for debugging)."""
+
+    passed: int
+    total: int
+    status: str
+    duration: float
+    detail: str = ""
+
+    @property
+    def fraction_passed(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        """Every test passed and the run ended cleanly (no error after the last test)."""
+        return self.status == "ok" and self.total > 0 and self.passed == self.total
+
+    @property
+    def has_bug(self) -> bool:
+        """A compile or runtime error (timeouts, memory and output overflows and kills count as runtime
+        errors)."""
+        return self.status != "ok"
+
+
+def _probe(command: list[str]) -> bool:
+    try:
+        return (
+            subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=20).returncode == 0
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def isolation_mode() -> str:
+    """``root-namespaces``, ``user-namespaces`` or ``none``: the strongest mode that works here (probed
+    once per process)."""
+    unshare, true = shutil.which("unshare"), shutil.which("true")
+    if not sys.platform.startswith("linux") or not unshare or not true:
+        return "none"
+    flags = ["--net", "--pid", "--mount", "--fork", "--kill-child"]
+    if os.geteuid() == 0:
+        return "root-namespaces" if _probe([unshare, *flags, true]) else "none"
+    return "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
+
+
+def _readable_by_others(path: str) -> bool:
+    """Every directory on the way is searchable by other users and the target is readable by them."""
+    path = os.path.realpath(path)
+    parts = Path(path).parents
+    try:
+        if any(not os.stat(p).st_mode & 0o001 for p in parts):
+            return False
+        return bool(os.stat(path).st_mode & 0o004)
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def sandbox_python() -> tuple[str, bool]:
+    """(interpreter, stdlib readable by the sandbox uid). Prefers this interpreter; when running as root
+    and its standard library is private (e.g. under /root), a system python3 whose library is readable."""
+    if os.geteuid() != 0:
+        return sys.executable, True
+    candidates = [
+        sys.executable,
+        getattr(sys, "_base_executable", None),
+        "/usr/bin/python3",
+        shutil.which("python3"),
+    ]
+    probe = "import os, sys; print(os.path.dirname(os.__file__)); print(sys.version_info >= (3, 9))"
+    for candidate in dict.fromkeys(c for c in candidates if c):
+        if not _readable_by_others(candidate):
+            continue
+        try:
+            out = subprocess.run(
+                [candidate, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=20
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        lines = out.stdout.split()
+        if out.returncode == 0 and len(lines) == 2 and lines[1] == "True" and _readable_by_others(lines[0]):
+            return candidate, True
+    return sys.executable, False
+
+
+def _command(mode: str, python: str, job_dir: str) -> list[str]:
+    supervisor = [python, "-I", "-S", "-B", str(SUPERVISOR), job_dir, f"{PROCESS_MARKER}:{os.getpid()}"]
+    namespaces = ["--net", "--pid", "--mount", "--fork", "--kill-child"]
+    if mode == "root-namespaces":
+        return [shutil.which("unshare"), *namespaces, *supervisor]
+    if mode == "user-namespaces":
+        return [shutil.which("unshare"), "--user", "--map-root-user", *namespaces, *supervisor]
+    return supervisor
+
+
+def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload: bool, nonce: str) -> None:
+    secrets_blob, spans = bytearray(), []
+
+    def add(data: bytes) -> None:
+        spans.append((len(secrets_blob), len(data)))
+        secrets_blob.extend(data)
+
+    for _, accepted in job.calls:
+        add(marshal.dumps(list(accepted), 2))
+    for _, expected in job.stdio:
+        add(expected.encode("utf-8"))
+    add(nonce.encode("ascii"))
+    spec = {
+        "code": job.code,
+        "calls": [expression for expression, _ in job.calls],
+        "asserts": list(job.asserts),
+        "stdin": [stdin for stdin, _ in job.stdio],
+        "total": job.total,
+        "expected_spans": spans,
+        "time_limit": float(job.time_limit),
+        "memory_bytes": int(job.memory_limit_mb) << 20,
+        "output_limit": int(job.output_limit_bytes),
+        "max_processes": int(job.max_processes),
+        "file_size_limit": int(job.file_size_limit_bytes),
+        "tmpfs_bytes": int(job.directory_limit_bytes),
+        "isolation": mode,
+        "uid": uid,
+        "preload": [] if preload else list(PRELOAD),
+    }
+    for name, data in (("job.bin", marshal.dumps(spec, 2)), ("expected.bin", bytes(secrets_blob))):
+        fd = os.open(os.path.join(job_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+
+
+def _validate_tests(job: Job) -> None:
+    for expression, _ in job.calls:
+        try:
+            compile(expression, "<test>", "eval", dont_inherit=True)
+        except SyntaxError as error:
+            raise ValueError(f"Call test {expression!r} is not a Python expression: {error}.") from None
+    for snippet in job.asserts:
+        try:
+            compile(snippet, "<test>", "exec", dont_inherit=True)
+        except SyntaxError as error:
+            raise ValueError(f"Assertion test does not compile ({error}); fix the test data.") from None
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(job: Job) -> RunResult:
+    """Run ``job`` in a fresh sandbox and wait for it; never raises for anything the program does.
+
+    Raises ``RuntimeError`` if the sandbox itself cannot be set up (a broken sandbox must not score zero
+    silently) and ``ValueError`` for malformed tests.
+    """
+    _validate_tests(job)
+    mode = isolation_mode()
+    python, stdlib_readable = sandbox_python()
+    uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else None
+    if uid is not None:
+        _issued_uids.append(uid)
+    nonce = secrets.token_hex(16)
+    start = time.monotonic()
+    job_dir = tempfile.mkdtemp(prefix=f"{PROCESS_MARKER}-{os.getpid()}-")
+    process = None
+    try:
+        _write_job_files(job, job_dir, mode, uid, stdlib_readable, nonce)
+        tests_budget = (wall_limit(job.time_limit) + 0.5) * (len(job.stdio) or 1)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": job_dir, "TMPDIR": job_dir}
+        process = subprocess.Popen(
+            _command(mode, python, job_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=job_dir,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            out, err = process.communicate(timeout=STARTUP_ALLOWANCE + tests_budget)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.communicate()
+            return RunResult(
+                0, job.total, "timeout", time.monotonic() - start, "the sandbox missed its deadline"
+            )
+        try:
+            report = marshal.loads(out) if out else {}
+        except (EOFError, ValueError, TypeError):
+            report = {}
+        if not isinstance(report, dict):
+            report = {}
+        if "sandbox_error" in report:
+            raise RuntimeError(f"The code sandbox could not be set up ({mode}): {report['sandbox_error']}")
+        if report.get("nonce") != nonce or report.get("status") not in STATUSES:
+            detail = err.decode("utf-8", "replace")[-2000:] or f"supervisor exited with {process.returncode}"
+            return RunResult(0, job.total, "killed", time.monotonic() - start, detail)
+        passed = max(0, min(int(report["passed"]), job.total))
+        return RunResult(
+            passed, job.total, report["status"], time.monotonic() - start, report.get("detail", "")
+        )
+    finally:
+        if process is not None and process.poll() is None:
+            _kill_group(process)
+            process.wait()
+        shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def default_workers() -> int:
+    """Parallel sandboxes: twice the cores, since a timed-out program mostly waits for its deadline."""
+    return max(2, 2 * (os.cpu_count() or 1))
+
+
+def run_many(jobs: list[Job], max_workers: int | None = None) -> list[RunResult]:
+    """Run ``jobs`` in parallel (threads, each driving one sandbox process); results in input order."""
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    workers = max(1, min(max_workers or default_workers(), len(jobs)))
+    if workers == 1:
+        return [run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox") as pool:
+        return list(pool.map(run, jobs))
+
+
+def sandbox_processes(owner: int | None = None) -> list[int]:
+    """PIDs of live sandbox processes on this machine, from a scan of /proc: command lines carrying
+    :data:`PROCESS_MARKER` (of sandboxes started by process ``owner``, or by anyone), and processes running
+    as a sandbox uid this process issued (which catches children that exec'd another program)."""
+    marker = f"{PROCESS_MARKER}:{owner}\0" if owner is not None else f"{PROCESS_MARKER}:"
+    uids = set(_issued_uids)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                tagged = marker.encode() in handle.read()
+            if not tagged and uids:
+                with open(f"/proc/{entry}/status", encoding="utf-8") as handle:
+                    status = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+                tagged = int(status["Uid"].split()[0]) in uids and not status["State"].strip().startswith("Z")
+        except (OSError, KeyError, ValueError):
+            continue
+        if tagged:
+            found.append(int(entry))
+    return found
