@@ -125,6 +125,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup_model(args: argparse.Namespace) -> int:
+    import json
+
+    from gdpo.training.warmup import warmup_model
+
+    record = warmup_model(json.loads(args.settings), args.model_dir, args.out, threads=args.threads)
+    print(json.dumps({"examples": record["examples"], "first_loss": record["losses"][0],
+                      "last_loss": record["losses"][-1]}))
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import json
 
@@ -260,6 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--run-dir", required=True, help="output run directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
     sub.set_defaults(handler=cmd_train)
+
+    sub = commands.add_parser(
+        "warmup-model",
+        help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
+    )
+    sub.add_argument("--settings", required=True,
+                     help="warm-up settings as JSON (gdpo.training.warmup.resolve_warmup_settings)")
+    sub.add_argument("--model-dir", required=True, help="prepared model directory")
+    sub.add_argument("--out", required=True, help="output model directory")
+    sub.add_argument("--threads", type=int, help="torch CPU threads")
+    sub.set_defaults(handler=cmd_warmup_model)
 
     sub = commands.add_parser(
         "evaluate",

@@ -63,8 +63,17 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert (tmp_path / "results/smoke/runs/arithmetic/base/seed0/eval.json").is_file()
     evals = pd.read_csv(tmp_path / "results/smoke/summary/eval.csv")
     assert set(evals["method"]) == {"base", "grpo", "grpo_nostd", "gdpo", "gdpo_nobn"}
+    # The three task families: trained (grpo, gdpo; 2 seeds) and evaluated with their own metrics.
+    family_metrics = {"tool_calling": {"live", "non_live", "avg", "format"}, "math": {"acc", "exceed"},
+                      "code": {"pass", "exceed", "bug"}}
+    for task, metrics in family_metrics.items():
+        rows = evals[evals["task"] == task]
+        assert set(rows["method"]) == {"base", "grpo", "gdpo"}, task
+        assert metrics <= set(rows["metric"]), (task, set(rows["metric"]))
+        assert rows.dropna(subset=["value"])["value"].between(0, 100).all(), task
+    assert (tmp_path / "results/smoke/warmup/tool_calling/model/warmup.json").is_file()
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
-    assert len(steps) == 4 * 2 * 4 and "rewards/correct/mean" in steps.columns
+    assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 and "rewards/correct/mean" in steps.columns
     # Nothing left to do on a second run.
     again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
                       "--configfile", str(REPO / "config" / "smoke.yaml"))

@@ -336,8 +336,8 @@ SIM_RULES: dict[str, tuple[str, Callable[[pd.DataFrame, str], Verdict]]] = {
 
 _STAGE_DESCRIPTIONS = {
     "tool_calling": "the tool-calling task family (training and BFCL evaluation)",
-    "math": "the math task family (training and evaluation)",
-    "code": "the code task family (training and evaluation)",
+    "math": "the math task family (training and lm-eval evaluation)",
+    "code": "the code task family (training and sandboxed evaluation)",
     "all families": "all three task families",
 }
 
@@ -381,7 +381,8 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             else:
                 add(claim, "sim", rule(per_seed, f"{sim_per_seed} (study {study})"))
         add(claim, scale, Verdict("", "", NOT_RUN,
-                                  f"needs {_STAGE_DESCRIPTIONS[claim.stage]}, not yet part of this workflow"))
+                                  f"needs a verdict rule over {_STAGE_DESCRIPTIONS[claim.stage]}'s results "
+                                  f"(results/{scale}/summary/), not built yet"))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
 

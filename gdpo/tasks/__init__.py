@@ -1,9 +1,11 @@
 """Task families: data, prompt format, reward functions (TRL's contract) and evaluation.
 
-A family module exposes ``REWARD_FUNCTIONS`` (name → ``(completions, **kwargs) -> list[float | None]``)
-and ``build_dataset(split, size, seed, **options)`` returning a ``datasets.Dataset`` with a conversational
-``prompt`` column and the columns its reward functions read (options come from the task's config,
-e.g. ``length_limit``).
+A family module exposes ``REWARD_FUNCTIONS`` (name → ``(completions, **kwargs) -> list[float | None]``),
+``build_dataset(split, size, seed, **options)`` returning a ``datasets.Dataset`` with a conversational
+``prompt`` column and the columns its reward functions read (options are the task's config keys of
+:data:`DATA_OPTION_KEYS`), and ``evaluate(request)`` (:mod:`gdpo.evaluation`). Optional:
+``required_files(options)`` (data files made by a workflow rule) and ``reference_completion(row)``
+(answers for the format warm-up, :mod:`gdpo.training.warmup`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import importlib
 from types import ModuleType
 
 #: Task config keys passed to the family's ``build_dataset`` (and its evaluator) as keyword options.
-DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "eval_fraction",
-                    "max_prompt_chars", "time_limit", "max_tests")
+DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "max_prompt_chars",
+                    "time_limit", "max_tests", "eval_backend")
 
-#: Family name → module. The families of the paper join this table as they are built.
-FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic", "code": "gdpo.tasks.code"}
-#: The paper's families that configs may already name; their tasks are left out of the workflow (and
-#: reported as not run) until their module exists.
+#: Family name → module.
+FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic", "code": "gdpo.tasks.code",
+            "tool_calling": "gdpo.tasks.tool_calling", "math": "gdpo.tasks.math"}
+#: The paper's families that configs may name before their module is registered; their tasks are left
+#: out of the workflow (and reported as not run) until then.
 PLANNED_FAMILIES = ("tool_calling", "math", "code")
 
 
@@ -29,3 +32,14 @@ def get_family(name: str) -> ModuleType:
     if name not in FAMILIES:
         raise ValueError(f"Unknown task family {name!r}; valid families are: {', '.join(sorted(FAMILIES))}.")
     return importlib.import_module(FAMILIES[name])
+
+
+def required_files(spec: dict) -> list[str]:
+    """Data files a task needs before training or evaluation (made by a workflow rule or by the user).
+
+    ``spec`` is the task's config block; families without such files need none.
+    """
+    family = get_family(spec["family"])
+    if not hasattr(family, "required_files"):
+        return []
+    return family.required_files({k: spec[k] for k in DATA_OPTION_KEYS if k in spec})

@@ -25,7 +25,7 @@ SMOLLM2_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 #: The tiny model: small enough for a training step in well under a second on one CPU core.
 TINY_QWEN2 = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True)
+                  num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True)
 TINY_VOCAB_SIZE = 400
 #: The EOS embedding row is scaled by this factor so that the untrained tiny model ends about a third of
 #: its completions within 16 tokens: length rewards then vary from the first step, so smoke runs have

@@ -2,13 +2,16 @@
 # Rules call `python -m gdpo ...`; run from the repository root, that finds the package even inside a
 # conda env that does not install it.
 import json
+import os
 from pathlib import Path
 
 from gdpo.config import validate_config
 from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
 from gdpo.sim import load_study
+from gdpo.tasks import required_files
 from gdpo.training.models import model_slug
 from gdpo.training.run import check_device, launcher_command, plan_runs, resolve_run_settings
+from gdpo.training.warmup import resolve_warmup_settings
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.
@@ -27,6 +30,19 @@ RUNS = plan_runs(config)
 RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
 # Every trained run and the base model of each task are evaluated (eval.json).
 EVAL_FILES = [f"results/{SCALE}/runs/{e['task']}/{e['method']}/seed{e['seed']}/eval.json" for e in plan_evaluations(config)]
+
+
+def policy_model(wildcards):
+    """The model a task trains and evaluates from: its prepared model, or its format warm-up of it."""
+    spec = config["tasks"][wildcards.task]
+    if spec.get("warmup"):
+        return f"results/{SCALE}/warmup/{wildcards.task}/model"
+    return f"resources/models/{model_slug(spec['model'])}"
+
+
+def task_data(wildcards):
+    """Data files the task reads (the BFCL split for tool calling), made by rules of data.smk."""
+    return required_files(config["tasks"][wildcards.task])
 
 
 def run_dir(wildcards):

@@ -3,7 +3,8 @@
 
 rule evaluate:
     input:
-        model=lambda wildcards: f"resources/models/{model_slug(config['tasks'][wildcards.task]['model'])}",
+        model=policy_model,
+        data=task_data,
         # The trained run's model/ (LoRA adapter or full model); nothing for the untrained base model.
         adapter=lambda wildcards: [] if wildcards.method == BASE_METHOD else f"{run_dir(wildcards)}/model",
     output:

@@ -3,7 +3,8 @@
 
 rule train:
     input:
-        model=lambda wildcards: f"resources/models/{model_slug(config['tasks'][wildcards.task]['model'])}",
+        model=policy_model,
+        data=task_data,
     output:
         metrics=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/metrics.jsonl",
         summary=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/summary.json",

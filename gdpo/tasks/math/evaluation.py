@@ -1,0 +1,305 @@
+"""Math evaluation through lm-eval (Tab. 3 columns: Acc and Exceed per benchmark).
+
+For each benchmark of the task's ``eval_data`` option:
+
+1. the problems are written to ``work_dir/data/<bench>.jsonl``;
+2. a per-run task file ``work_dir/lm_eval_tasks/gdpo_math_<bench>.yaml`` includes the repository's task
+   (``gdpo/tasks/math/lm_eval_tasks/``) and sets that data file, ``repeats`` (samples per problem) and
+   the request's generation settings;
+3. ``lm_eval.simple_evaluate`` runs every task with a ``TaskManager`` over that directory, the ``hf``
+   backend (``pretrained`` = model dir, ``peft`` = adapter dir) or, on GPUs, ``vllm`` (task option
+   ``eval_backend``), with the chat template applied and samples logged, and hub access switched off;
+4. Acc = pass@1 averaged over the samples (lm-eval's ``acc``, math-verify in ``utils.process_results``);
+   Exceed = share of logged responses longer than ``length_limit`` tokens, counted with the model's
+   tokenizer.
+
+lm-eval's raw results go to ``work_dir/lm_eval_results.json`` and its logged samples to
+``work_dir/samples_<bench>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+
+from gdpo.tasks.math import data as math_data
+
+#: The repository's lm-eval task files.
+TASKS_DIR = Path(__file__).parent / "lm_eval_tasks"
+#: lm-eval's filter that keeps every sample (see ``_gdpo_math_template_yaml``).
+FILTER = "all_samples"
+#: Room for the prompt in vLLM's context, in tokens (MATH/Olympiad problems stay well below it).
+VLLM_PROMPT_TOKENS = 2048
+
+
+def task_name(benchmark: str) -> str:
+    """lm-eval task name of a benchmark."""
+    return f"gdpo_math_{benchmark}"
+
+
+def is_full_model(adapter_dir: Path | None) -> bool:
+    """Whether a trained run's ``model/`` directory holds full weights rather than a PEFT adapter."""
+    return adapter_dir is not None and not (Path(adapter_dir) / "adapter_config.json").exists()
+
+
+def lm_eval_model_args(
+    backend: str,
+    model_dir: str | Path,
+    adapter_dir: str | Path | None,
+    *,
+    batch_size: int,
+    max_new_tokens: int,
+    seed: int,
+    max_lora_rank: int = 64,
+) -> tuple[str, dict]:
+    """lm-eval's model name and ``model_args`` for a policy (a pure function: nothing is loaded).
+
+    Args:
+        backend: ``"hf"`` (transformers, CPU here, float32) or ``"vllm"`` (GPU, the paper's evaluation).
+        model_dir: base model directory.
+        adapter_dir: a PEFT adapter (applied on top of ``model_dir``), a full model directory (used instead
+            of ``model_dir``), or None.
+        batch_size: sequences generated together (hf); vLLM schedules its own batches.
+        max_new_tokens: generation budget; vLLM's context is sized to it plus the prompt.
+        seed: vLLM's sampling seed (hf sampling is seeded by lm-eval's torch seed).
+        max_lora_rank: largest LoRA rank vLLM must accept.
+
+    Returns:
+        ``(model, model_args)`` for ``lm_eval.simple_evaluate``.
+    """
+    if backend not in math_data.EVAL_BACKENDS:
+        raise ValueError(
+            f"eval_backend must be one of {', '.join(math_data.EVAL_BACKENDS)}, got {backend!r}."
+        )
+    full = is_full_model(Path(adapter_dir)) if adapter_dir is not None else False
+    weights = str(adapter_dir if full else model_dir)
+    adapter = str(adapter_dir) if adapter_dir is not None and not full else None
+    if backend == "hf":
+        args = {
+            "pretrained": weights,
+            "tokenizer": weights,
+            "dtype": "float32",
+            "device": "cpu",
+            "batch_size": batch_size,
+        }
+        if adapter:
+            args["peft"] = adapter
+        return "hf", args
+    args = {
+        "pretrained": weights,
+        "tokenizer": weights,
+        "dtype": "auto",
+        "seed": seed,
+        "max_model_len": max_new_tokens + VLLM_PROMPT_TOKENS,
+        "gpu_memory_utilization": 0.9,
+        "batch_size": "auto",
+    }
+    if adapter:
+        args.update(lora_local_path=adapter, max_lora_rank=max_lora_rank)
+    return "vllm", args
+
+
+def generation_kwargs(temperature: float, top_p: float, max_new_tokens: int) -> dict:
+    """lm-eval ``generation_kwargs``: sampling at ``temperature``/``top_p``; greedy when temperature is 0."""
+    if temperature < 0 or not 0 < top_p <= 1 or max_new_tokens < 1:
+        raise ValueError(
+            f"Need temperature >= 0, 0 < top_p <= 1 and max_new_tokens >= 1; got "
+            f"{temperature}, {top_p}, {max_new_tokens}."
+        )
+    sampling = (
+        {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p)}
+        if temperature > 0
+        else {"do_sample": False, "temperature": 0.0}
+    )
+    return {"until": [], **sampling, "max_gen_toks": int(max_new_tokens)}
+
+
+def write_run_task(
+    run_tasks_dir: Path, benchmark: str, data_file: Path, repeats: int, gen_kwargs: dict
+) -> Path:
+    """Write the per-run task file that includes the repository's task and points it at ``data_file``."""
+    config = {
+        "include": str((TASKS_DIR / f"{task_name(benchmark)}.yaml").resolve()),
+        "task": task_name(benchmark),
+        "dataset_kwargs": {"data_files": {"test": str(Path(data_file).resolve())}},
+        "repeats": int(repeats),
+        "generation_kwargs": gen_kwargs,
+    }
+    run_tasks_dir.mkdir(parents=True, exist_ok=True)
+    path = run_tasks_dir / f"{task_name(benchmark)}.yaml"
+    # JSON is valid YAML and needs no YAML writer.
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def write_jsonl(rows: dict[str, list], path: Path) -> int:
+    """Write column-oriented rows as jsonl (without the chat ``prompt``); returns the row count."""
+    keys = [key for key in rows if key != "prompt"]
+    count = len(rows["problem"])
+    with path.open("w", encoding="utf-8") as handle:
+        for index in range(count):
+            handle.write(json.dumps({key: rows[key][index] for key in keys}, ensure_ascii=False) + "\n")
+    return count
+
+
+@contextlib.contextmanager
+def hub_offline():
+    """Forbid Hugging Face hub access (env variables and the already-imported libraries' flags)."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    saved_env = {name: os.environ.get(name) for name in names}
+    saved_flags = (
+        huggingface_hub.constants.HF_HUB_OFFLINE,
+        datasets.config.HF_HUB_OFFLINE,
+        datasets.config.HF_DATASETS_OFFLINE,
+    )
+    os.environ.update({name: "1" for name in names})
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+    datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+    try:
+        yield
+    finally:
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        (
+            huggingface_hub.constants.HF_HUB_OFFLINE,
+            datasets.config.HF_HUB_OFFLINE,
+            datasets.config.HF_DATASETS_OFFLINE,
+        ) = saved_flags
+
+
+def response_lengths(samples: list[dict], tokenizer, max_new_tokens: int) -> list[int]:
+    """Token count of every logged response (all samples of all problems), with the model's tokenizer.
+
+    lm-eval logs text only, so responses are re-encoded. Re-encoding can split a character that was cut
+    in the middle of its bytes into several tokens, so counts are capped at ``max_new_tokens``, which no
+    generated response exceeds. The end-of-sequence token is not counted.
+    """
+    lengths = []
+    for sample in samples:
+        for response in sample_responses(sample):
+            count = len(tokenizer(response, add_special_tokens=False)["input_ids"])
+            lengths.append(min(count, max_new_tokens))
+    return lengths
+
+
+def sample_responses(sample: dict) -> list[str]:
+    """The k responses of one logged lm-eval sample (``resps`` is one list per request)."""
+    return [text for request in sample["resps"] for text in request]
+
+
+def benchmark_metrics(samples: list[dict], tokenizer, length_limit: int, max_new_tokens: int) -> dict:
+    """Acc and Exceed (percent) of one benchmark from its logged samples, plus counts and mean length."""
+    lengths = response_lengths(samples, tokenizer, max_new_tokens)
+    return {
+        "acc": 100.0 * sum(sample["acc"] for sample in samples) / len(samples),
+        "exceed": 100.0 * sum(length > length_limit for length in lengths) / len(lengths),
+        "mean_tokens": sum(lengths) / len(lengths),
+        "n_items": len(samples),
+        "n_responses": len(lengths),
+    }
+
+
+def evaluate(request) -> dict:
+    """Evaluate a policy on the ``eval_data`` benchmarks with lm-eval; returns the eval.json content."""
+    import lm_eval
+    import torch
+    from lm_eval.tasks import TaskManager
+    from lm_eval.utils import handle_non_serializable
+    from transformers import AutoTokenizer
+
+    options = math_data.check_options(dict(request.options))
+    work_dir = Path(request.work_dir)
+    (work_dir / "data").mkdir(parents=True, exist_ok=True)
+    run_tasks_dir = work_dir / "lm_eval_tasks"
+    gen_kwargs = generation_kwargs(request.temperature, request.top_p, request.max_new_tokens)
+    not_run, tasks = {}, {}
+    for benchmark in options["eval_data"]:
+        try:
+            rows = math_data.benchmark_rows(benchmark, request.eval_size, options)
+        except (ValueError, RuntimeError) as error:
+            not_run[benchmark] = str(error)
+            continue
+        data_file = work_dir / "data" / f"{benchmark}.jsonl"
+        write_jsonl(rows, data_file)
+        write_run_task(run_tasks_dir, benchmark, data_file, request.num_samples, gen_kwargs)
+        tasks[benchmark] = task_name(benchmark)
+    if not tasks:
+        raise ValueError(f"No math benchmark could be loaded: {json.dumps(not_run)}")
+
+    model, model_args = lm_eval_model_args(
+        options["eval_backend"],
+        request.model_dir,
+        request.adapter_dir,
+        batch_size=request.batch_size,
+        max_new_tokens=request.max_new_tokens,
+        seed=request.seed,
+    )
+    torch.set_num_threads(max(1, request.threads))
+    start = time.perf_counter()
+    with hub_offline():
+        manager = TaskManager(include_path=str(run_tasks_dir), include_defaults=False)
+        results = lm_eval.simple_evaluate(
+            model=model,
+            model_args=model_args,
+            tasks=list(tasks.values()),
+            task_manager=manager,
+            apply_chat_template=True,
+            log_samples=True,
+            bootstrap_iters=0,
+            random_seed=request.seed,
+            numpy_random_seed=request.seed,
+            torch_random_seed=request.seed,
+            fewshot_random_seed=request.seed,
+        )
+    seconds = time.perf_counter() - start
+    samples = results.pop("samples")
+    (work_dir / "lm_eval_results.json").write_text(
+        json.dumps(results, indent=2, default=handle_non_serializable), encoding="utf-8"
+    )
+
+    tokenizer = AutoTokenizer.from_pretrained(model_args["tokenizer"])
+    benchmarks = {}
+    for benchmark, name in tasks.items():
+        task_samples = samples[name]
+        with (work_dir / f"samples_{benchmark}.jsonl").open("w", encoding="utf-8") as handle:
+            for sample in task_samples:
+                handle.write(json.dumps(sample, default=handle_non_serializable, ensure_ascii=False) + "\n")
+        benchmarks[benchmark] = benchmark_metrics(
+            task_samples, tokenizer, options["length_limit"], request.max_new_tokens
+        )
+        benchmarks[benchmark]["lm_eval_acc"] = 100.0 * results["results"][name][f"acc,{FILTER}"]
+    summary = {
+        metric: sum(b[metric] for b in benchmarks.values()) / len(benchmarks) for metric in ("acc", "exceed")
+    }
+    return {
+        "family": "math",
+        "benchmarks": benchmarks,
+        "summary": summary,
+        "not_run": not_run,
+        "settings": {
+            "evaluator": f"lm-eval {lm_eval.__version__}",
+            "backend": model,
+            "model_args": model_args,
+            "tasks": tasks,
+            "num_samples": request.num_samples,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_new_tokens": request.max_new_tokens,
+            "length_limit": options["length_limit"],
+            # With length_limit >= max_new_tokens no response can exceed the limit: Exceed is 0 by design.
+            "exceed_measurable": options["length_limit"] < request.max_new_tokens,
+            "eval_size": request.eval_size,
+            "seed": request.seed,
+            "summary": "unweighted mean over benchmarks",
+            "seconds": round(seconds, 1),
+        },
+    }

@@ -1,0 +1,160 @@
+"""Math rewards (PAPER.md §3, DLER setup): correctness, length, and length conditioned on correctness.
+
+All three follow TRL's reward contract ``fn(completions, **columns) -> list[float]`` and return 0/1:
+
+- ``correct``: the completion's final answer equals the row's ``answer``. The final answer is the last
+  ``\\boxed{…}`` when there is one, else the last mathematical expression math-verify finds (so a
+  small model that writes "the answer is 12" still scores). Which checker applies is the row's
+  ``verifier`` column: ``"math_verify"`` (symbolic equivalence: ``1/2``, ``0.5`` and ``\\frac{1}{2}``
+  agree) or ``"reasoning_gym"`` (the generator's own ``score_answer`` on the extracted answer text,
+  for answers that are not plain math, with the generator's entry in ``verifier_data``);
+- ``length``: the completion has at most ``length_limit`` tokens (counted from ``completion_ids``);
+- ``length_conditioned``: ``length`` paid only when ``correct`` is 1 (Eq. 8 with threshold 1).
+
+math-verify guards parsing and comparison with ``signal.alarm`` timeouts, which only work in the main
+thread. In the main thread (TRL calls rewards there) every parse and comparison is limited to
+:data:`TIMEOUT_SECONDS`; in any other thread the checks run without a time limit instead of raising
+(math-verify's own behaviour would be an exception), which is safe for the short answers compared here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+#: Limit per math-verify parse or comparison, in seconds (main thread only; see the module docstring).
+TIMEOUT_SECONDS = 5
+#: Checkers a dataset row can name in its ``verifier`` column.
+VERIFIERS = ("math_verify", "reasoning_gym")
+
+# math-verify logs a warning the first time a timeout is disabled; off the main thread that is expected.
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+#: Gold answers are bare expressions ("1/2", "\\frac{\\sqrt3}{2}", "(1,2)"): boxing them makes the
+#: LaTeX extractor take the whole string as one answer.
+_GOLD_EXTRACTION = (LatexExtractionConfig(), ExprExtractionConfig())
+#: Completions: a \boxed{} answer wins over any other expression (boxed_match_priority 0 is the highest).
+_ANSWER_EXTRACTION = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+
+
+def _timeout() -> int | None:
+    """math-verify's timeout for the calling thread: signals work only in the main thread."""
+    return TIMEOUT_SECONDS if threading.current_thread() is threading.main_thread() else None
+
+
+def completion_text(completion) -> str:
+    """Text of a completion: TRL passes conversational ones as ``[{"role": "assistant", "content": …}]``."""
+    if isinstance(completion, list):
+        return "".join(message.get("content", "") or "" for message in completion)
+    return completion or ""
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_gold(answer: str) -> tuple:
+    """The gold answer parsed by math-verify (sympy objects, then the matched string); empty if unparsable."""
+    text = answer.strip()
+    boxed = text if "\\boxed" in text else f"\\boxed{{{text}}}"
+    return tuple(parse(boxed, extraction_config=_GOLD_EXTRACTION, parsing_timeout=_timeout()))
+
+
+def parse_final_answer(text: str) -> list:
+    """The completion's final answer parsed by math-verify: the last boxed one, else the last expression.
+
+    Only the last ``\\boxed{}`` is parsed: math-verify would read several boxes as one set of answers.
+
+    Returns:
+        math-verify's list (sympy object, then the matched string), empty when no answer is found.
+    """
+    boxed = last_boxed(text)
+    if boxed is not None:
+        text = f"\\boxed{{{boxed}}}"
+    return parse(text, extraction_config=_ANSWER_EXTRACTION, parsing_timeout=_timeout())
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{…}`` (nested braces allowed), or None."""
+    start = text.rfind("\\boxed")
+    if start < 0:
+        return None
+    brace = text.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for index in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[brace + 1 : index].strip()
+    return None
+
+
+def _reasoning_gym_score(text: str, verifier_data: str) -> float:
+    """The generator's ``score_answer`` on the boxed answer (the whole text when nothing is boxed)."""
+    import reasoning_gym
+
+    if not verifier_data:
+        raise ValueError("Rows with verifier 'reasoning_gym' need the generator entry in verifier_data.")
+    entry = json.loads(verifier_data)
+    score_answer = reasoning_gym.get_score_answer_fn(entry["metadata"]["source_dataset"])
+    boxed = last_boxed(text)
+    return float(score_answer(boxed if boxed is not None else text.strip(), entry) >= 1.0)
+
+
+@functools.lru_cache(maxsize=8192)
+def is_correct(text: str, answer: str, verifier: str = "math_verify", verifier_data: str = "") -> bool:
+    """Whether the completion ``text`` states the gold ``answer`` (cached: rewards ask twice per completion).
+
+    Args:
+        text: completion text.
+        answer: gold answer (a bare expression such as ``"-4"`` or ``"\\frac{1}{2}"``).
+        verifier: ``"math_verify"`` or ``"reasoning_gym"`` (see the module docstring).
+        verifier_data: JSON of the reasoning-gym entry for ``"reasoning_gym"``; ignored otherwise.
+    """
+    if verifier == "reasoning_gym":
+        return _reasoning_gym_score(text, verifier_data) == 1.0
+    if verifier != "math_verify":
+        raise ValueError(f"Unknown verifier {verifier!r}; use one of {', '.join(VERIFIERS)}.")
+    gold = parse_gold(str(answer))
+    prediction = parse_final_answer(text)
+    if not gold or not prediction:
+        return False
+    return bool(verify(list(gold), prediction, timeout_seconds=_timeout()))
+
+
+def _column(values, count: int, default):
+    """A per-completion column, or ``default`` repeated when the dataset has no such column."""
+    return list(values) if values is not None else [default] * count
+
+
+def correct_reward(completions, answer, verifier=None, verifier_data=None, **kwargs) -> list[float]:
+    """1.0 if the completion's final answer equals ``answer`` under the row's verifier, else 0.0."""
+    count = len(completions)
+    verifier = _column(verifier, count, "math_verify")
+    verifier_data = _column(verifier_data, count, "")
+    return [
+        float(is_correct(completion_text(c), str(gold), v, d or ""))
+        for c, gold, v, d in zip(completions, answer, verifier, verifier_data)
+    ]
+
+
+def length_reward(completions, completion_ids, length_limit, **kwargs) -> list[float]:
+    """1.0 if the completion has at most ``length_limit`` tokens, else 0.0."""
+    return [1.0 if len(ids) <= int(limit) else 0.0 for ids, limit in zip(completion_ids, length_limit)]
+
+
+def length_conditioned_reward(completions, completion_ids, length_limit, answer, **kwargs) -> list[float]:
+    """The length reward paid only for correct completions (Eq. 8: r_length if r_correct >= 1 else 0)."""
+    correct = correct_reward(completions, answer, **kwargs)
+    length = length_reward(completions, completion_ids, length_limit)
+    return [lengthy if right >= 1.0 else 0.0 for right, lengthy in zip(correct, length)]
+
+
+#: Reward name → function, as configs name them in ``reward_weights``.
+REWARD_FUNCTIONS = {
+    "correct": correct_reward,
+    "length": length_reward,
+    "length_conditioned": length_conditioned_reward,
+}

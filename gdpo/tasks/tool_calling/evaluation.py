@@ -1,0 +1,166 @@
+"""BFCL-v3 evaluation of a policy (Table 1's columns): generate here, score in the BFCL environment.
+
+``bfcl-eval`` pins packages that clash with the training environment, so its checker runs in a separate
+interpreter (``GDPO_BFCL_PYTHON``, else ``.venv-bfcl/bin/python`` of the repository or the working
+directory) as ``python -m gdpo.tasks.tool_calling.bfcl_score``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gdpo.tasks.tool_calling.data import (
+    eval_split_dir,
+    prompt_chars,
+    read_split_file,
+    select_items,
+    validate_options,
+)
+from gdpo.tasks.tool_calling.output_format import build_prompt
+
+BFCL_PYTHON_ENV = "GDPO_BFCL_PYTHON"
+BFCL_VENV_PYTHON = Path(".venv-bfcl") / "bin" / "python"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+#: The held-out subset depends on eval_size only, never on the run's seed, so every method and seed is
+#: evaluated on the same items.
+EVAL_SUBSET_SEED = 0
+SUMMARY_METRICS = ("live", "non_live", "avg", "format")
+
+
+def bfcl_python() -> Path:
+    """The BFCL environment's interpreter; ``FileNotFoundError`` saying how to create it when missing."""
+    configured = os.environ.get(BFCL_PYTHON_ENV)
+    if configured:
+        if not Path(configured).exists():
+            raise FileNotFoundError(
+                f"{BFCL_PYTHON_ENV}={configured} does not exist; point it at the python of "
+                "an environment with bfcl-eval==2025.6.8 (`make setup` creates .venv-bfcl)."
+            )
+        return Path(configured)
+    for root in (REPO_ROOT, Path.cwd()):
+        if (root / BFCL_VENV_PYTHON).exists():
+            return root / BFCL_VENV_PYTHON
+    raise FileNotFoundError(
+        f"No BFCL environment: neither {BFCL_PYTHON_ENV} is set nor {REPO_ROOT / BFCL_VENV_PYTHON} exists. "
+        "Create it with `make setup` (a venv with bfcl-eval==2025.6.8 and soundfile, plus this package "
+        "installed with --no-deps), or set GDPO_BFCL_PYTHON to such an interpreter."
+    )
+
+
+def run_bfcl_score(eval_data: Path, completions: Path, out: Path, work_dir: Path) -> dict:
+    """Run :mod:`gdpo.tasks.tool_calling.bfcl_score` in the BFCL environment; returns its scores."""
+    env = {
+        **os.environ,
+        # This checkout's gdpo first, whatever the BFCL environment has installed.
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        # bfcl_eval creates result/ and score/ folders under this root when imported.
+        "BFCL_PROJECT_ROOT": str(work_dir / "bfcl_project"),
+    }
+    command = [
+        str(bfcl_python()),
+        "-m",
+        "gdpo.tasks.tool_calling.bfcl_score",
+        "--eval-data",
+        str(eval_data),
+        "--completions",
+        str(completions),
+        "--out",
+        str(out),
+    ]
+    process = subprocess.run(command, check=False, env=env, cwd=work_dir, capture_output=True, text=True)
+    if process.returncode != 0:
+        raise RuntimeError(
+            f"BFCL scoring failed (exit {process.returncode}): {' '.join(command)}\n{process.stderr[-3000:]}"
+        )
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def evaluate(request) -> dict:
+    """Generate completions for the held-out BFCL items, score them with BFCL's checker, return eval.json.
+
+    Writes ``eval_items.jsonl`` (the items scored), ``completions.jsonl`` and ``scores.json`` (with
+    per-item verdicts) to ``request.work_dir``.
+    """
+    import torch
+
+    from gdpo.evaluation.generate import generate_completions, load_policy
+
+    options = validate_options(dict(request.options))
+    split_dir = eval_split_dir(options)
+    rows = read_split_file(split_dir / "eval.jsonl")
+    prompts = {row["id"]: build_prompt(row["question"], row["tools"]) for row in rows}
+    if options["max_prompt_chars"] is not None:
+        rows = [row for row in rows if prompt_chars(prompts[row["id"]]) <= options["max_prompt_chars"]]
+    rows = select_items(rows, request.eval_size, EVAL_SUBSET_SEED)
+    if not rows:
+        raise ValueError(f"No held-out item to evaluate in {split_dir / 'eval.jsonl'} with these options.")
+
+    torch.set_num_threads(max(1, request.threads))
+    model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
+    generated = generate_completions(
+        model,
+        tokenizer,
+        [prompts[row["id"]] for row in rows],
+        num_samples=request.num_samples,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_new_tokens=request.max_new_tokens,
+        batch_size=request.batch_size,
+        seed=request.seed,
+    )
+
+    # Absolute: the scorer runs with work_dir as its current directory.
+    work_dir = Path(request.work_dir).resolve()
+    items_path, completions_path = work_dir / "eval_items.jsonl", work_dir / "completions.jsonl"
+    write_jsonl(items_path, rows)
+    write_jsonl(
+        completions_path,
+        [
+            {
+                "id": row["id"],
+                "category": row["category"],
+                "samples": [c.text for c in samples],
+                "num_tokens": [c.num_tokens for c in samples],
+                "truncated": [c.truncated for c in samples],
+            }
+            for row, samples in zip(rows, generated)
+        ],
+    )
+    scores = run_bfcl_score(items_path, completions_path, work_dir / "scores.json", work_dir)
+
+    metrics = {name: value for name, value in scores["metrics"].items() if value is not None}
+    all_samples = [c for samples in generated for c in samples]
+    not_run = {"multi_turn": scores["not_run"]["multi_turn"]}
+    for category in scores["missing_categories"]:
+        not_run[category] = f"no held-out item of this category among the {len(rows)} evaluated"
+    return {
+        "family": "tool_calling",
+        "benchmarks": {"bfcl_v3": {**metrics, "n_items": scores["n_items"]}},
+        "summary": {name: metrics[name] for name in SUMMARY_METRICS if name in metrics},
+        "not_run": not_run,
+        "settings": {
+            "eval_data": str(split_dir / "eval.jsonl"),
+            "eval_size": request.eval_size,
+            "max_prompt_chars": options["max_prompt_chars"],
+            "num_samples": request.num_samples,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_new_tokens": request.max_new_tokens,
+            "bfcl_package_version": scores["package_version"],
+            "checker_model_name": scores["checker_model_name"],
+            "n_samples": scores["n_samples"],
+            "truncated_percent": 100.0 * sum(c.truncated for c in all_samples) / len(all_samples),
+            "mean_completion_tokens": sum(c.num_tokens for c in all_samples) / len(all_samples),
+            "avg_definition": "BFCL Overall Acc: mean(live, non_live, multi_turn), multi_turn counted as 0",
+            "python": sys.version.split()[0],
+        },
+    }

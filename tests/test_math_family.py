@@ -1,0 +1,595 @@
+"""Math family: rewards, mini data, paper-scale loaders, lm-eval task files and the lm-eval evaluation.
+
+The evaluation runs lm-eval end to end on the tiny random Qwen2 model (3 problems × 2 samples) with the
+network blocked; the paper-scale loaders read small files written here in each hub copy's format.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gdpo.evaluation import EvalRequest
+from gdpo.tasks import math as math_family
+from gdpo.tasks.math import benchmarks, data, evaluation
+from gdpo.tasks.math.rewards import (
+    REWARD_FUNCTIONS,
+    correct_reward,
+    is_correct,
+    last_boxed,
+    length_conditioned_reward,
+    length_reward,
+)
+from gdpo.training import models
+
+
+def chat(text: str) -> list[dict]:
+    """A completion as TRL passes conversational ones."""
+    return [{"role": "assistant", "content": text}]
+
+
+# --------------------------------------------------------------------------------------------------
+# Rewards
+# --------------------------------------------------------------------------------------------------
+
+CORRECTNESS_CASES = [
+    # boxed, right
+    ("So the total is \\boxed{12}.", "12", 1.0),
+    # boxed, wrong
+    ("So the total is \\boxed{13}.", "12", 0.0),
+    # 1/2, 0.5 and \frac{1}{2} are the same answer, in either role
+    ("\\boxed{0.5}", "1/2", 1.0),
+    ("\\boxed{\\frac{1}{2}}", "0.5", 1.0),
+    ("\\boxed{1/2}", "\\frac{1}{2}", 1.0),
+    # a different fraction is wrong
+    ("\\boxed{\\frac{1}{3}}", "1/2", 0.0),
+    # no answer at all
+    ("I am not sure how to do this.", "12", 0.0),
+    # empty completion
+    ("", "12", 0.0),
+    # the boxed answer wins over numbers written after it
+    ("\\boxed{12} Check: 3 * 4 = 12, not 7", "12", 1.0),
+    ("\\boxed{12} Check: 3 * 4 = 12, not 7", "7", 0.0),
+    # the last of several boxed answers counts (math-verify reads them as the final one)
+    ("first \\boxed{5}, corrected: \\boxed{6}", "6", 1.0),
+    # without \boxed the last stated value is read
+    ("The answer is 42.", "42", 1.0),
+    # an equation for the variable counts as its value
+    ("\\boxed{x = 13}", "13", 1.0),
+    # negative numbers
+    ("\\boxed{-4}", "-4", 1.0),
+    ("\\boxed{4}", "-4", 0.0),
+    # thousands separators
+    ("\\boxed{1,234}", "1234", 1.0),
+    # LaTeX expressions compared symbolically
+    ("$\\boxed{\\dfrac{\\sqrt{3}}{2}}$", "\\frac{\\sqrt{3}}{2}", 1.0),
+    ("\\boxed{x^2 + 1}", "1 + x^2", 1.0),
+    # AMC's gold answers are floats in the hub copy
+    ("\\boxed{142}", "142.0", 1.0),
+]
+
+
+@pytest.mark.parametrize("text,gold,expected", CORRECTNESS_CASES)
+def test_correct_reward_table(text, gold, expected):
+    assert correct_reward([chat(text)], answer=[gold]) == [expected]
+
+
+def test_correct_reward_reads_plain_string_completions_and_the_verifier_column():
+    rewards = correct_reward(
+        ["\\boxed{3}", "\\boxed{4}"], answer=["3", "3"], verifier=["math_verify"] * 2, verifier_data=["", ""]
+    )
+    assert rewards == [1.0, 0.0]
+
+
+def test_reasoning_gym_verifier_uses_the_generators_scorer():
+    # fraction_simplification wants lowest terms: math-verify would accept the equal 18/40.
+    entry = data.generate_problems("fraction_simplification", "train", 1, seed=0)[0]
+    numerator, denominator = (int(part) for part in entry["answer"].split("/"))
+    payload = json.dumps(entry)
+    lowest, unreduced = f"\\boxed{{{entry['answer']}}}", f"\\boxed{{{2 * numerator}/{2 * denominator}}}"
+    assert correct_reward(
+        [lowest, unreduced],
+        answer=[entry["answer"]] * 2,
+        verifier=["reasoning_gym"] * 2,
+        verifier_data=[payload] * 2,
+    ) == [1.0, 0.0]
+    assert correct_reward([unreduced], answer=[entry["answer"]]) == [1.0]
+
+
+def test_unknown_verifier_is_refused():
+    with pytest.raises(ValueError, match="Unknown verifier 'sympy'"):
+        is_correct("\\boxed{1}", "1", "sympy")
+
+
+LENGTH_CASES = [
+    # below the limit
+    (3, 4, 1.0),
+    # exactly at the limit
+    (4, 4, 1.0),
+    # one token over
+    (5, 4, 0.0),
+    # empty completion
+    (0, 4, 1.0),
+]
+
+
+@pytest.mark.parametrize("tokens,limit,expected", LENGTH_CASES)
+def test_length_reward_table(tokens, limit, expected):
+    assert length_reward([chat("x")], completion_ids=[[7] * tokens], length_limit=[limit]) == [expected]
+
+
+CONDITIONED_CASES = [
+    # correct and short: paid
+    ("\\boxed{12}", 3, 1.0),
+    # correct but too long: not paid
+    ("\\boxed{12}", 9, 0.0),
+    # wrong and short: not paid (Eq. 8)
+    ("\\boxed{11}", 3, 0.0),
+    # wrong and long
+    ("\\boxed{11}", 9, 0.0),
+]
+
+
+@pytest.mark.parametrize("text,tokens,expected", CONDITIONED_CASES)
+def test_length_conditioned_reward_table(text, tokens, expected):
+    rewards = length_conditioned_reward(
+        [chat(text)],
+        completion_ids=[[1] * tokens],
+        length_limit=[4],
+        answer=["12"],
+        verifier=["math_verify"],
+        verifier_data=[""],
+    )
+    assert rewards == [expected]
+
+
+def test_reward_names_are_the_config_names():
+    assert list(REWARD_FUNCTIONS) == ["correct", "length", "length_conditioned"]
+    assert math_family.REWARD_FUNCTIONS is REWARD_FUNCTIONS
+
+
+def test_rewards_work_outside_the_main_thread():
+    # math-verify's signal timeouts only work in the main thread; off it the checks run without one.
+    texts = ["\\boxed{7/14}", "\\boxed{0.25}", "nothing"]
+    results = []
+    worker = threading.Thread(target=lambda: results.append(correct_reward(texts, answer=["0.5"] * 3)))
+    worker.start()
+    worker.join()
+    assert results == [[1.0, 0.0, 0.0]]
+
+
+LAST_BOXED_CASES = [
+    ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+    ("a \\boxed{1} b \\boxed{{2}+3}", "{2}+3"),
+    ("no box", None),
+    ("\\boxed{unclosed", None),
+]
+
+
+@pytest.mark.parametrize("text,expected", LAST_BOXED_CASES)
+def test_last_boxed(text, expected):
+    assert last_boxed(text) == expected
+
+
+# --------------------------------------------------------------------------------------------------
+# Mini data
+# --------------------------------------------------------------------------------------------------
+
+
+def test_train_data_is_deterministic_and_seed_dependent():
+    first = data.build_dataset("train", 24, seed=3)
+    again = data.build_dataset("train", 24, seed=3)
+    other = data.build_dataset("train", 24, seed=4)
+    assert first.to_list() == again.to_list()
+    assert first["problem"] != other["problem"]
+
+
+def test_train_and_eval_problems_never_coincide():
+    train = set(data.build_dataset("train", 400, seed=0)["problem"])
+    held_out = set(data.build_dataset("eval", 64, seed=0)["problem"])
+    assert len(held_out) == 64 and not held_out & train
+    assert all(data.split_of(problem) == "train" for problem in train)
+
+
+def test_small_problem_spaces_repeat_in_training_but_not_in_eval():
+    # One-digit products: 100 problems, about a quarter of them held out.
+    train = data.generate_problems("products", "train", 200, seed=0)
+    distinct = len({entry["question"] for entry in train})
+    assert distinct < 200 and [e["question"] for e in train[distinct:]] == [
+        e["question"] for e in train[: 200 - distinct]
+    ]
+    with pytest.raises(ValueError, match="distinct eval problems"):
+        data.generate_problems("products", "eval", 100, seed=0)
+
+
+def test_rows_carry_the_prompt_and_reward_columns():
+    dataset = data.build_dataset("train", 8, seed=0, length_limit=48, generators=["chain_sum", "gcd"])
+    row = dataset[1]
+    assert row["prompt"] == [{"role": "user", "content": f"{row['problem']} {data.INSTRUCTION}"}]
+    assert "\\boxed{}" in row["prompt"][0]["content"]
+    assert dataset["source"] == ["chain_sum", "gcd"] * 4
+    assert set(dataset["length_limit"]) == {48} and set(dataset["verifier"]) == {"math_verify"}
+    # Every gold answer is accepted by the reward when stated in a box.
+    assert (
+        correct_reward([f"\\boxed{{{a}}}" for a in dataset["answer"]], answer=dataset["answer"]) == [1.0] * 8
+    )
+
+
+def test_default_mix_generators_exist_with_measured_solve_rates():
+    assert set(data.DEFAULT_GENERATORS) <= set(data.GENERATORS)
+    for name in data.DEFAULT_GENERATORS:
+        rate = data.GENERATORS[name].solve_rate
+        assert rate is not None and 0.05 <= rate <= 0.7, name
+
+
+BAD_OPTIONS = [
+    # a typo'd option
+    ({"lenght_limit": 10}, "Unknown math task option"),
+    # a non-positive length limit
+    ({"length_limit": 0}, "length_limit must be a positive"),
+    # an unknown generator
+    ({"generators": ["chess"]}, "Unknown generator"),
+    # an unknown benchmark
+    ({"eval_data": ["gsm8k"]}, "Unknown eval benchmark"),
+    # unknown training data
+    ({"train_data": "numina"}, "Unknown train_data"),
+    # an unknown backend
+    ({"eval_backend": "sglang"}, "eval_backend must be one of"),
+]
+
+
+@pytest.mark.parametrize("options,message", BAD_OPTIONS)
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        data.build_dataset("train", 4, seed=0, **options)
+
+
+def test_hub_ids_are_accepted_for_data_options():
+    options = data.check_options(
+        {
+            "train_data": "agentica-org/DeepScaleR-Preview-Dataset",
+            "eval_data": [
+                "HuggingFaceH4/aime_2024",
+                "AI-MO/aimo-validation-amc",
+                "HuggingFaceH4/MATH-500",
+                "math-ai/minervamath",
+                "math-ai/olympiadbench",
+            ],
+        }
+    )
+    assert options["train_data"] == "deepscaler"
+    assert options["eval_data"] == ("aime24", "amc", "math500", "minerva", "olympiadbench")
+
+
+# --------------------------------------------------------------------------------------------------
+# Paper-scale loaders on local files in the hub copies' formats
+# --------------------------------------------------------------------------------------------------
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def paper_data(tmp_path) -> Path:
+    write_jsonl(
+        tmp_path / "math500.jsonl",
+        [
+            {
+                "problem": "What is $1+1$?",
+                "solution": "It is $\\boxed{2}$.",
+                "answer": "2",
+                "subject": "Algebra",
+                "level": 1,
+                "unique_id": "test/algebra/1.json",
+            },
+            {
+                "problem": "Half of one?",
+                "solution": "$\\boxed{\\frac12}$",
+                "answer": "\\frac{1}{2}",
+                "subject": "Prealgebra",
+                "level": 2,
+                "unique_id": "test/prealgebra/2.json",
+            },
+        ],
+    )
+    write_jsonl(
+        tmp_path / "aime24.jsonl",
+        [{"id": 60, "problem": "Find $x$.", "solution": "...", "answer": "204", "url": "u", "year": "2024"}],
+    )
+    write_jsonl(tmp_path / "amc.jsonl", [{"id": 0, "problem": "Compute $m+n$.", "answer": 142.0, "url": "u"}])
+    write_jsonl(tmp_path / "minerva.jsonl", [{"question": "A star has radius...", "answer": "7.5e5"}])
+    write_jsonl(
+        tmp_path / "olympiadbench.jsonl",
+        [
+            {
+                "id": 1606,
+                "question": "Find all pairs.",
+                "solution": ["..."],
+                "final_answer": ["$(1,2)$", "$(3,4)$"],
+                "is_multiple_answer": True,
+                "unit": None,
+                "answer_type": "Tuple",
+                "subfield": "Algebra",
+            }
+        ],
+    )
+    (tmp_path / "deepscaler.json").write_text(
+        json.dumps(
+            [{"problem": f"Problem {i}?", "answer": str(i), "solution": f"\\boxed{{{i}}}"} for i in range(10)]
+        )
+    )
+    (tmp_path / "champ.json").write_text(
+        json.dumps(
+            {
+                "problems": {
+                    "P_Sequence_1": {
+                        "identifier": "P_Sequence_1",
+                        "_text": "Sum 1..10?",
+                        "_answer": "55",
+                        "category": "Sequence",
+                    }
+                },
+                "concepts": {},
+                "hints": {},
+            }
+        )
+    )
+    return tmp_path
+
+
+LOADER_CASES = [
+    # MATH-500: problem/answer, unique_id as id
+    ("math500", {"id": "test/prealgebra/2.json", "problem": "Half of one?", "answer": "\\frac{1}{2}"}),
+    # AIME 2024
+    ("aime24", {"id": "60", "problem": "Find $x$.", "answer": "204"}),
+    # AMC: float answers become integers
+    ("amc", {"id": "0", "problem": "Compute $m+n$.", "answer": "142"}),
+    # Minerva: question/answer
+    ("minerva", {"id": "0", "problem": "A star has radius...", "answer": "7.5e5"}),
+    # OlympiadBench: question and a list of final answers without $ signs
+    ("olympiadbench", {"id": "1606", "problem": "Find all pairs.", "answer": "(1,2), (3,4)"}),
+    # CHAMP: the package's json layout
+    ("champ", {"id": "P_Sequence_1", "problem": "Sum 1..10?", "answer": "55"}),
+]
+
+
+@pytest.mark.parametrize("name,expected", LOADER_CASES)
+def test_benchmark_loaders_normalise_local_copies(paper_data, name, expected):
+    problems = benchmarks.load_benchmark(name, paper_data)
+    assert problems[-1] == {**expected, "source": name}
+
+
+def test_hub_ids_load_the_same_local_copies(paper_data):
+    assert benchmarks.load_benchmark("HuggingFaceH4/MATH-500", paper_data) == benchmarks.load_benchmark(
+        "math500", paper_data
+    )
+
+
+def test_missing_local_copy_names_the_expected_files(tmp_path):
+    with pytest.raises(ValueError, match="expected aime24.jsonl, aime24.json or aime24.parquet"):
+        benchmarks.load_benchmark("aime24", tmp_path)
+
+
+def test_deepscaler_is_shuffled_by_seed_and_builds_training_rows(paper_data):
+    first = data.build_dataset("train", 4, seed=0, train_data="deepscaler", data_dir=str(paper_data))
+    again = data.build_dataset("train", 4, seed=0, train_data="deepscaler", data_dir=str(paper_data))
+    other = data.build_dataset("train", None, seed=1, train_data="deepscaler", data_dir=str(paper_data))
+    assert first.to_list() == again.to_list() and len(other) == 10
+    assert first["problem"] != other["problem"][:4]
+    assert all(f"Problem {a}?" == p for a, p in zip(first["answer"], first["problem"]))
+
+
+def test_eval_split_concatenates_the_benchmarks(paper_data):
+    dataset = data.build_dataset(
+        "eval", 1, seed=0, eval_data=["math500", "amc", "reasoning_gym"], data_dir=str(paper_data)
+    )
+    assert dataset["source"][:2] == ["math500", "amc"] and dataset["answer"][:2] == ["2", "142"]
+    assert dataset["source"][2] in data.DEFAULT_GENERATORS
+
+
+# --------------------------------------------------------------------------------------------------
+# lm-eval arguments and task files
+# --------------------------------------------------------------------------------------------------
+
+
+def test_model_args_hf_base_adapter_and_full_model(tmp_path):
+    adapter, full = tmp_path / "adapter", tmp_path / "full"
+    adapter.mkdir()
+    full.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    common = {"batch_size": 4, "max_new_tokens": 128, "seed": 0}
+    assert evaluation.lm_eval_model_args("hf", "base", None, **common) == (
+        "hf",
+        {"pretrained": "base", "tokenizer": "base", "dtype": "float32", "device": "cpu", "batch_size": 4},
+    )
+    assert evaluation.lm_eval_model_args("hf", "base", adapter, **common)[1]["peft"] == str(adapter)
+    _name, args = evaluation.lm_eval_model_args("hf", "base", full, **common)
+    assert args["pretrained"] == str(full) and "peft" not in args
+
+
+def test_model_args_vllm_expresses_the_paper_evaluation(tmp_path):
+    (tmp_path / "adapter_config.json").write_text("{}")
+    name, args = evaluation.lm_eval_model_args(
+        "vllm", "/models/r1-7b", tmp_path, batch_size=8, max_new_tokens=32768, seed=5
+    )
+    assert name == "vllm"
+    assert args == {
+        "pretrained": "/models/r1-7b",
+        "tokenizer": "/models/r1-7b",
+        "dtype": "auto",
+        "seed": 5,
+        "max_model_len": 32768 + evaluation.VLLM_PROMPT_TOKENS,
+        "gpu_memory_utilization": 0.9,
+        "batch_size": "auto",
+        "lora_local_path": str(tmp_path),
+        "max_lora_rank": 64,
+    }
+    assert evaluation.generation_kwargs(0.6, 0.95, 32768) == {
+        "until": [],
+        "do_sample": True,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_gen_toks": 32768,
+    }
+
+
+GENERATION_CASES = [
+    # greedy
+    ((0.0, 1.0, 16), {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 16}),
+    # sampling
+    ((1.0, 0.9, 8), {"until": [], "do_sample": True, "temperature": 1.0, "top_p": 0.9, "max_gen_toks": 8}),
+]
+
+
+@pytest.mark.parametrize("arguments,expected", GENERATION_CASES)
+def test_generation_kwargs(arguments, expected):
+    assert evaluation.generation_kwargs(*arguments) == expected
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="eval_backend must be one of hf, vllm"):
+        evaluation.lm_eval_model_args("sglang", "m", None, batch_size=1, max_new_tokens=1, seed=0)
+
+
+def test_repository_task_files_are_indexed_by_lm_eval():
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(evaluation.TASKS_DIR), include_defaults=False)
+    expected = {evaluation.task_name(name) for name in data.EVAL_BENCHMARKS}
+    assert expected <= set(manager.all_subtasks)
+
+
+def test_per_run_task_file_loads_the_data_with_the_requested_settings(tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    rows = data.benchmark_rows("reasoning_gym", 3, data.check_options({}))
+    evaluation.write_jsonl(rows, tmp_path / "rg.jsonl")
+    gen_kwargs = evaluation.generation_kwargs(0.6, 0.95, 64)
+    evaluation.write_run_task(tmp_path / "tasks", "reasoning_gym", tmp_path / "rg.jsonl", 5, gen_kwargs)
+    manager = TaskManager(include_path=str(tmp_path / "tasks"), include_defaults=False)
+    task = manager.load(["gdpo_math_reasoning_gym"])["tasks"]["gdpo_math_reasoning_gym"]
+    docs = list(task.test_docs())
+    assert [doc["problem"] for doc in docs] == rows["problem"]
+    assert task.config.repeats == 5 and task.config.generation_kwargs == gen_kwargs
+    assert task.doc_to_text(docs[0]) == rows["prompt"][0][0]["content"]
+    # The filter keeps every sample, and process_results averages over them.
+    right, wrong = f"\\boxed{{{docs[0]['answer']}}}", "\\boxed{-99999}"
+    assert task.process_results(docs[0], [[right, wrong, right, right, wrong]]) == {"acc": 0.6}
+
+
+# --------------------------------------------------------------------------------------------------
+# evaluate(): lm-eval end to end on the tiny model, offline
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def test_evaluate_end_to_end_offline_matches_its_logged_samples(tiny_model, tmp_path, no_network):
+    request = EvalRequest(
+        task="math",
+        method="base",
+        seed=0,
+        model_dir=tiny_model,
+        adapter_dir=None,
+        options={
+            "length_limit": 10,
+            "eval_data": ["reasoning_gym", "math500"],
+            "data_dir": str(tmp_path / "no_copies"),
+        },
+        eval_size=3,
+        num_samples=2,
+        temperature=1.0,
+        top_p=1.0,
+        max_new_tokens=16,
+        batch_size=4,
+        work_dir=tmp_path,
+        threads=1,
+    )
+    result = math_family.evaluate(request)
+
+    # MATH-500 has no local copy: reported as not run, the rest still evaluated.
+    assert set(result["not_run"]) == {"math500"} and set(result["benchmarks"]) == {"reasoning_gym"}
+    metrics = result["benchmarks"]["reasoning_gym"]
+    assert metrics["n_items"] == 3 and metrics["n_responses"] == 6
+    samples = [
+        json.loads(line) for line in (tmp_path / "samples_reasoning_gym.jsonl").read_text().splitlines()
+    ]
+    assert (tmp_path / "lm_eval_results.json").exists() and len(samples) == 3
+
+    # Acc: lm-eval's aggregate, our recomputation from the logged responses, and eval.json agree.
+    verdicts = [is_correct(text, s["doc"]["answer"]) for s in samples for text in s["resps"][0]]
+    assert metrics["acc"] == pytest.approx(100 * sum(verdicts) / 6) == pytest.approx(metrics["lm_eval_acc"])
+    # Exceed: responses over 10 tokens, counted with the model's tokenizer (capped at 16 generated tokens).
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    lengths = [
+        min(16, len(tokenizer(t, add_special_tokens=False)["input_ids"]))
+        for s in samples
+        for t in s["resps"][0]
+    ]
+    assert metrics["exceed"] == pytest.approx(100 * sum(n > 10 for n in lengths) / 6)
+    assert result["summary"] == {"acc": metrics["acc"], "exceed": metrics["exceed"]}
+    assert result["settings"]["num_samples"] == 2 and result["settings"]["backend"] == "hf"
+    # Two samples per problem really are separate samples (not one response copied).
+    assert all(len(s["resps"][0]) == 2 for s in samples)
+    assert any(s["resps"][0][0] != s["resps"][0][1] for s in samples)
+
+    # The same request samples the same responses again.
+    again = math_family.evaluate(replace(request, work_dir=tmp_path / "again"))
+    assert again["benchmarks"] == result["benchmarks"]
+    assert (tmp_path / "again" / "samples_reasoning_gym.jsonl").read_text() == (
+        tmp_path / "samples_reasoning_gym.jsonl"
+    ).read_text()
+
+
+def test_evaluate_applies_a_lora_adapter(tiny_model, tmp_path, no_network):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    policy = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )
+    policy.save_pretrained(tmp_path / "adapter")
+    request = EvalRequest(
+        task="math",
+        method="gdpo",
+        seed=1,
+        model_dir=tiny_model,
+        adapter_dir=tmp_path / "adapter",
+        options={},
+        eval_size=2,
+        num_samples=1,
+        temperature=0.0,
+        top_p=1.0,
+        max_new_tokens=8,
+        batch_size=2,
+        work_dir=tmp_path,
+        threads=1,
+    )
+    result = math_family.evaluate(request)
+    assert result["settings"]["model_args"]["peft"] == str(tmp_path / "adapter")
+    assert result["benchmarks"]["reasoning_gym"]["n_responses"] == 2

@@ -1,0 +1,40 @@
+# Task data made by the workflow: the BFCL-v3 train/held-out split of the tool-calling family, and the
+# optional format warm-up of a task's base model.
+
+
+rule bfcl_split:
+    output:
+        train="resources/data/bfcl_v3_split/train.jsonl",
+        eval="resources/data/bfcl_v3_split/eval.jsonl",
+        summary="resources/data/bfcl_v3_split/split.json",
+    params:
+        # Runs in BFCL's own environment (its pins clash with training): .venv-bfcl, or envs/bfcl.yaml.
+        python=os.environ.get("GDPO_BFCL_PYTHON", "python"),
+    log:
+        "resources/logs/bfcl_split.log",
+    conda:
+        "../../envs/bfcl.yaml"
+    shell:
+        "{params.python} -m gdpo.tasks.tool_calling.bfcl_split --out-dir resources/data/bfcl_v3_split > {log} 2>&1"
+
+
+rule warmup_model:
+    input:
+        model=lambda wildcards: f"resources/models/{model_slug(config['tasks'][wildcards.task]['model'])}",
+        data=lambda wildcards: required_files(config["tasks"][wildcards.task]),
+    output:
+        directory(f"results/{SCALE}/warmup/{{task}}/model"),
+    params:
+        settings=lambda wildcards: json.dumps(resolve_warmup_settings(config, wildcards.task)),
+    threads: 2
+    resources:
+        mem_mb=4000,
+    log:
+        f"results/{SCALE}/logs/warmup_model/{{task}}.log",
+    benchmark:
+        f"results/{SCALE}/benchmarks/warmup_model/{{task}}.tsv"
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m gdpo warmup-model --settings {params.settings:q} --model-dir {input.model} --out {output} "
+        "--threads {threads} > {log} 2>&1"
