@@ -93,8 +93,16 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     assert "exact_distinct_counts" not in planned
 
 
-def test_slurm_profile_plans_the_paper_configs(tmp_path):
-    for name in ("paper-tool_calling", "paper-math", "paper-code"):
+#: Resources the profile must request for one paper train job per config (task, GPUs, runtime in minutes).
+PAPER_TRAIN_REQUESTS = {
+    "paper-tool_calling": ("tool_calling_3b", "gpu=8", "runtime=360"),
+    "paper-math": ("math_r1_7b", "gpu=8", "runtime=9000"),
+    "paper-code": ("code_r1_7b", "gpu=8", "runtime=3600"),
+}
+
+
+def test_slurm_profile_plans_the_paper_configs_with_their_gpu_requests(tmp_path):
+    for name, (task, gpus, runtime) in PAPER_TRAIN_REQUESTS.items():
         result = subprocess.run(
             [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
              "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config" / f"{name}.yaml"), "-n"],
@@ -102,3 +110,9 @@ def test_slurm_profile_plans_the_paper_configs(tmp_path):
             env={**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
         )
         assert result.returncode == 0, result.stderr[-2000:]
+        jobs = (result.stdout + result.stderr).split("\nrule ")
+        train = [job for job in jobs if job.startswith("train:") and f"task={task}," in job]
+        evaluate = [job for job in jobs if job.startswith("evaluate:") and f"task={task}," in job]
+        assert train and evaluate, name
+        assert all(gpus in job and runtime in job and "slurm_partition=gpu" in job for job in train), train[0]
+        assert all("gpu=1," in job for job in evaluate), evaluate[0]
