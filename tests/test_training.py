@@ -197,11 +197,23 @@ def test_unknown_model_is_refused_with_valid_forms():
         plan_runs(config)
 
 
-def test_plan_runs_covers_methods_and_seeds_of_built_families():
+def test_plan_runs_covers_each_tasks_methods_and_seeds():
     config = smoke_config()
-    config["tasks"]["tools"] = {"family": "tool_calling", "model": "Qwen/Qwen2.5-1.5B-Instruct"}
+    config["tasks"] = {"arithmetic": config["tasks"]["arithmetic"],
+                       "tools": {"family": "tool_calling", "model": "Qwen/Qwen2.5-1.5B-Instruct",
+                                 "methods": ["grpo", "gdpo"]}}
     runs = plan_runs(config)
-    assert len(runs) == 4 * 2 and {r["task"] for r in runs} == {"arithmetic"}
+    assert len(runs) == 4 * 2 + 2 * 2
+    assert {(r["method"], r["seed"]) for r in runs if r["task"] == "tools"} == {
+        ("grpo", 0), ("grpo", 1), ("gdpo", 0), ("gdpo", 1)}
+
+
+def test_unknown_family_is_refused_with_valid_names():
+    config = smoke_config()
+    config["tasks"]["arithmetic"]["family"] = "poetry"
+    with pytest.raises(ValueError, match="task 'arithmetic': Unknown task family 'poetry'; valid families are: "
+                                         "arithmetic, code, math, tool_calling"):
+        plan_runs(config)
 
 
 def test_gpu_only_setting_stops_on_a_cpu_machine():

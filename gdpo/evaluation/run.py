@@ -40,7 +40,7 @@ def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> di
         raise ValueError(
             f"Method {method!r} is not among task {task!r}'s methods ({', '.join(methods)}) nor {BASE_METHOD!r}."
         )
-    get_family(spec["family"])  # unknown or unbuilt families stop here, with the valid names
+    get_family(spec["family"])  # unknown families stop here, with the valid names
     evaluation = {**EVAL_DEFAULTS, **(config.get("evaluation") or {}), **(spec.get("evaluation") or {})}
     return {
         "task": task,

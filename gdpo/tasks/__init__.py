@@ -20,15 +20,10 @@ DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "gene
 #: Family name → module.
 FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic", "code": "gdpo.tasks.code",
             "tool_calling": "gdpo.tasks.tool_calling", "math": "gdpo.tasks.math"}
-#: The paper's families that configs may name before their module is registered; their tasks are left
-#: out of the workflow (and reported as not run) until then.
-PLANNED_FAMILIES = ("tool_calling", "math", "code")
 
 
 def get_family(name: str) -> ModuleType:
     """The module of a task family; unknown names raise ``ValueError`` listing the valid ones."""
-    if name in PLANNED_FAMILIES and name not in FAMILIES:
-        raise ValueError(f"Task family {name!r} is not built yet; built families: {', '.join(sorted(FAMILIES))}.")
     if name not in FAMILIES:
         raise ValueError(f"Unknown task family {name!r}; valid families are: {', '.join(sorted(FAMILIES))}.")
     return importlib.import_module(FAMILIES[name])

@@ -110,22 +110,21 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
 
 
 def plan_runs(config: dict) -> list[dict]:
-    """Every run of the config whose task family is built: dicts with ``task``, ``method``, ``seed``.
+    """Every run of the config: dicts with ``task``, ``method``, ``seed``.
 
-    Checks every task's model spec first (``ValueError`` naming the valid forms).
+    Checks every task's model spec and family first (``ValueError`` naming the valid forms).
     """
-    from gdpo.tasks import FAMILIES
     from gdpo.training.models import check_model_spec
 
     for task, spec in (config.get("tasks") or {}).items():
         try:
             check_model_spec(spec["model"])
+            get_family(spec["family"])
         except ValueError as error:
             raise ValueError(f"task {task!r}: {error}") from None
     return [
         {"task": task, "method": method, "seed": seed}
         for task, spec in (config.get("tasks") or {}).items()
-        if spec["family"] in FAMILIES
         for method in spec.get("methods", config["methods"])
         for seed in config["seeds"]
     ]

@@ -24,8 +24,7 @@ validate_config(
 
 SCALE = config["scale"]
 
-# Every (task, method, seed) whose task family is built; tasks of unbuilt families are reported as
-# not run by the claims ledger instead of being faked.
+# Every (task, method, seed) of the config.
 RUNS = plan_runs(config)
 RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
 # Every trained run and the base model of each task are evaluated (eval.json).
