@@ -32,6 +32,7 @@ rule all:
         expand("{run_dir}/summary.json", run_dir=RUN_DIRS),
         EVAL_FILES,
         rules.aggregate.output,
+        PAPER_OUTPUTS,
         expand("paper_figures/sim/{study}.png", study=SIM_STUDIES),
         ["results/sim/summary.csv"] if SIM_STUDIES else [],
         f"paper_figures/{SCALE}/claims.csv",

@@ -157,6 +157,16 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_paper_outputs(args: argparse.Namespace) -> int:
+    import json
+
+    from gdpo.reporting.paper_outputs import draw_all
+
+    for path in draw_all(json.loads(args.config), args.steps, args.evals, args.out_dir):
+        print(f"wrote {path}")
+    return 0
+
+
 def cmd_sim_run(args: argparse.Namespace) -> int:
     from gdpo.sim import load_study, run_study
 
@@ -303,6 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--out-steps", required=True, help="output steps.csv")
     sub.add_argument("--out-eval", required=True, help="output eval.csv")
     sub.set_defaults(handler=cmd_aggregate)
+
+    sub = commands.add_parser("paper-outputs", help="draw the figures and tables named by the config's reporting block")
+    sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, reporting)")
+    sub.add_argument("--steps", required=True, help="steps.csv from `gdpo aggregate`")
+    sub.add_argument("--evals", required=True, help="eval.csv from `gdpo aggregate`")
+    sub.add_argument("--out-dir", required=True, help="paper_figures/<scale>")
+    sub.set_defaults(handler=cmd_paper_outputs)
 
     sub = commands.add_parser(
         "sim-run",

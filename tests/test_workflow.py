@@ -72,6 +72,10 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
         assert metrics <= set(rows["metric"]), (task, set(rows["metric"]))
         assert rows.dropna(subset=["value"])["value"].between(0, 100).all(), task
     assert (tmp_path / "results/smoke/warmup/tool_calling/model/warmup.json").is_file()
+    # The figures and tables the smoke config's reporting block names.
+    for name in ("fig4_tool_calling_curves.png", "fig5_math_curves.pdf", "fig8_batch_step_ablation.png",
+                 "table1_tool_calling.md", "table3_math.csv", "table5_code.md"):
+        assert (tmp_path / "paper_figures/smoke" / name).stat().st_size > 500, name
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
     assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 and "rewards/correct/mean" in steps.columns
     # Nothing left to do on a second run.

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from gdpo.config import validate_config
 from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
+from gdpo.reporting.paper_outputs import planned_outputs
 from gdpo.sim import load_study
 from gdpo.tasks import required_files
 from gdpo.training.models import model_slug
@@ -29,6 +30,9 @@ RUNS = plan_runs(config)
 RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
 # Every trained run and the base model of each task are evaluated (eval.json).
 EVAL_FILES = [f"results/{SCALE}/runs/{e['task']}/{e['method']}/seed{e['seed']}/eval.json" for e in plan_evaluations(config)]
+
+# Figures 4-8 and Tables 1-5 that the config's `reporting:` block maps to its tasks.
+PAPER_OUTPUTS = planned_outputs(config, f"paper_figures/{SCALE}")
 
 
 def policy_model(wildcards):

@@ -27,3 +27,20 @@ rule figure3:
         "../../envs/analysis.yaml"
     shell:
         "python -m gdpo figure fig3 --input {input} --out {output.png} > {log} 2>&1"
+
+
+rule paper_outputs:
+    input:
+        rules.aggregate.output,
+    output:
+        PAPER_OUTPUTS,
+    params:
+        # Only what the figures and tables read: a change of the reporting block or the tasks redraws them.
+        config=json.dumps({key: config.get(key) for key in ("scale", "tasks", "reporting")}),
+    log:
+        f"results/{SCALE}/logs/paper_outputs.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        "python -m gdpo paper-outputs --config {params.config:q} --steps {input[0]} --evals {input[1]} "
+        "--out-dir paper_figures/{SCALE} > {log} 2>&1"

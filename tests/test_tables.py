@@ -1,0 +1,311 @@
+"""The paper's numbers as data, and Tables 1-5 regenerated from evaluation tables."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gdpo.reporting.paper_numbers import PAPER_COLUMNS, TOOL_METRICS, paper_numbers, paper_value
+from gdpo.reporting.tables import (
+    NO_RUN,
+    NOT_EVALUATED,
+    OURS_ONLY,
+    PAPER_ONLY,
+    SAME_BENCHMARK,
+    table1_tool_calling,
+    table3_math,
+    table4_math_conditioned,
+    table5_code,
+    write_table,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE_EVALS = REPO / "results" / "smoke" / "summary" / "eval.csv"
+
+
+#: The paper's numbers as the project's spec states them.
+PAPER_MD = REPO / "docs" / "PAPER.md"
+
+
+def parse_paper_md(text: str) -> dict[tuple, float]:
+    """Every number of PAPER.md §4, keyed like paper_numbers() (table, model, setting, method, benchmark,
+    metric), parsed from the markdown independently of gdpo.reporting.paper_numbers."""
+    section = text.split("## 4.", 1)[1].split("## 5.", 1)[0]
+    numbers = {}
+    methods = {"base": "base", "GRPO": "grpo", "GRPO w/o std": "grpo_nostd", "GDPO": "gdpo"}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        label = cells[0]
+        # Table 1/2 rows: "<model> <method>" then Live, Multi, Non-live, Avg, Format.
+        match = re.fullmatch(r"(?:Qwen2\.5-)?(1\.5B|3B)(?:-Inst)? (base|GRPO w/o std|GRPO|GDPO)", label)
+        if match and len(cells) == 6:
+            model, method = f"Qwen2.5-{match[1]}", methods[match[2]]
+            table = "2" if method == "grpo_nostd" else "1"
+            for metric, value in zip(TOOL_METRICS, cells[1:], strict=True):
+                numbers[(table, model, "", method, "BFCL-v3", metric)] = float(value)
+        # Table 3 rows: "<bench> | base, GRPO, GDPO acc/exceed per model".
+        if label in {"MATH", "AIME", "AMC", "Minerva", "Olympiad"}:
+            for model, cell in zip(("R1-1.5B", "R1-7B", "Qwen3-4B"), cells[1:], strict=True):
+                for method, pair in zip(("base", "grpo", "gdpo"), cell.split(","), strict=True):
+                    acc, exceed = pair.strip().split("/")
+                    numbers[("3", model, "", method, label, "acc")] = float(acc)
+                    numbers[("3", model, "", method, label, "exceed")] = float(exceed)
+    table4 = section.split("Table 4", 1)[1].split("Table 5", 1)[0]
+    for bench, *values in re.findall(r"(\w+) {0}/{0} vs {0}/{0}".format(r"(\d+(?:\.\d+)?)"), table4):
+        for index, (method, metric) in enumerate(
+                [("grpo", "acc"), ("grpo", "exceed"), ("gdpo", "acc"), ("gdpo", "exceed")]):
+            numbers[("4", "R1-7B", "", method, bench, metric)] = float(values[index])
+    table5 = section.split("Table 5", 1)[1]
+    columns = [("", "base"), ("2obj", "grpo"), ("2obj", "gdpo"), ("3obj", "grpo"), ("3obj", "gdpo")]
+    for bench, body in re.findall(r"^(Apps|CodeContests|Codeforces) (.*);$", table5, re.MULTILINE):
+        for (setting, method), triple in zip(columns, body.split(","), strict=True):
+            for metric, value in zip(("pass", "exceed", "bug"), triple.strip().split("/"), strict=True):
+                numbers[("5", "R1-7B", setting, method, bench, metric)] = float(value)
+    taco = re.search(r"^Taco pass ([\d., ]+) \(", table5, re.MULTILINE)[1]
+    for (setting, method), value in zip(columns, taco.split(","), strict=True):
+        numbers[("5", "R1-7B", setting, method, "Taco", "pass")] = float(value)
+    return numbers
+
+
+def test_paper_numbers_equal_every_number_of_paper_md():
+    parsed = parse_paper_md(PAPER_MD.read_text(encoding="utf-8"))
+    ours = {tuple(r[:-1]): r[-1] for r in paper_numbers()[PAPER_COLUMNS].itertuples(index=False)}
+    # 35 (Tab. 1/2) + 90 (Tab. 3) + 20 (Tab. 4) + 45 + 5 (Tab. 5, Taco pass only)
+    assert len(parsed) == 195
+    assert ours == parsed
+
+
+# Spot checks typed from PAPER.md's text, independent of both the module and the parser above.
+SPOT_CHECKS = [
+    # (table, model, method, benchmark, metric, setting, value)
+    ("1", "Qwen2.5-1.5B", "gdpo", "BFCL-v3", "format", "", 80.66),   # C3's format number
+    ("2", "Qwen2.5-1.5B", "grpo_nostd", "BFCL-v3", "format", "", 0.00),  # C4: never learns format
+    ("1", "Qwen2.5-3B", "base", "BFCL-v3", "avg", "", 31.90),
+    ("3", "R1-1.5B", "grpo", "AIME", "exceed", "", 10.8),
+    ("3", "Qwen3-4B", "base", "Minerva", "exceed", "", 9.1),
+    ("4", "R1-7B", "gdpo", "AIME", "acc", "", 57.7),                 # C8: +4.4 over GRPO's 53.3
+    ("4", "R1-7B", "grpo", "AIME", "exceed", "", 29.2),
+    ("5", "R1-7B", "gdpo", "Codeforces", "bug", "3obj", 1.8),
+    ("5", "R1-7B", "grpo", "Taco", "pass", "3obj", 44.4),
+    ("5", "R1-7B", "base", "Apps", "exceed", "", 73.9),
+]
+
+
+@pytest.mark.parametrize("table, model, method, benchmark, metric, setting, value", SPOT_CHECKS)
+def test_paper_value_spot_checks(table, model, method, benchmark, metric, setting, value):
+    assert paper_value(table, model, method, benchmark, metric, setting) == value
+
+
+def test_paper_numbers_are_unique_and_skip_what_the_paper_does_not_give():
+    frame = paper_numbers()
+    assert not frame.duplicated(PAPER_COLUMNS[:-1]).any()
+    assert paper_value("5", "R1-7B", "gdpo", "Taco", "exceed", "2obj") is None  # not reliably known
+    assert paper_value("1", "Qwen2.5-3B", "grpo_nostd", "BFCL-v3", "avg") is None  # no such row in the paper
+
+
+def make_evals(rows) -> pd.DataFrame:
+    """rows: (task, method, seed, benchmark, metric, value | None, note)."""
+    frame = pd.DataFrame(rows, columns=["task", "method", "seed", "benchmark", "metric", "value", "note"])
+    frame["n_items"] = frame["value"].map(lambda v: None if v is None or math.isnan(v) else 12)
+    return frame
+
+
+MULTI_TURN_NOTE = "not run: multi-turn needs BFCL's executable environments | see eval.json"
+
+
+def tool_evals() -> pd.DataFrame:
+    rows = []
+    # base: one seed; grpo: seeds 0-2 with live 40, 50, 60; gdpo: seeds 0, 1 with live 70, 74.
+    per_seed = {("base", 0): 30.0, ("grpo", 0): 40.0, ("grpo", 1): 50.0, ("grpo", 2): 60.0,
+                ("gdpo", 0): 70.0, ("gdpo", 1): 74.0}
+    for (method, seed), live in per_seed.items():
+        for metric in ("live", "non_live", "avg", "format", "simple"):
+            rows.append(("tool_calling", method, seed, "bfcl_v3", metric, live, ""))
+        rows.append(("tool_calling", method, seed, "multi_turn", "", None, MULTI_TURN_NOTE))
+        rows.append(("tool_calling", method, seed, "java", "", None, "not run: no java item"))
+    rows.append(("tool_calling", "gdpo_nobn", 0, "bfcl_v3", "live", 1.0, ""))
+    return make_evals(rows)
+
+
+def test_table1_cells_ci_notes_and_missing_runs():
+    frame, md = table1_tool_calling(tool_evals(), {"Qwen2.5-1.5B": "tool_calling"}, "mini")
+    assert list(frame.columns) == ["model", "method", "task", "Live", "Multi", "Non-live", "Avg", "Format"]
+    assert frame[["model", "method"]].values.tolist() == [
+        ["Qwen2.5-1.5B", "base"], ["Qwen2.5-1.5B", "GRPO"], ["Qwen2.5-1.5B", "GRPO w/o std"],
+        ["Qwen2.5-1.5B", "GDPO"], ["Qwen2.5-3B", "base"], ["Qwen2.5-3B", "GRPO"], ["Qwen2.5-3B", "GDPO"]]
+    rows = frame.set_index(["model", "method"])
+    # Single seed: the value alone, then the paper's number.
+    assert rows.loc[("Qwen2.5-1.5B", "base"), "Live"] == "30.00 (37.89)"
+    # grpo: mean 50, s = 10, n = 3 → 24.84; gdpo: mean 72, s = 2√2, n = 2 → 12.706205 · 2 = 25.41.
+    assert rows.loc[("Qwen2.5-1.5B", "GRPO"), "Live"] == "50.00 ± 24.84 (50.63)"
+    assert rows.loc[("Qwen2.5-1.5B", "GDPO"), "Format"] == "72.00 ± 25.41 (80.66)"
+    # The not-run note is the cell's reason, the paper's number still shown.
+    assert rows.loc[("Qwen2.5-1.5B", "GDPO"), "Multi"] == f"{MULTI_TURN_NOTE} (2.50)"
+    # A method never trained and a model without a task: "no run".
+    assert rows.loc[("Qwen2.5-1.5B", "GRPO w/o std"), "Format"] == f"{NO_RUN} (0.00)"
+    assert rows.loc[("Qwen2.5-3B", "GDPO"), "Avg"] == f"{NO_RUN} (40.87)"
+    assert rows.loc[("Qwen2.5-3B", "GDPO"), "task"] == ""
+    # Markdown: the long reason becomes a numbered note below the table; the caption says what stands in.
+    assert "| Qwen2.5-1.5B | GDPO | tool_calling | 72.00 ± 25.41 (55.36) | not run [1] (2.50) |" in md
+    assert "[1] not run: multi-turn needs BFCL's executable environments | see eval.json" in md
+    assert "stands in for the paper model" in md and "Rows Qwen2.5-3B (Qwen2.5-3B-Instruct): no task" in md
+    assert "grpo 0, 1, 2" in md and "not in the paper's table: gdpo_nobn" in md
+    assert "java" not in md  # per-category notes are not columns of the table
+
+
+def test_table1_at_paper_scale_has_no_stand_in_sentence():
+    evals = tool_evals().assign(task="tool_calling_1.5b")
+    _, md = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling_1.5b", "Qwen2.5-3B": "tool_calling_3b"},
+                                "paper")
+    assert "stands in" not in md
+    assert "`tool_calling_3b`: no evaluations found." in md
+
+
+def math_evals() -> pd.DataFrame:
+    rows = [
+        # R1-1.5B task: MATH over two seeds, AIME not run for gdpo, reasoning_gym (ours only).
+        ("math_a", "base", 0, "math500", "acc", 80.0, ""),
+        ("math_a", "base", 0, "math500", "exceed", 30.0, ""),
+        ("math_a", "grpo", 0, "math500", "acc", 81.0, ""),
+        ("math_a", "grpo", 1, "math500", "acc", 83.0, ""),
+        ("math_a", "gdpo", 0, "aime24", "", None, "not run: no local copy of 'aime24'"),
+        ("math_a", "gdpo", 0, "math500", "acc", 85.0, ""),
+        ("math_a", "gdpo", 0, "reasoning_gym", "acc", 25.0, ""),
+        ("math_a", "gdpo", 0, "reasoning_gym", "lm_eval_acc", 25.0, ""),
+        # R1-7B task: evaluated on reasoning_gym only.
+        ("math_b", "grpo", 0, "reasoning_gym", "acc", 10.0, ""),
+        ("math_b", "grpo", 1, "reasoning_gym", "acc", 20.0, ""),
+    ]
+    return make_evals(rows)
+
+
+def test_table3_blocks_keep_our_benchmarks_apart_from_the_papers():
+    frame, md = table3_math(math_evals(), {"R1-1.5B": "math_a", "R1-7B": "math_b"}, "mini")
+    assert list(frame.columns[:6]) == ["block", "benchmark", "metric", "R1-1.5B base", "R1-1.5B GRPO",
+                                       "R1-1.5B GDPO"]
+    assert len(frame.columns) == 3 + 9
+    cells = frame.set_index(["benchmark", "metric"])
+    blocks = frame.groupby("benchmark", sort=False)["block"].first().to_dict()
+    # Evaluated paper benchmarks are compared, ours-only come next, unevaluated ones are reference only.
+    assert blocks == {"MATH (math500)": SAME_BENCHMARK, "AIME (aime24)": SAME_BENCHMARK,
+                      "reasoning_gym": OURS_ONLY, "AMC": PAPER_ONLY, "Minerva": PAPER_ONLY,
+                      "Olympiad": PAPER_ONLY}
+    assert cells.loc[("MATH (math500)", "Acc"), "R1-1.5B GRPO"] == "82.0 ± 12.7 (83.6)"
+    assert cells.loc[("MATH (math500)", "Exceed"), "R1-1.5B base"] == "30.0 (35.0)"
+    assert cells.loc[("MATH (math500)", "Exceed"), "R1-1.5B GRPO"] == f"{NOT_EVALUATED} (1.5)"
+    assert cells.loc[("MATH (math500)", "Acc"), "R1-7B GRPO"] == f"{NOT_EVALUATED} (94.1)"
+    assert cells.loc[("MATH (math500)", "Acc"), "Qwen3-4B GDPO"] == f"{NO_RUN} (93.9)"
+    assert cells.loc[("AIME (aime24)", "Acc"), "R1-1.5B GDPO"] == "not run: no local copy of 'aime24' (29.4)"
+    # Our benchmark without a paper counterpart: no paper number anywhere in its rows.
+    assert cells.loc[("reasoning_gym", "Acc"), "R1-1.5B GDPO"] == "25.0"
+    assert cells.loc[("reasoning_gym", "Acc"), "R1-7B GRPO"] == "15.0 ± 63.5"
+    assert cells.loc[("reasoning_gym", "Exceed"), "R1-7B GRPO"] == NOT_EVALUATED
+    # The paper's unevaluated benchmarks: its numbers only.
+    assert cells.loc[("AMC", "Exceed"), "Qwen3-4B GDPO"] == "(0.1)"
+    assert "lm_eval_acc" not in frame.to_string()
+    assert md.index("The paper's benchmarks: ours (paper)") < md.index("Our benchmarks without") \
+        < md.index("for reference")
+    assert "[1] not run: no local copy of 'aime24'" in md
+
+
+def test_table4_columns_and_reference_block():
+    frame, _md = table4_math_conditioned(math_evals(), {"R1-7B": "math_b"}, "mini")
+    assert list(frame.columns) == ["block", "benchmark", "metric", "GRPO", "GDPO"]
+    cells = frame.set_index(["benchmark", "metric"])
+    assert cells.loc[("reasoning_gym", "Acc"), "GRPO"] == "15.0 ± 63.5"
+    assert cells.loc[("reasoning_gym", "Acc"), "GDPO"] == NO_RUN
+    assert cells.loc[("AIME", "Exceed"), "GDPO"] == "(12.3)"
+    assert set(frame["block"]) == {OURS_ONLY, PAPER_ONLY}
+
+
+def code_evals() -> pd.DataFrame:
+    rows = []
+    for task, base_pass in (("code_2", 20.0), ("code_3", 99.0)):
+        rows.append((task, "base", 0, "codeforces", "pass", base_pass, ""))
+        for method, seed, value in (("grpo", 0, 50.0), ("grpo", 1, 60.0), ("gdpo", 0, 55.0)):
+            for metric in ("pass", "exceed", "bug"):
+                rows.append((task, method, seed, "codeforces", metric, value, ""))
+                rows.append((task, method, seed, "taco", metric, value, ""))
+        rows.append((task, "gdpo", 0, "humaneval", "pass", 5.0, ""))
+        rows.append((task, "gdpo", 0, "apps", "", None, "not run: apps data missing"))
+    return make_evals(rows)
+
+
+def test_table5_settings_base_column_and_missing_paper_numbers():
+    frame, md = table5_code(code_evals(), {"2obj": "code_2", "3obj": "code_3"}, "paper")
+    assert list(frame.columns) == ["block", "benchmark", "metric", "base", "GRPO 2obj", "GDPO 2obj",
+                                   "GRPO 3obj", "GDPO 3obj"]
+    cells = frame.set_index(["benchmark", "metric"])
+    # The base column is the 2obj task's base evaluation.
+    assert cells.loc[("Codeforces (codeforces)", "Pass"), "base"] == "20.0 (46.5)"
+    assert cells.loc[("Codeforces (codeforces)", "Bug"), "GRPO 3obj"] == "55.0 ± 63.5 (2.5)"
+    assert cells.loc[("Taco (taco)", "Exceed"), "GDPO 2obj"] == "55.0 (—)"  # the paper gives none
+    assert cells.loc[("Apps (apps)", "Pass"), "GDPO 3obj"] == "not run: apps data missing (67.8)"
+    assert cells.loc[("Apps (apps)", "Pass"), "GRPO 3obj"] == f"{NOT_EVALUATED} (68.1)"
+    assert cells.loc[("humaneval", "Pass"), "GDPO 2obj"] == "5.0"
+    assert cells.loc[("CodeContests", "Pass"), "GRPO 2obj"] == "(63.2)"
+    assert "Base column: the base-model evaluation of `code_2`." in md
+
+
+def test_table5_base_falls_back_to_the_3obj_task():
+    frame, _ = table5_code(code_evals(), {"3obj": "code_3"}, "paper")
+    cells = frame.set_index(["benchmark", "metric"])
+    assert cells.loc[("Codeforces (codeforces)", "Pass"), "base"] == "99.0 (46.5)"
+    assert cells.loc[("Codeforces (codeforces)", "Pass"), "GDPO 2obj"] == f"{NO_RUN} (71.2)"
+
+
+# Bad input: (call, match of the error)
+BAD_INPUTS = [
+    # a model the paper does not have
+    (lambda: table3_math(math_evals(), {"R1-14B": "math_a"}, "mini"), "not among the paper's"),
+    # Table 5's keys are its objective settings, not the model label
+    (lambda: table5_code(code_evals(), {"R1-7B": "code_2"}, "mini"), "2obj, 3obj"),
+    # an evaluation table without values
+    (lambda: table1_tool_calling(tool_evals().drop(columns="value"), {}, "mini"), "lack columns"),
+    # the same seed twice (e.g. two eval.csv files concatenated)
+    (lambda: table1_tool_calling(pd.concat([tool_evals()] * 2), {"Qwen2.5-1.5B": "tool_calling"}, "mini"),
+     "one row per seed"),
+    # an empty task name
+    (lambda: table4_math_conditioned(math_evals(), {"R1-7B": ""}, "mini"), "map to no task name"),
+]
+
+
+@pytest.mark.parametrize("call, match", BAD_INPUTS)
+def test_bad_input_is_a_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_csv_round_trip_and_write_table(tmp_path):
+    # eval.csv read back has NaN notes and metrics; the table must not change.
+    csv = tmp_path / "eval.csv"
+    tool_evals().to_csv(csv, index=False)
+    direct, md = table1_tool_calling(tool_evals(), {"Qwen2.5-1.5B": "tool_calling"}, "mini")
+    reread, md_reread = table1_tool_calling(pd.read_csv(csv), {"Qwen2.5-1.5B": "tool_calling"}, "mini")
+    pd.testing.assert_frame_equal(direct, reread)
+    assert md == md_reread
+    csv_path, md_path = write_table(direct, md, tmp_path / "tables" / "table1.5b")
+    assert (csv_path.name, md_path.name) == ("table1.5b.csv", "table1.5b.md")
+    pd.testing.assert_frame_equal(pd.read_csv(csv_path, keep_default_na=False), direct)
+    assert md_path.read_text(encoding="utf-8") == md + "\n" * (not md.endswith("\n"))
+
+
+def test_real_smoke_evaluations():
+    if not SMOKE_EVALS.is_file():
+        pytest.skip(f"{SMOKE_EVALS} not present (run the smoke workflow)")
+    evals = pd.read_csv(SMOKE_EVALS)
+    tool, _ = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling"}, "smoke")
+    assert tool.loc[0, "Multi"].startswith("not run: ") and tool.loc[0, "Multi"].endswith("(0.12)")
+    assert tool.loc[1, "Live"].endswith("(50.63)") and "no run" not in tool.loc[1, "Live"]
+    math_table, md = table3_math(evals, {"R1-1.5B": "math"}, "smoke")
+    assert set(math_table[math_table["block"] == OURS_ONLY]["benchmark"]) == {"reasoning_gym"}
+    assert SAME_BENCHMARK not in set(math_table["block"])  # no paper benchmark at CPU scale
+    assert "stands in" in md
+    code, _ = table5_code(evals, {"2obj": "code"}, "smoke")
+    assert set(code[code["block"] == OURS_ONLY]["benchmark"]) == {"humaneval", "procedural"}
+    conditioned, _ = table4_math_conditioned(evals, {"R1-7B": "math"}, "smoke")
+    assert len(conditioned) == 2 * (1 + 5)
