@@ -403,7 +403,12 @@ def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
 
 def _gdpo_sum(inputs: AdvantageInputs) -> torch.Tensor:
     per_reward = group_normalise(inputs.rewards, inputs.num_generations, inputs.convention, scale=True)
-    return (per_reward * inputs.weights).sum(dim=1)
+    terms = per_reward * inputs.weights
+    summed = terms.sum(dim=1)
+    # Where the weighted terms cancel (e.g. complementary rewards), the float sum is rounding noise of
+    # order eps·Σ|terms| rather than 0; a batch step without ε would blow that noise up to unit scale.
+    rounding_bound = 4 * terms.shape[1] * torch.finfo(terms.dtype).eps * terms.abs().sum(dim=1)
+    return torch.where(summed.abs() <= rounding_bound, torch.zeros_like(summed), summed)
 
 
 @register_estimator("gdpo", description="GDPO: per-reward group normalisation, weighted sum, batch whitening")

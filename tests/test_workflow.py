@@ -18,7 +18,7 @@ def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     # Rules call `python -m gdpo`: the interpreter running the tests must be the one they find.
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=1800)
 
 
 def test_lint_reports_nothing():
