@@ -65,6 +65,7 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     # run in test_workflow's smoke run (and would double this test's time).
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
     config["tasks"] = {"arithmetic": config["tasks"]["arithmetic"]}
+    config["reporting"] = {"figures": {"fig8": "arithmetic"}}
     smoke = tmp_path / "smoke.yaml"
     smoke.write_text(yaml.safe_dump(config))
     local, on_slurm = tmp_path / "local", tmp_path / "slurm"

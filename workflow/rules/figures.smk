@@ -31,16 +31,18 @@ rule figure3:
 
 rule paper_outputs:
     input:
-        rules.aggregate.output,
+        steps=rules.aggregate.output.steps,
+        evals=rules.aggregate.output.evals,
     output:
         PAPER_OUTPUTS,
     params:
         # Only what the figures and tables read: a change of the reporting block or the tasks redraws them.
         config=json.dumps({key: config.get(key) for key in ("scale", "tasks", "reporting")}),
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         f"results/{SCALE}/logs/paper_outputs.log",
     conda:
         "../../envs/analysis.yaml"
     shell:
-        "python -m gdpo paper-outputs --config {params.config:q} --steps {input[0]} --evals {input[1]} "
-        "--out-dir paper_figures/{SCALE} > {log} 2>&1"
+        "python -m gdpo paper-outputs --config {params.config:q} --steps {input.steps} --evals {input.evals} "
+        "--out-dir {params.out_dir} > {log} 2>&1"
