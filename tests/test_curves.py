@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,7 +28,6 @@ from gdpo.reporting.curves import (
 )
 from gdpo.training.divergence import detect_divergence
 
-SMOKE = Path(__file__).resolve().parents[1] / "results" / "smoke" / "summary"
 ALL_METRICS = (CORRECTNESS, FORMAT, LENGTH, LENGTH_CONDITIONED, MAX_LENGTH)
 
 
@@ -279,17 +277,3 @@ def test_single_seed_with_nan_steps_still_draws(tmp_path, draw):
     steps.loc[1, CORRECTNESS] = np.nan
     steps = pd.concat([steps, steps.iloc[[0]].assign(step=np.nan)], ignore_index=True)
     assert_figure_files(draw(steps, tmp_path / "fig.png"))
-
-
-@pytest.mark.skipif(not (SMOKE / "steps.csv").exists() or not (SMOKE / "eval.csv").exists(),
-                    reason="no smoke-run summary CSVs (run the smoke workflow first)")
-def test_figures_from_the_real_smoke_run(tmp_path):
-    steps, evals = pd.read_csv(SMOKE / "steps.csv"), pd.read_csv(SMOKE / "eval.csv")
-    assert_figure_files(figure4_tool_calling_curves(steps, "tool_calling", tmp_path / "4.png", "smoke"))
-    assert_figure_files(figure5_math_curves(steps, "math", tmp_path / "5.png", "smoke"))
-    assert_figure_files(figure6_weight_sweep(evals, {1.0: {"plain": "math", "conditioned": None}},
-                                             tmp_path / "6.png", "smoke"))
-    assert_figure_files(figure8_batch_step_ablation(steps, "arithmetic", tmp_path / "8.png", "smoke"))
-    # The smoke code task logs the conditioned length reward (its correctness is the pass rate, absent here).
-    with pytest.raises(ValueError, match="rewards/correct/mean"):
-        figure7_conditioned_curves(steps, "code", tmp_path / "7.png", "smoke")

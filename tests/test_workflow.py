@@ -76,6 +76,9 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     for name in ("fig4_tool_calling_curves.png", "fig5_math_curves.pdf", "fig8_batch_step_ablation.png",
                  "table1_tool_calling.md", "table3_math.csv", "table5_code.md"):
         assert (tmp_path / "paper_figures/smoke" / name).stat().st_size > 500, name
+    table1 = pd.read_csv(tmp_path / "paper_figures/smoke/table1_tool_calling.csv", keep_default_na=False)
+    assert table1.loc[0, "Multi"].startswith("not run: ") and table1.loc[0, "Multi"].endswith("(0.12)")
+    assert table1.loc[1, "Live"].endswith("(50.63)") and "no run" not in table1.loc[1, "Live"]
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
     assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 and "rewards/correct/mean" in steps.columns
     # Nothing left to do on a second run.

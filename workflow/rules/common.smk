@@ -31,6 +31,11 @@ RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" fo
 # Every trained run and the base model of each task are evaluated (eval.json).
 EVAL_FILES = [f"results/{SCALE}/runs/{e['task']}/{e['method']}/seed{e['seed']}/eval.json" for e in plan_evaluations(config)]
 
+# Interpreter of BFCL's environment (the tool-calling split and scorer).
+BFCL_PYTHON = os.environ.get("GDPO_BFCL_PYTHON") or next(
+    (str(p) for p in [Path(workflow.basedir) / ".venv-bfcl" / "bin" / "python"] if p.exists()), "python"
+)
+
 # Figures 4-8 and Tables 1-5 that the config's `reporting:` block maps to its tasks.
 PAPER_OUTPUTS = planned_outputs(config, f"paper_figures/{SCALE}")
 

@@ -8,8 +8,9 @@ rule bfcl_split:
         eval="resources/data/bfcl_v3_split/eval.jsonl",
         summary="resources/data/bfcl_v3_split/split.json",
     params:
-        # Runs in BFCL's own environment (its pins clash with training): .venv-bfcl, or envs/bfcl.yaml.
-        python=os.environ.get("GDPO_BFCL_PYTHON", "python"),
+        # Runs in BFCL's own environment (its pins clash with training): GDPO_BFCL_PYTHON, else the
+        # repository's .venv-bfcl (make setup), else the rule's conda env (envs/bfcl.yaml).
+        python=BFCL_PYTHON,
     log:
         "resources/logs/bfcl_split.log",
     conda:
