@@ -120,3 +120,12 @@ def _eos_ids(model, tokenizer) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.append(tokenizer.eos_token_id)
     return ids
+
+
+def generate_for_request(model, tokenizer, prompts: list[list[dict]], request) -> list[list[Completion]]:
+    """:func:`generate_completions` with the sampling settings of an :class:`gdpo.evaluation.EvalRequest`."""
+    return generate_completions(
+        model, tokenizer, prompts, num_samples=request.num_samples, temperature=request.temperature,
+        top_p=request.top_p, max_new_tokens=request.max_new_tokens, batch_size=request.batch_size,
+        seed=request.seed,
+    )

@@ -99,7 +99,7 @@ def evaluate(request) -> dict:
     """
     import json
 
-    from gdpo.evaluation.generate import generate_completions, load_policy
+    from gdpo.evaluation.generate import generate_for_request, load_policy
 
     options = dict(request.options)
     length_limit = options.pop("length_limit", 64)
@@ -107,10 +107,7 @@ def evaluate(request) -> dict:
         raise ValueError(f"arithmetic task: unknown options {sorted(options)}; it takes only length_limit.")
     dataset = build_dataset("eval", request.eval_size or 64, request.seed, length_limit=length_limit)
     model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
-    samples = generate_completions(
-        model, tokenizer, dataset["prompt"], num_samples=request.num_samples, temperature=request.temperature,
-        top_p=request.top_p, max_new_tokens=request.max_new_tokens, batch_size=request.batch_size, seed=request.seed,
-    )
+    samples = generate_for_request(model, tokenizer, dataset["prompt"], request)
     correct, formatted, exceeded = [], [], []
     with open(request.work_dir / "completions.jsonl", "w", encoding="utf-8") as out:
         for row, completions in zip(dataset, samples):

@@ -66,7 +66,7 @@ def evaluate(request) -> dict:
     """Sample ``request.num_samples`` completions per item of every configured benchmark, score them in the
     sandbox, write ``completions.jsonl`` and ``items.jsonl`` to ``request.work_dir`` and return eval.json's
     content. Benchmarks whose data is missing go to ``not_run`` with the reason."""
-    from gdpo.evaluation.generate import generate_completions, load_policy
+    from gdpo.evaluation.generate import generate_for_request, load_policy
     from gdpo.tasks.code import load_benchmark, resolve_options
 
     options = resolve_options(request.options)
@@ -82,17 +82,7 @@ def evaluate(request) -> dict:
     for name, problems in loaded.items():
         if model is None:
             model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
-        samples = generate_completions(
-            model,
-            tokenizer,
-            [p["prompt"] for p in problems],
-            num_samples=request.num_samples,
-            temperature=request.temperature,
-            top_p=request.top_p,
-            max_new_tokens=request.max_new_tokens,
-            batch_size=request.batch_size,
-            seed=request.seed,
-        )
+        samples = generate_for_request(model, tokenizer, [p["prompt"] for p in problems], request)
         benchmarks[name], completions, items = score_benchmark(problems, samples, length_limit)
         completion_rows += completions
         item_rows += items

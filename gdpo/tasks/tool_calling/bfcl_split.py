@@ -38,6 +38,7 @@ from pathlib import Path
 from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
 from bfcl_eval.model_handler.utils import func_doc_language_specific_pre_processing
 
+from gdpo.tasks.tool_calling.bfcl_aggregate import LIVE_CATEGORIES
 from gdpo.tasks.tool_calling.output_format import ANSWER_RESPONSE, ANSWER_TOOL_CALL
 
 BFCL_PACKAGE = "bfcl-eval"
@@ -50,14 +51,6 @@ NON_LIVE_CATEGORIES = (
     "irrelevance",
     "java",
     "javascript",
-)
-LIVE_CATEGORIES = (
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-    "live_irrelevance",
-    "live_relevance",
 )
 #: The AST-checkable single-turn categories of BFCL v3 (multi-turn needs BFCL's executable environments).
 SINGLE_TURN_CATEGORIES = NON_LIVE_CATEGORIES + LIVE_CATEGORIES

@@ -92,7 +92,7 @@ def evaluate(request) -> dict:
     """
     import torch
 
-    from gdpo.evaluation.generate import generate_completions, load_policy
+    from gdpo.evaluation.generate import generate_for_request, load_policy
 
     options = validate_options(dict(request.options))
     split_dir = eval_split_dir(options)
@@ -106,17 +106,7 @@ def evaluate(request) -> dict:
 
     torch.set_num_threads(max(1, request.threads))
     model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
-    generated = generate_completions(
-        model,
-        tokenizer,
-        [prompts[row["id"]] for row in rows],
-        num_samples=request.num_samples,
-        temperature=request.temperature,
-        top_p=request.top_p,
-        max_new_tokens=request.max_new_tokens,
-        batch_size=request.batch_size,
-        seed=request.seed,
-    )
+    generated = generate_for_request(model, tokenizer, [prompts[row["id"]] for row in rows], request)
 
     # Absolute: the scorer runs with work_dir as its current directory.
     work_dir = Path(request.work_dir).resolve()
