@@ -67,14 +67,14 @@ def reward_sometimes_none(completions, **kwargs):
     return [None if _digest(_text(c)) % 5 == 0 else (_digest(_text(c)) % 4) / 3 for c in completions]
 
 
-def _trainer(cls, model_dir, out_dir, method, **extra):
+def _trainer(cls, model_dir, out_dir, method, args_override=None, **extra):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
     arguments = GRPOConfig(
         output_dir=str(out_dir), per_device_train_batch_size=8, num_generations=4, max_completion_length=8,
         reward_weights=[1.0, 0.5, 2.0], report_to="none", bf16=False, loss_type="grpo", beta=0.0,
-        **TRL_BUILTIN_EQUIVALENT[method],
+        **TRL_BUILTIN_EQUIVALENT[method], **(args_override or {}),
     )
     return cls(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
@@ -113,6 +113,38 @@ def test_every_registry_method_trains_through_the_subclass(tiny_model, tmp_path)
         output = trainer._generate_and_score_completions(batch)
         assert output["advantages"].shape == (8,) and not torch.isnan(output["advantages"]).any()
         assert trainer._metrics["train"]["advantages/distinct_per_group"]
+
+
+def test_fast_generation_samples_from_the_current_policy_after_each_step(tiny_model, tmp_path):
+    """The engine's weights follow the optimizer: reloaded when the step changes, with LoRA merged in."""
+    from peft import LoraConfig
+
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo",
+                       fast_generation=True, peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    trainer.args.max_steps, trainer.args.learning_rate, trainer.args.logging_steps = 2, 0.05, 1
+    trainer.train()
+    engine = trainer.rollout_engine
+    assert engine.loaded_version == 1  # loaded for step 0, then reloaded before step 1's rollouts
+    trained = trainer.accelerator.unwrap_model(trainer.model)
+    engine.load_from(trained, version=2)
+    prompts = [[5, 6, 7, 8], [9, 10]]
+    with torch.no_grad():
+        ids = torch.tensor([[0, 0, 9, 10], [5, 6, 7, 8]])
+        mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+        trained.eval()
+        expected = trained(input_ids=ids, attention_mask=mask,
+                           position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1].argmax(-1).tolist()
+    from gdpo.training.rollout import SamplingSettings
+
+    greedy = engine.generate([prompts[1], prompts[0]], 1, [-1], 0, SamplingSettings(temperature=0.0))
+    assert [row[0] for row in greedy] == expected
+    assert all("generation/tokens_per_second" in record for record in trainer.state.log_history[:-1])
+
+
+def test_fast_generation_refuses_sampling_settings_it_does_not_implement(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="repetition_penalty=1.3.*fast_generation: false"):
+        _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo", fast_generation=True,
+                 args_override={"repetition_penalty": 1.3})
 
 
 def test_unknown_method_is_refused_before_loading(tiny_model, tmp_path):

@@ -74,7 +74,8 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
     """The settings of one run: the scale's ``training`` defaults overridden by the task's ``training``.
 
     Returns a dict with ``task``, ``family``, ``model``, ``method``, ``convention``, ``seed``,
-    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``peft`` and ``trl`` (GRPOConfig keyword arguments).
+    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``fast_generation``, ``peft`` and ``trl``
+    (GRPOConfig keyword arguments).
     """
     tasks = config.get("tasks") or {}
     if task not in tasks:
@@ -104,6 +105,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
         "reward_weights": [float(w) for w in weights.values()],
         "train_size": spec.get("train_size", 256),
         "data_options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
         "peft": peft,
         "trl": trl_args,
     }
@@ -299,6 +301,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         peft_config=peft_config,
         advantage_method=method,
         advantage_convention=settings["convention"],
+        fast_generation=settings.get("fast_generation", False),
         callbacks=[_metrics_callback(live_metrics)],
     )
     accelerator = trainer.accelerator

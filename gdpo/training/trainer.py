@@ -5,6 +5,10 @@ one thing — after TRL has scored a generation batch, the advantage is recomput
 :func:`gdpo.advantages.compute_advantages` from the per-reward rewards TRL gathered, so every
 registered method (``grpo``, ``grpo_nostd``, ``gdpo``, ``gdpo_nobn``, …) and convention trains. It also
 logs the live form of claims C1/C2 (distinct advantage values) and generation throughput.
+
+With ``fast_generation=True`` the rollouts are sampled by :class:`gdpo.training.rollout.RolloutEngine`
+(a bfloat16 copy of the policy, refreshed after every optimizer step) instead of ``generate``; everything
+else — rewards, advantages, the loss on the float32 policy — is TRL's.
 """
 
 from __future__ import annotations
@@ -30,10 +34,14 @@ class RegistryGRPOTrainer(GRPOTrainer):
     Args:
         advantage_method: a registered method name.
         advantage_convention: a registered convention name (default ``"trl"``).
+        fast_generation: sample rollouts with the bfloat16 :class:`~gdpo.training.rollout.RolloutEngine`
+            (single process, no vLLM; ``ValueError`` at construction if the model or sampling settings are
+            outside what the engine implements).
         *args, **kwargs: as for ``trl.GRPOTrainer``; ``args.reward_weights`` are the registry's weights.
     """
 
-    def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", **kwargs):
+    def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", fast_generation: bool = False,
+                 **kwargs):
         get_estimator(advantage_method)  # unknown names fail before any model is loaded
         self.advantage_method = advantage_method
         self.advantage_convention = get_convention(advantage_convention)
@@ -41,6 +49,30 @@ class RegistryGRPOTrainer(GRPOTrainer):
         self._generation_seconds = 0.0
         self._generated_tokens = 0
         super().__init__(*args, **kwargs)
+        self.rollout_engine = self._make_rollout_engine() if fast_generation else None
+
+    def _make_rollout_engine(self):
+        from gdpo.training.rollout import RolloutEngine, SamplingSettings
+
+        if self.use_vllm or self.use_transformers_continuous_batching or self.accelerator.num_processes > 1:
+            raise ValueError("fast_generation runs in a single process without vLLM or continuous batching; "
+                             "set `fast_generation: false` for multi-process or vLLM runs.")
+        self._sampling_settings = SamplingSettings.from_generation_config(self.generation_config)
+        model = self.accelerator.unwrap_model(self.model)
+        config = model.get_base_model().config if hasattr(model, "get_base_model") else model.config
+        return RolloutEngine(config, batch_size_hint=self.args.per_device_train_batch_size)
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        if self.rollout_engine is None or images is not None or multimodal_fields:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images=has_tool_images)
+        if self.rollout_engine.loaded_version != self.state.global_step:
+            self.rollout_engine.load_from(self.accelerator.unwrap_model(self.model), version=self.state.global_step)
+        completion_ids = self.rollout_engine.generate(
+            prompt_ids, self.max_completion_length, self.eos_token_ids, self._tokenizer.pad_token_id,
+            self._sampling_settings,
+        )
+        return completion_ids, None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
