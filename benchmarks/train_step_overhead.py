@@ -1,12 +1,23 @@
-"""Overhead of the suite's trainer over bare TRL: one training step, same settings, same run.
+"""One training step: the suite's trainer against bare TRL, same settings, same run.
 
-For each scale, trains the same task twice per round — bare ``trl.GRPOTrainer`` (TRL's built-in GDPO
-path, raw reward functions) and the suite's ``RegistryGRPOTrainer`` (registry advantages, guarded
-reward functions, per-step metrics file) — alternating over rounds, and prints the median seconds per
-optimizer step of each and their ratio. Both see the same model, data, seed and TRL arguments.
+For each scale, trains the same task per round with
+
+- ``bare TRL``: ``trl.GRPOTrainer`` (TRL's built-in GDPO path, raw reward functions, default ``generate``);
+- ``ours``: the suite's ``RegistryGRPOTrainer`` (registry advantages, guarded reward functions, per-step
+  metrics file) with the same ``generate``;
+- ``ours + engine``: the suite's trainer as the workflow runs it, rollouts from the bfloat16 engine
+  (``fast_generation``);
+- ``bare TRL, fp32``: bare TRL at TRL's own precision and batching defaults (float32, all 8 completions in
+  one forward/backward, activation checkpointing) — the trainer before the mini config's mixed precision
+  and micro-batches;
+
+alternating over rounds, and prints the median seconds per optimizer step of each and the ratios. All
+see the same model, data, seed, and the scale's TRL arguments (except the last kind's precision and
+batching). The learning rate is 0 so that every kind samples from the same, unchanging policy: step
+times then differ by implementation only, not by how long the completions of diverging policies are.
 
     python benchmarks/train_step_overhead.py                       # smoke and mini
-    python benchmarks/train_step_overhead.py --scales smoke --rounds 5
+    python benchmarks/train_step_overhead.py --scales mini --mini-task code --rounds 2
 """
 
 from __future__ import annotations
@@ -22,6 +33,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = {"smoke": 20, "mini": 4}
+BARE, OURS, FAST, BARE_FP32 = "bare TRL", "ours", "ours + engine", "bare TRL, fp32"
+#: TRL's defaults for what the mini config changes for speed and memory (one batch of 8 per step).
+TRL_DEFAULT_PRECISION = {"bf16": False, "gradient_checkpointing": True, "gradient_accumulation_steps": 1}
 
 
 def step_timer():
@@ -52,7 +66,12 @@ def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[flo
 
     family = get_family(settings["family"])
     with tempfile.TemporaryDirectory() as out:
-        trl_args = {**settings["trl"], "max_steps": steps, "save_strategy": "no"}
+        trl_args = {**settings["trl"], "max_steps": steps, "save_strategy": "no", "learning_rate": 0.0}
+        dtype = getattr(torch, settings["policy_dtype"])
+        if kind == BARE_FP32:
+            batch = trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
+            trl_args.update(TRL_DEFAULT_PRECISION, per_device_train_batch_size=batch)
+            dtype = torch.float32
         arguments = GRPOConfig(output_dir=out, seed=0, logging_steps=1, report_to="none", disable_tqdm=True,
                                reward_weights=settings["reward_weights"], **TRL_BUILTIN_EQUIVALENT["gdpo"], **trl_args)
         peft_config = None
@@ -61,17 +80,17 @@ def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[flo
 
             peft_config = LoraConfig(task_type="CAUSAL_LM", **settings["peft"])
         timer = step_timer()
-        common = dict(model=AutoModelForCausalLM.from_pretrained(model_dir), args=arguments,
+        common = dict(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype), args=arguments,
                       train_dataset=family.build_dataset("train", settings["train_size"], 0, **settings["data_options"]),
                       processing_class=AutoTokenizer.from_pretrained(model_dir), peft_config=peft_config)
-        if kind == "bare TRL":
+        if kind in (BARE, BARE_FP32):
             trainer = GRPOTrainer(reward_funcs=[family.REWARD_FUNCTIONS[n] for n in settings["reward_names"]],
                                   callbacks=[timer], **common)
         else:
             trainer = RegistryGRPOTrainer(
                 reward_funcs=[guard_reward_function(n, family.REWARD_FUNCTIONS[n]) for n in settings["reward_names"]],
                 callbacks=[timer, _metrics_callback(Path(out) / "metrics.jsonl")],
-                advantage_method="gdpo", advantage_convention="trl", **common)
+                advantage_method="gdpo", advantage_convention="trl", fast_generation=kind == FAST, **common)
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # keep the benchmark's output to its table
@@ -82,7 +101,8 @@ def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", nargs="+", default=["smoke", "mini"])
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of (bare, ours)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the four trainers")
+    parser.add_argument("--mini-task", default="math", help="task of config/mini.yaml (smoke: its first task)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -94,22 +114,25 @@ def main() -> None:
 
     disable_progress_bars()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"{'scale':<6} {'trainer':<14} {'steps':>5} {'median s/step':>14}")
+    print(f"{'scale':<6} {'trainer':<15} {'steps':>5} {'median s/step':>14}")
+    # smoke's tiny model is a Qwen2 the engine also runs; its steps are too short for generation to matter.
     for scale in args.scales:
         config = yaml.safe_load((REPO / "config" / f"{scale}.yaml").read_text())
-        task = next(iter(config["tasks"]))
+        task = args.mini_task if scale == "mini" else next(iter(config["tasks"]))
         settings = resolve_run_settings(config, task, "gdpo", 0)
         model_dir = REPO / "resources" / "models" / model_slug(settings["model"])
         if not (model_dir / "config.json").is_file():
             prepare_model(settings["model"], model_dir)
-        times = {"bare TRL": [], "ours": []}
+        times = {BARE: [], OURS: [], FAST: [], BARE_FP32: []}
         for _ in range(args.rounds):
             for kind in times:
                 times[kind] += run_once(kind, settings, model_dir, STEPS[scale])
         medians = {kind: statistics.median(values) for kind, values in times.items()}
         for kind, values in times.items():
-            print(f"{scale:<6} {kind:<14} {len(values):>5} {medians[kind]:>14.4f}")
-        print(f"{scale:<6} overhead: ours / bare TRL = {medians['ours'] / medians['bare TRL']:.3f}")
+            print(f"{scale:<6} {kind:<15} {len(values):>5} {medians[kind]:>14.4f}")
+        print(f"{scale:<6} {task}: overhead ours / bare TRL = {medians[OURS] / medians[BARE]:.3f}; "
+              f"speed-up bare TRL / (ours + engine) = {medians[BARE] / medians[FAST]:.2f}x; "
+              f"bare TRL, fp32 / (ours + engine) = {medians[BARE_FP32] / medians[FAST]:.2f}x")
 
 
 if __name__ == "__main__":

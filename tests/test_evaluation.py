@@ -88,6 +88,30 @@ def test_samples_are_reproducible_per_seed_and_keep_prompt_order(policy):
     assert alone[0][0].text == together[1][0].text
 
 
+def test_fast_path_returns_the_engines_completions_in_prompt_order(policy):
+    """The engine's own token-level equivalence is tested in test_rollout; this checks the plumbing:
+    prompt order, end-of-sequence handling, the truncation flag and decoding."""
+    from gdpo.training.rollout import RolloutEngine, SamplingSettings
+
+    model, tokenizer = policy
+    fast = generate_completions(model, tokenizer, PROMPTS, temperature=0, max_new_tokens=6, batch_size=3, fast=True)
+    engine = RolloutEngine(model.config, batch_size_hint=3)
+    engine.load_from(model)
+    encoded = [tokenizer.apply_chat_template(p, tokenize=True, add_generation_prompt=True)["input_ids"] for p in PROMPTS]
+    eos = model.generation_config.eos_token_id
+    order = sorted(range(len(PROMPTS)), key=lambda i: len(encoded[i]))  # the batch generate_completions forms
+    batch = engine.generate([encoded[i] for i in order], 6, [eos], tokenizer.pad_token_id,
+                            SamplingSettings(temperature=0.0))
+    for i, ids in zip(order, batch):
+        (completion,) = fast[i]
+        assert completion.num_tokens == len(ids)
+        assert completion.truncated == (ids[-1] != eos)
+        assert completion.text == tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=True)
+    samples = generate_completions(model, tokenizer, PROMPTS, num_samples=2, max_new_tokens=6, seed=1, fast=True)
+    assert samples == generate_completions(model, tokenizer, PROMPTS, num_samples=2, max_new_tokens=6, seed=1,
+                                           fast=True)
+
+
 def test_greedy_samples_of_one_prompt_are_identical(policy):
     model, tokenizer = policy
     (samples,) = generate_completions(model, tokenizer, PROMPTS[:1], num_samples=3, temperature=0, max_new_tokens=5)

@@ -37,6 +37,8 @@ class EvalRequest:
         batch_size: sequences generated together.
         work_dir: existing directory for intermediate files (completions, evaluator outputs).
         threads: CPU threads for torch.
+        fast_generation: sample with the bfloat16 rollout engine (families that generate themselves) or
+            let lm-eval's model run in bfloat16 (math), instead of float32 ``generate``.
     """
 
     task: str
@@ -53,3 +55,4 @@ class EvalRequest:
     batch_size: int
     work_dir: Path
     threads: int = 1
+    fast_generation: bool = False

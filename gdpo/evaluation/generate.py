@@ -1,4 +1,4 @@
-"""Sampling completions from a policy for evaluation (transformers ``generate``, CPU or GPU).
+"""Sampling completions from a policy for evaluation (transformers ``generate``, or the bfloat16 rollout engine).
 
 Used by the families whose evaluators score text themselves (tool calling, code); math evaluation goes
 through lm-eval, which generates on its own.
@@ -67,6 +67,7 @@ def generate_completions(
     max_new_tokens: int = 128,
     batch_size: int = 8,
     seed: int = 0,
+    fast: bool = False,
 ) -> list[list[Completion]]:
     """Sample ``num_samples`` completions for each chat prompt.
 
@@ -76,6 +77,7 @@ def generate_completions(
         temperature: 0 means greedy decoding (then every sample of a prompt is the same).
         batch_size: sequences per ``generate`` call (prompt-sample pairs, prompts of similar length together).
         seed: seeds torch's generator once, before the first batch.
+        fast: sample with :class:`gdpo.training.rollout.RolloutEngine` (bfloat16) instead of ``generate``.
 
     Returns:
         P lists of ``num_samples`` :class:`Completion`, in the order of ``prompts``.
@@ -91,19 +93,30 @@ def generate_completions(
     pairs.sort(key=lambda pair: len(encoded[pair[0]]))
     sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 else {"do_sample": False}
     eos_ids = set(_eos_ids(model, tokenizer))
+    engine = None
+    if fast:
+        from gdpo.training.rollout import RolloutEngine, SamplingSettings
+
+        engine = RolloutEngine(model.config, batch_size_hint=batch_size)
+        engine.load_from(model)
+        settings = SamplingSettings(temperature=temperature, top_p=top_p if temperature > 0 else None)
     torch.manual_seed(seed)
     results: list[list[Completion | None]] = [[None] * num_samples for _ in prompts]
     for start in range(0, len(pairs), batch_size):
         batch = pairs[start : start + batch_size]
-        inputs = tokenizer.pad({"input_ids": [encoded[i] for i, _ in batch]}, return_tensors="pt")
-        output = model.generate(
-            **inputs,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            top_k=None,
-            **sampling,
-        )
-        new_tokens = output[:, inputs["input_ids"].shape[1] :].tolist()
+        if engine is not None:
+            new_tokens = engine.generate([encoded[i] for i, _ in batch], max_new_tokens, sorted(eos_ids),
+                                         tokenizer.pad_token_id, settings)
+        else:
+            inputs = tokenizer.pad({"input_ids": [encoded[i] for i, _ in batch]}, return_tensors="pt")
+            output = model.generate(
+                **inputs,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+                top_k=None,
+                **sampling,
+            )
+            new_tokens = output[:, inputs["input_ids"].shape[1] :].tolist()
         for (i, s), ids in zip(batch, new_tokens):
             length = next((k + 1 for k, token in enumerate(ids) if token in eos_ids), None)
             truncated = length is None
@@ -127,5 +140,5 @@ def generate_for_request(model, tokenizer, prompts: list[list[dict]], request) -
     return generate_completions(
         model, tokenizer, prompts, num_samples=request.num_samples, temperature=request.temperature,
         top_p=request.top_p, max_new_tokens=request.max_new_tokens, batch_size=request.batch_size,
-        seed=request.seed,
+        seed=request.seed, fast=request.fast_generation,
     )

@@ -49,6 +49,7 @@ def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> di
         "method": method,
         "seed": seed,
         "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
         **evaluation,
     }
 
@@ -111,6 +112,7 @@ def evaluate_run(
         batch_size=settings["batch_size"],
         work_dir=work_dir,
         threads=threads,
+        fast_generation=settings.get("fast_generation", False),
     )
     started = time.perf_counter()
     result = get_family(settings["family"]).evaluate(request)

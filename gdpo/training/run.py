@@ -74,8 +74,8 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
     """The settings of one run: the scale's ``training`` defaults overridden by the task's ``training``.
 
     Returns a dict with ``task``, ``family``, ``model``, ``method``, ``convention``, ``seed``,
-    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``fast_generation``, ``peft`` and ``trl``
-    (GRPOConfig keyword arguments).
+    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``fast_generation``, ``policy_dtype``,
+    ``peft`` and ``trl`` (GRPOConfig keyword arguments).
     """
     tasks = config.get("tasks") or {}
     if task not in tasks:
@@ -106,6 +106,10 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
         "train_size": spec.get("train_size", 256),
         "data_options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
         "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
+        # Weights of the trained policy; with bf16 and float32 weights, TRL's Trainer runs the forward and
+        # backward under bfloat16 autocast (mixed precision, float32 master weights and optimizer state).
+        "policy_dtype": spec.get("policy_dtype", config.get("policy_dtype",
+                                                            "bfloat16" if trl_args.get("bf16") else "float32")),
         "peft": peft,
         "trl": trl_args,
     }
@@ -285,7 +289,8 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     arguments = GRPOConfig(**trl_kwargs)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16 if arguments.bf16 else torch.float32)
+    policy_dtype = settings.get("policy_dtype", "bfloat16" if arguments.bf16 else "float32")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, policy_dtype))
     peft_config = None
     if settings["peft"]:
         from peft import LoraConfig

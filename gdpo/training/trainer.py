@@ -60,7 +60,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
         self._sampling_settings = SamplingSettings.from_generation_config(self.generation_config)
         model = self.accelerator.unwrap_model(self.model)
         config = model.get_base_model().config if hasattr(model, "get_base_model") else model.config
-        return RolloutEngine(config, batch_size_hint=self.args.per_device_train_batch_size)
+        return RolloutEngine(config, batch_size_hint=self.args.generation_batch_size)
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if self.rollout_engine is None or images is not None or multimodal_fields:

@@ -20,7 +20,7 @@ from gdpo.tasks import get_family
 
 #: Warm-up settings where the task's ``warmup`` block is silent.
 WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, "per_device_train_batch_size": 4,
-                   "seed": 1000}
+                   "seed": 1000, "bf16": False}
 
 
 def resolve_warmup_settings(config: dict, task: str) -> dict | None:
@@ -88,7 +88,9 @@ def warmup_model(settings: dict, model_dir: str | Path, out_dir: str | Path, thr
         logging_steps=1,
         save_strategy="no",
         report_to="none",
-        bf16=False,
+        # bfloat16 autocast over float32 weights (mixed precision); on a CPU accelerate must be told so.
+        bf16=settings["bf16"],
+        use_cpu=settings["bf16"] and not torch.cuda.is_available(),
     )
     trainer = SFTTrainer(model=model, args=arguments, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()

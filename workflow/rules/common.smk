@@ -24,6 +24,8 @@ validate_config(
 )
 
 SCALE = config["scale"]
+# torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
+JOB_THREADS = config.get("job_threads", 2)
 
 # Every (task, method, seed) of the config.
 RUNS = plan_runs(config)

@@ -27,7 +27,7 @@ rule warmup_model:
         directory(f"results/{SCALE}/warmup/{{task}}/model"),
     params:
         settings=lambda wildcards: json.dumps(resolve_warmup_settings(config, wildcards.task)),
-    threads: 2
+    threads: JOB_THREADS
     resources:
         mem_mb=4000,
     log:

@@ -17,7 +17,7 @@ rule evaluate:
             resolve_eval_settings(config, wildcards.task, wildcards.method, int(wildcards.seed))
         ),
         adapter=lambda wildcards, input: f"--adapter-dir {input.adapter}" if input.adapter else "",
-    threads: 2
+    threads: JOB_THREADS
     resources:
         mem_mb=4000,
     log:
