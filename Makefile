@@ -7,7 +7,7 @@ CORES ?= 2
 # Rules call `python -m gdpo`: put the venv first on PATH for every command below.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup workflow smoke test test-all lint clean
+.PHONY: setup workflow mini-grid quick smoke test test-all lint clean
 
 REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-tasks.txt \
 	envs/requirements-slurm.txt envs/requirements-test.txt
@@ -36,10 +36,21 @@ setup: $(STAMP) $(BFCL_STAMP)
 ## workflow: the default workflow at the CPU scale (config/mini.yaml)
 workflow: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES)
+	snakemake --profile profiles/workstation --report paper_figures/mini/report.html
+
+## mini-grid: the full CPU grid of config/mini.yaml (every variant, 3 seeds; reuses the default's runs)
+mini-grid: $(STAMP) $(BFCL_STAMP)
+	snakemake --profile profiles/workstation --cores $(CORES) --config grid=full
+	snakemake --profile profiles/workstation --config grid=full --report paper_figures/mini/report.html
+
+## quick: a first look in minutes (exact analysis, policy-gradient bench, their ledger; no language model)
+quick: $(STAMP) $(BFCL_STAMP)
+	snakemake --profile profiles/workstation --cores $(CORES) quick
 
 ## smoke: the same workflow at smoke scale (seconds)
 smoke: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES) --configfile config/smoke.yaml
+	snakemake --profile profiles/workstation --configfile config/smoke.yaml --report paper_figures/smoke/report.html
 
 ## test: the test suite (slow tests excluded; `make test-all` runs them too)
 test: $(STAMP) $(BFCL_STAMP)

@@ -13,6 +13,10 @@ if not workflow.overwrite_configfiles:
     configfile: "config/mini.yaml"
 
 
+# `snakemake --report paper_figures/<scale>/report.html`: figures, tables and the ledger in one file.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/models.smk"
@@ -37,3 +41,19 @@ rule all:
         ["results/sim/summary.csv"] if SIM_STUDIES else [],
         f"paper_figures/{SCALE}/claims.csv",
         f"paper_figures/{SCALE}/CLAIMS.md",
+
+
+# A first look in a few minutes: the exact analysis (Figs. 2-3, claims C1-C2) and the policy-gradient
+# bench (its figures and sim-scale verdicts), with their ledger; no language model is trained.
+#   snakemake --cores 2 quick
+rule quick:
+    input:
+        "paper_figures/quick/fig2_advantage_groups.png",
+        "paper_figures/quick/fig3_distinct_advantage_groups.png",
+        expand("paper_figures/sim/{study}.png", study=SIM_STUDIES),
+        ["results/sim/summary.csv"] if SIM_STUDIES else [],
+        "paper_figures/quick/claims.csv",
+        "paper_figures/quick/CLAIMS.md",
+
+
+ruleorder: claims_quick > claims_ledger

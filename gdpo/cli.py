@@ -100,9 +100,14 @@ def cmd_figure(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
+    import json
+
     from gdpo.reporting.claims import write_ledger
 
-    ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md, sim_per_seed=args.sim_per_seed)
+    ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md, sim_per_seed=args.sim_per_seed,
+                          eval_csv=args.eval_csv, steps_csv=args.steps_csv,
+                          reporting=json.loads(args.reporting) if args.reporting else None,
+                          scale_rows=not args.exact_and_sim_only)
     for row in ledger.itertuples():
         print(f"{row.claim_id:<4} {row.scale:<6} {row.verdict}")
     return 0
@@ -254,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)")
     sub.add_argument("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`")
     sub.add_argument("--sim-per-seed", help="per_seed.csv from `gdpo sim-summary` (sim-scale verdicts)")
+    sub.add_argument("--eval-csv", help="results/<scale>/summary/eval.csv (verdicts of the task families)")
+    sub.add_argument("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)")
+    sub.add_argument("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)")
+    sub.add_argument("--exact-and-sim-only", action="store_true",
+                     help="only the exact-analysis and bench rows (the quick target's first look)")
     sub.add_argument("--out-csv", required=True)
     sub.add_argument("--out-md", required=True)
     sub.set_defaults(handler=cmd_claims)

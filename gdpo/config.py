@@ -118,6 +118,31 @@ def validate_config(
         )
 
 
+def apply_grid(config: Mapping) -> dict:
+    """The config of the grid it asks for: itself for ``grid: default`` (or none), merged with its
+    ``full_grid`` block for ``grid: full`` — seeds replaced, tasks added or overridden key by key,
+    reporting replaced. The default grid's runs are a subset of the full grid's, so they are reused.
+    """
+    config = dict(config)
+    grid = config.get("grid", "default")
+    if grid == "default":
+        return config
+    if grid != "full":
+        raise ConfigError(f"grid must be 'default' or 'full', got {grid!r}.")
+    full = config.get("full_grid")
+    if not full:
+        raise ConfigError("grid: full needs a full_grid: block in the config (seeds, tasks, reporting); "
+                          "config/mini.yaml has one.")
+    tasks = {name: dict(spec) for name, spec in (config.get("tasks") or {}).items()}
+    for name, override in (full.get("tasks") or {}).items():
+        tasks[name] = {**tasks.get(name, {}), **override}
+    config["tasks"] = tasks
+    for key in ("seeds", "reporting"):
+        if key in full:
+            config[key] = full[key]
+    return config
+
+
 def load_config(config_file: str | Path, schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
     """Read and validate one config file (what ``gdpo validate-config`` does)."""
     path = Path(config_file)

@@ -79,7 +79,9 @@ def test_ledger_lists_every_claim_and_only_valid_verdicts(tmp_path, real_counts)
     assert by_id.loc["C1", "verdict"] == by_id.loc["C2", "verdict"] == claims.REPRODUCED
     assert by_id.loc["C1", "scale"] == "exact" and by_id.loc["C3", "scale"] == "smoke"
     assert (by_id.drop(["C1", "C2"])["verdict"] == claims.NOT_RUN).all()
-    assert all("needs a verdict rule" in e for e in by_id.drop(["C1", "C2"])["evidence"])
+    # No task family ran and no reporting: block: every family claim says what it lacks.
+    assert all("reporting: block maps no task" in e or "not run at this scale" in e
+               for e in by_id.drop(["C1", "C2"])["evidence"])
     markdown = (tmp_path / "CLAIMS.md").read_text()
     assert "| C1 | exact | **reproduced** |" in markdown
     assert pd.read_csv(tmp_path / "claims.csv").shape == (11, len(claims.LEDGER_COLUMNS))

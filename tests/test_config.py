@@ -95,3 +95,29 @@ def test_missing_or_broken_file(tmp_path):
     broken.write_text("scale: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(broken)
+
+
+def test_full_grid_adds_tasks_overrides_keys_and_replaces_seeds_and_reporting():
+    from gdpo.config import apply_grid
+
+    config = load_config(REPO / "config" / "mini.yaml")
+    assert apply_grid(config) == config  # the default grid is the config itself
+    full = apply_grid({**config, "grid": "full"})
+    validate_config(full)
+    assert full["seeds"] == [0, 1, 2]
+    assert full["tasks"]["math"]["methods"] == ["grpo", "grpo_nostd", "gdpo", "gdpo_nobn"]
+    assert full["tasks"]["math"]["reward_weights"] == config["tasks"]["math"]["reward_weights"]  # kept
+    assert full["tasks"]["math_w0.25"]["reward_weights"] == {"correct": 1.0, "length": 0.25}
+    assert full["tasks"]["math_w0.25"]["training"] == config["tasks"]["math"]["training"]  # from the anchor
+    assert set(config["tasks"]) < set(full["tasks"])
+    assert set(full["reporting"]["figures"]) == {"fig4", "fig5", "fig6", "fig7", "fig8"}
+    assert set(full["reporting"]["tables"]) == {"table1", "table3", "table4", "table5"}
+
+
+def test_unknown_grid_or_missing_block_is_refused():
+    from gdpo.config import ConfigError, apply_grid
+
+    with pytest.raises(ConfigError, match="grid must be 'default' or 'full'"):
+        apply_grid({"grid": "huge"})
+    with pytest.raises(ConfigError, match="needs a full_grid: block"):
+        apply_grid({"grid": "full", "tasks": {}})

@@ -81,10 +81,24 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert table1.loc[1, "Live"].endswith("(50.63)") and "no run" not in table1.loc[1, "Live"]
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
     assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 and "rewards/correct/mean" in steps.columns
+    # The ledger's smoke rows come from the verdict rules over these summaries.
+    smoke_rows = full[full["scale"] == "smoke"].set_index("claim_id")
+    assert list(smoke_rows.index) == [f"C{i}" for i in range(3, 12)]
+    assert smoke_rows.loc["C3", "verdict"] in ("reproduced", "not reproduced", "inconclusive")
+    assert "2 seeds" in smoke_rows.loc["C3", "measured_value"]
+    assert smoke_rows.loc["C4", "verdict"] == "not run"  # tool calling runs no grpo_nostd at smoke scale
+    assert "tool_calling/grpo_nostd" in smoke_rows.loc["C4", "evidence"]
     # Nothing left to do on a second run.
     again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
                       "--configfile", str(REPO / "config" / "smoke.yaml"))
     assert "Nothing to be done" in again.stdout + again.stderr
+    # The report: one HTML file with the figures, the tables and the ledger.
+    report = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+                       str(REPO / "config" / "smoke.yaml"), "--report", "paper_figures/smoke/report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "paper_figures/smoke/report.html").read_text(errors="replace")
+    for name in ("fig4_tool_calling_curves.png", "table1_tool_calling.csv", "claims.csv", "Claims ledger"):
+        assert name in html, name
 
 
 def test_bad_config_stops_before_any_job_naming_key_values_and_file(tmp_path):

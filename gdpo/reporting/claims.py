@@ -1,8 +1,10 @@
 """The claims ledger: for each claim of the paper (PAPER.md §2), what was measured and a verdict.
 
 Each verdict comes from a rule written as code (one function per claim, its docstring states the rule).
-A claim whose stage is not in the workflow yet, or whose evidence file is missing, is ``not run`` and
-the ledger says what is missing; it never turns into a verdict silently.
+A claim whose stage is not in the workflow, or whose evidence file is missing, is ``not run`` and the
+ledger says what is missing; it never turns into a verdict silently. The rules at the exact and sim
+scales are here; those over the task families' results (smoke, mini, paper) are in
+:mod:`gdpo.reporting.verdicts`.
 """
 
 from __future__ import annotations
@@ -334,15 +336,9 @@ SIM_RULES: dict[str, tuple[str, Callable[[pd.DataFrame, str], Verdict]]] = {
     "C10": ("batch_step_ablation", sim_verdict_c10),
 }
 
-_STAGE_DESCRIPTIONS = {
-    "tool_calling": "the tool-calling task family (training and BFCL evaluation)",
-    "math": "the math task family (training and lm-eval evaluation)",
-    "code": "the code task family (training and sandboxed evaluation)",
-    "all families": "all three task families",
-}
-
-
-def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None) -> pd.DataFrame:
+def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None,
+                 eval_csv: str | Path | None = None, steps_csv: str | Path | None = None,
+                 reporting: dict | None = None, scale_rows: bool = True) -> pd.DataFrame:
     """The ledger rows for one workflow run.
 
     Args:
@@ -350,11 +346,23 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             are reported at scale ``exact``, the bench's at scale ``sim``.
         distinct_counts: path of ``distinct_counts.csv``, or None if the exact stage did not run.
         sim_per_seed: path of the bench's ``per_seed.csv``, or None if the bench did not run.
+        eval_csv, steps_csv: the scale's tidy summaries (``results/<scale>/summary/``), or None if no task
+            family ran; the rules of :mod:`gdpo.reporting.verdicts` read them.
+        reporting: the config's ``reporting:`` block (which task stands for which paper setup).
+        scale_rows: add the rows at ``scale`` (False: only the exact and sim rows, for a first look
+            before any language model is trained).
 
     Returns:
         DataFrame with :data:`LEDGER_COLUMNS`: per claim, a row for each scale with evidence (exact, sim)
-        and a row at ``scale`` for the LM-scale claim (``not run`` until its stage exists), in claim order.
+        and a row at ``scale`` for the LM-scale claim, in claim order.
     """
+    from gdpo.reporting import verdicts
+
+    evidence = verdicts.Evidence(
+        _read_optional(eval_csv), _read_optional(steps_csv), reporting or {}, scale,
+        eval_path=str(eval_csv or f"results/{scale}/summary/eval.csv"),
+        steps_path=str(steps_csv or f"results/{scale}/summary/steps.csv"),
+    )
     counts = None
     if distinct_counts is not None and Path(distinct_counts).is_file():
         counts = pd.read_csv(distinct_counts)
@@ -380,10 +388,19 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
                 add(claim, "sim", Verdict("", "", NOT_RUN, f"missing study {study!r} in {sim_per_seed}"))
             else:
                 add(claim, "sim", rule(per_seed, f"{sim_per_seed} (study {study})"))
-        add(claim, scale, Verdict("", "", NOT_RUN,
-                                  f"needs a verdict rule over {_STAGE_DESCRIPTIONS[claim.stage]}'s results "
-                                  f"(results/{scale}/summary/), not built yet"))
+        if not scale_rows:
+            continue
+        if claim.claim_id == "C11":
+            at_scale = {r["claim_id"]: r["verdict"] for r in rows if r["scale"] == scale}
+            add(claim, scale, verdicts.rule_c11({c: at_scale.get(c, NOT_RUN) for c in ("C3", "C6", "C9")}))
+        else:
+            add(claim, scale, verdicts.RULES[claim.claim_id](evidence))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+
+
+def _read_optional(path: str | Path | None) -> pd.DataFrame | None:
+    """The CSV at ``path``, or None when no path is given or the file does not exist (its rules say ``not run``)."""
+    return pd.read_csv(path) if path is not None and Path(path).is_file() else None
 
 
 def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
@@ -416,9 +433,11 @@ def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
 
 
 def write_ledger(scale: str, distinct_counts: str | Path | None, out_csv: str | Path, out_md: str | Path,
-                 sim_per_seed: str | Path | None = None) -> pd.DataFrame:
-    """Build the ledger and write ``claims.csv`` and ``CLAIMS.md``."""
-    ledger = build_ledger(scale, distinct_counts, sim_per_seed)
+                 sim_per_seed: str | Path | None = None, eval_csv: str | Path | None = None,
+                 steps_csv: str | Path | None = None, reporting: dict | None = None,
+                 scale_rows: bool = True) -> pd.DataFrame:
+    """Build the ledger (arguments of :func:`build_ledger`) and write ``claims.csv`` and ``CLAIMS.md``."""
+    ledger = build_ledger(scale, distinct_counts, sim_per_seed, eval_csv, steps_csv, reporting, scale_rows)
     Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
     ledger.to_csv(out_csv, index=False)
     Path(out_md).write_text(ledger_markdown(ledger, scale), encoding="utf-8")

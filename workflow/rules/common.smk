@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from gdpo.config import validate_config
+from gdpo.config import apply_grid, validate_config
 from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
 from gdpo.reporting.paper_outputs import planned_outputs
 from gdpo.sim import load_study
@@ -16,12 +16,14 @@ from gdpo.training.warmup import resolve_warmup_settings
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.
-validate_config(
-    config,
-    Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
-    [f for f in workflow.configfiles if f not in workflow.overwrite_configfiles]
-    + list(workflow.overwrite_configfiles),
+CONFIG_FILES = [f for f in workflow.configfiles if f not in workflow.overwrite_configfiles] + list(
+    workflow.overwrite_configfiles
 )
+SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+validate_config(config, SCHEMA, CONFIG_FILES)
+# `--config grid=full`: the scale's full grid (its full_grid: block merged in), checked again as a whole.
+config.update(apply_grid(config))
+validate_config(config, SCHEMA, CONFIG_FILES)
 
 SCALE = config["scale"]
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
@@ -40,6 +42,23 @@ BFCL_PYTHON = os.environ.get("GDPO_BFCL_PYTHON") or next(
 
 # Figures 4-8 and Tables 1-5 that the config's `reporting:` block maps to its tasks.
 PAPER_OUTPUTS = planned_outputs(config, f"paper_figures/{SCALE}")
+
+
+def in_report(path):
+    """``path`` as an item of ``snakemake --report`` (figure PNGs, table and ledger CSVs), captioned from
+    workflow/report/; other files (PDFs, Markdown) stay plain outputs beside them."""
+    name = os.path.basename(path)
+    stem, suffix = os.path.splitext(name)
+    key = stem.split("_")[0]
+    if path.startswith("paper_figures/sim/") and suffix == ".png":
+        return report(path, caption="../report/sim.rst", category="Policy-gradient bench (sim)")
+    if key.startswith("fig") and suffix == ".png":
+        return report(path, caption=f"../report/{key}.rst", category="Figures")
+    if key.startswith("table") and suffix == ".csv":
+        return report(path, caption="../report/table.rst", category="Tables")
+    if stem == "claims" and suffix == ".csv":
+        return report(path, caption="../report/claims.rst", category="Claims ledger")
+    return path
 
 
 def policy_model(wildcards):

@@ -5,7 +5,7 @@ rule figure2:
     input:
         "results/exact/fig2_table.csv",
     output:
-        png="paper_figures/{scale}/fig2_advantage_groups.png",
+        png=in_report("paper_figures/{scale}/fig2_advantage_groups.png"),
         pdf="paper_figures/{scale}/fig2_advantage_groups.pdf",
     log:
         "results/{scale}/logs/figure2.log",
@@ -19,7 +19,7 @@ rule figure3:
     input:
         "results/exact/distinct_counts.csv",
     output:
-        png="paper_figures/{scale}/fig3_distinct_advantage_groups.png",
+        png=in_report("paper_figures/{scale}/fig3_distinct_advantage_groups.png"),
         pdf="paper_figures/{scale}/fig3_distinct_advantage_groups.pdf",
     log:
         "results/{scale}/logs/figure3.log",
@@ -34,7 +34,7 @@ rule paper_outputs:
         steps=rules.aggregate.output.steps,
         evals=rules.aggregate.output.evals,
     output:
-        PAPER_OUTPUTS,
+        [in_report(path) for path in PAPER_OUTPUTS],
     params:
         # Only what the figures and tables read: a change of the reporting block or the tasks redraws them.
         config=json.dumps({key: config.get(key) for key in ("scale", "tasks", "reporting")}),

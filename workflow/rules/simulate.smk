@@ -36,7 +36,7 @@ rule sim_figure:
     input:
         "results/sim/{study}.csv",
     output:
-        png="paper_figures/sim/{study}.png",
+        png=in_report("paper_figures/sim/{study}.png"),
         pdf="paper_figures/sim/{study}.pdf",
     log:
         "results/sim/logs/figure_{study}.log",
