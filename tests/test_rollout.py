@@ -216,3 +216,12 @@ def test_unsupported_models_and_settings_are_refused_with_the_fix():
     assert SamplingSettings.from_generation_config(GenerationConfig(do_sample=False)).temperature == 0.0
     settings = SamplingSettings.from_generation_config(GenerationConfig(do_sample=True, temperature=0.6, top_p=0.95))
     assert (settings.temperature, settings.top_p) == (0.6, 0.95)
+
+
+def test_repeated_prompts_are_prefilled_once_with_the_same_completions(llama):
+    engine = RolloutEngine(llama.config, dtype=torch.float32)
+    engine.load_from(llama)
+    greedy = SamplingSettings(temperature=0.0)
+    grouped = engine.generate([PROMPTS[0], PROMPTS[2], PROMPTS[0], PROMPTS[2]], 5, [-1], 0, greedy)
+    alone = engine.generate([PROMPTS[0], PROMPTS[2]], 5, [-1], 0, greedy)
+    assert grouped == [alone[0], alone[1], alone[0], alone[1]]

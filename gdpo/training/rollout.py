@@ -270,21 +270,28 @@ class RolloutEngine:
         """Sample a completion per prompt: token ids up to and including the first EOS, at most ``max_new_tokens``.
 
         Prompts are left-padded into one batch; draws use torch's global generator, as ``generate`` does.
+        A prompt repeated in the batch (GRPO's G rollouts of one prompt) is prefilled once and its cache
+        copied to its rows.
         """
         if self.embed is None:
             raise RuntimeError("RolloutEngine.generate called before any weights were loaded (load_from).")
         batch, prompt_len = len(prompts), max(len(p) for p in prompts)
         total = prompt_len + max_new_tokens
-        ids = torch.full((batch, prompt_len), pad_token_id, dtype=torch.long)
-        key_valid = torch.zeros(batch, total, dtype=torch.bool)
-        for row, prompt in enumerate(prompts):
+        distinct = list(dict.fromkeys(tuple(p) for p in prompts))
+        row_of = torch.tensor([distinct.index(tuple(p)) for p in prompts])
+        key_valid = torch.zeros(len(distinct), total, dtype=torch.bool)
+        ids = torch.full((len(distinct), prompt_len), pad_token_id, dtype=torch.long)
+        for row, prompt in enumerate(distinct):
             ids[row, prompt_len - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
             key_valid[row, prompt_len - len(prompt):] = True
         positions = (key_valid[:, :prompt_len].long().cumsum(-1) - 1).clamp(min=0)
-        cache = [(torch.zeros(batch, self.num_kv_heads, total, self.head_dim, dtype=self.dtype),
-                  torch.zeros(batch, self.num_kv_heads, total, self.head_dim, dtype=self.dtype))
+        cache = [(torch.zeros(len(distinct), self.num_kv_heads, total, self.head_dim, dtype=self.dtype),
+                  torch.zeros(len(distinct), self.num_kv_heads, total, self.head_dim, dtype=self.dtype))
                  for _ in self.layers]
         hidden = self._forward(ids, positions, 0, key_valid, cache)
+        if len(distinct) < batch:  # from one row per distinct prompt to one row per sequence
+            cache = [(k.index_select(0, row_of), v.index_select(0, row_of)) for k, v in cache]
+            hidden, key_valid, positions = (t.index_select(0, row_of) for t in (hidden, key_valid, positions))
         eos = torch.tensor(eos_token_ids, dtype=torch.long)
         finished = torch.zeros(batch, dtype=torch.bool)
         next_position = positions[:, -1:] + 1

@@ -20,7 +20,7 @@ from gdpo.tasks import get_family
 
 #: Warm-up settings where the task's ``warmup`` block is silent.
 WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, "per_device_train_batch_size": 4,
-                   "seed": 1000, "bf16": False}
+                   "seed": 1000, "bf16": False, "gradient_accumulation_steps": 1}
 
 
 def resolve_warmup_settings(config: dict, task: str) -> dict | None:
@@ -81,6 +81,7 @@ def warmup_model(settings: dict, model_dir: str | Path, out_dir: str | Path, thr
         max_steps=settings["max_steps"],
         learning_rate=settings["learning_rate"],
         per_device_train_batch_size=settings["per_device_train_batch_size"],
+        gradient_accumulation_steps=settings["gradient_accumulation_steps"],
         lr_scheduler_type="constant",
         # No truncation: a cut prompt would drop the reference answer and leave nothing to learn from.
         max_length=None,
