@@ -110,7 +110,8 @@ def combine(outcomes: list[str]) -> str:
 
 def _not_configured(table_or_figure: str, what: str) -> Verdict:
     return Verdict("", "", NOT_RUN, f"the config's reporting: block maps no task to {table_or_figure} ({what}); "
-                                    "add the task and map it to run this claim at this scale")
+                                    "a config's full_grid may (snakemake --config grid=full), or add the task "
+                                    "and map it")
 
 
 def _over_setups(evidence: Evidence, table: str, what: str, comparison: str, judge, prefix: str = "") -> Verdict:
