@@ -122,6 +122,20 @@ def test_dry_run_of_every_config(tmp_path, config):
     assert "claims_ledger" in result.stdout
 
 
+def test_full_mini_grid_and_quick_targets_plan_their_jobs(tmp_path):
+    common = ("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n")
+    full = snakemake(*common, "--configfile", str(REPO / "config" / "mini.yaml"), "--config", "grid=full")
+    assert full.returncode == 0, full.stderr[-3000:]
+    counts = dict(re.findall(r"(?m)^(train|evaluate|paper_outputs)\s+(\d+)$", full.stdout))
+    assert counts == {"train": "78", "evaluate": "105", "paper_outputs": "1"}
+    for name in ("fig6_length_weight_sweep.png", "fig7_conditioned_length_curves.png", "fig8_batch_step_ablation.png",
+                 "table4_math_conditioned.csv", "results/mini/runs/code_3obj/gdpo/seed2/eval.json"):
+        assert name in full.stdout, name
+    quick = snakemake("quick", *common, "--configfile", str(REPO / "config" / "mini.yaml"))
+    assert quick.returncode == 0, quick.stderr[-3000:]
+    assert "claims_quick" in quick.stdout and "rule train" not in quick.stdout
+
+
 # --------------------------------------------------------------------------------------------------
 # Training through the workflow: resume after SIGKILL, GPU-only settings
 # --------------------------------------------------------------------------------------------------
