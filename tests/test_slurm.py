@@ -94,16 +94,20 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     assert "exact_distinct_counts" not in planned
 
 
-#: Resources the profile must request for one paper train job per config (task, GPUs, runtime in minutes).
-PAPER_TRAIN_REQUESTS = {
-    "paper-tool_calling": ("tool_calling_3b", "gpu=8", "runtime=360"),
-    "paper-math": ("math_r1_7b", "gpu=8", "runtime=9000"),
-    "paper-code": ("code_r1_7b", "gpu=8", "runtime=3600"),
-}
+#: Resources the profile must request for paper train jobs (config, task, GPUs, runtime in minutes); the
+#: variants (conditioned, weight sweep, 3 objectives) get their family's and model size's runtime.
+PAPER_TRAIN_REQUESTS = [
+    ("paper-tool_calling", "tool_calling_3b", "gpu=8", "runtime=360"),
+    ("paper-math", "math_r1_7b", "gpu=8", "runtime=9000"),
+    ("paper-math", "math_conditioned_r1_7b", "gpu=8", "runtime=9000"),
+    ("paper-math", "math_w0.25_r1_1.5b", "gpu=8", "runtime=3300"),
+    ("paper-code", "code_r1_7b", "gpu=8", "runtime=3600"),
+    ("paper-code", "code_3obj_r1_7b", "gpu=8", "runtime=3600"),
+]
 
 
 def test_slurm_profile_plans_the_paper_configs_with_their_gpu_requests(tmp_path):
-    for name, (task, gpus, runtime) in PAPER_TRAIN_REQUESTS.items():
+    for name, task, gpus, runtime in PAPER_TRAIN_REQUESTS:
         result = subprocess.run(
             [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
              "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config" / f"{name}.yaml"), "-n"],
