@@ -115,7 +115,6 @@ def main() -> None:
     disable_progress_bars()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'scale':<6} {'trainer':<15} {'steps':>5} {'median s/step':>14}")
-    # smoke's tiny model is a Qwen2 the engine also runs; its steps are too short for generation to matter.
     for scale in args.scales:
         config = yaml.safe_load((REPO / "config" / f"{scale}.yaml").read_text())
         task = args.mini_task if scale == "mini" else next(iter(config["tasks"]))

@@ -198,9 +198,9 @@ def test_completions_stop_at_eos_and_pad_finished_rows(llama):
     stop = next(token for row in full for i, token in enumerate(row) if i > 0 and token not in row[:i])
     torch.manual_seed(0)
     stopped = engine.generate(PROMPTS, 6, [stop], 0, SamplingSettings(temperature=1.0))
-    assert any(len(cut) < len(full) for full, cut in zip(full, stopped))
-    for full, cut in zip(full, stopped):
-        assert cut == (full[:full.index(stop) + 1] if stop in full else full)
+    assert any(len(cut) < len(row) for row, cut in zip(full, stopped))
+    for row, cut in zip(full, stopped):
+        assert cut == (row[:row.index(stop) + 1] if stop in row else row)
 
 
 def test_unsupported_models_and_settings_are_refused_with_the_fix():

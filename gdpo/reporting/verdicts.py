@@ -20,10 +20,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from gdpo.reporting.stats import mean_ci
-
 # claims.py imports this module inside build_ledger, so importing it here is not circular.
 from gdpo.reporting.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Verdict
+from gdpo.reporting.stats import mean_ci
 
 #: Percentage points within which two methods "match" or a rate "keeps" (C4's accuracy, C9's pass rate),
 #: and above which a base-to-trained rise counts as "learned" (C4's format).
@@ -176,7 +175,7 @@ def rule_c4(evidence: Evidence) -> Verdict:
             return reason
         base = float(evidence.per_seed(task, "base", "format").mean())
         nostd = evidence.per_seed(task, "grpo_nostd", "format")
-        rise = mean_ci((nostd - base).to_numpy()) if len(nostd) > 1 else (float(nostd.mean() - base), math.nan, math.nan)
+        rise = mean_ci((nostd - base).to_numpy())  # one seed: NaN bounds, so inconclusive
         gap, _ = evidence.paired(task, "gdpo", "grpo_nostd", "format")
         if above(rise, MATCH_POINTS):
             outcome = NOT_REPRODUCED
@@ -205,12 +204,10 @@ def _event_rate_verdict(differences: np.ndarray) -> tuple[Interval, str]:
     ``reproduced`` above 0, ``not reproduced`` if the upper end is ≤ 0, else ``inconclusive``. The same
     difference on every seed (two or more) has no spread: its interval is that point. One seed gives no
     interval and ``inconclusive``."""
-    if differences.size < 2:
-        return (float(differences[0]), math.nan, math.nan), INCONCLUSIVE
-    if np.all(differences == differences[0]):
+    if differences.size > 1 and np.all(differences == differences[0]):
         interval = (float(differences[0]),) * 3
     else:
-        interval = mean_ci(differences)
+        interval = mean_ci(differences)  # one seed: NaN bounds, so inconclusive
     verdict = REPRODUCED if above(interval) else NOT_REPRODUCED if interval[2] <= 0 else INCONCLUSIVE
     return interval, verdict
 
@@ -272,8 +269,7 @@ def rule_c7(evidence: Evidence) -> Verdict:
     comparison = f"weight w vs 1: 0.75 and 0.5 within ±{MATCH_POINTS:g} pts, 0.25 outside (acc or exceed), both methods"
     outcomes, parts = [], []
     for method in ("grpo", "gdpo"):
-        reason = next((evidence.missing(plain[w], (method,), ("acc", "exceed")) for w in plain
-                       if evidence.missing(plain[w], (method,), ("acc", "exceed"))), None)
+        reason = next(filter(None, (evidence.missing(plain[w], (method,), ("acc", "exceed")) for w in plain)), None)
         if reason:
             return Verdict("", comparison, NOT_RUN, reason)
         diffs = {}
@@ -282,8 +278,8 @@ def rule_c7(evidence: Evidence) -> Verdict:
                 a = evidence.per_seed(plain[weight], method, metric).to_numpy()
                 b = evidence.per_seed(plain[1.0], method, metric).to_numpy()
                 diffs[(weight, metric)] = _welch(a, b)
-        barely = lambda d: not math.isnan(d[1]) and -MATCH_POINTS < d[1] and d[2] < MATCH_POINTS  # noqa: E731
-        changes = lambda d: below(d, -MATCH_POINTS) or above(d, MATCH_POINTS)  # noqa: E731
+        barely = lambda d: not math.isnan(d[1]) and -MATCH_POINTS < d[1] and d[2] < MATCH_POINTS
+        changes = lambda d: below(d, -MATCH_POINTS) or above(d, MATCH_POINTS)
         if any(changes(diffs[(w, m)]) for w in (0.75, 0.5) for m in ("acc", "exceed")) or all(
                 barely(diffs[(0.25, m)]) for m in ("acc", "exceed")):
             outcomes.append(NOT_REPRODUCED)

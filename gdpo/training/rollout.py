@@ -61,7 +61,7 @@ class SamplingSettings:
     min_p: float | None = None
 
     @classmethod
-    def from_generation_config(cls, generation_config) -> "SamplingSettings":
+    def from_generation_config(cls, generation_config) -> SamplingSettings:
         """From a ``transformers.GenerationConfig``; ``ValueError`` names any setting the engine lacks."""
         from transformers import GenerationConfig
 
@@ -173,7 +173,7 @@ class RolloutEngine:
     def load_state(self, state: dict[str, torch.Tensor]) -> None:
         """Take the weights of a plain (merged) model, by ``transformers``' parameter names."""
         self.packed = False
-        cast = lambda t: t.detach().to(self.dtype).contiguous()  # noqa: E731
+        cast = lambda t: t.detach().to(self.dtype).contiguous()
         prefix = "model."
         self.embed = cast(state[prefix + "embed_tokens.weight"])
         self.final_norm = cast(state[prefix + "norm.weight"])
@@ -325,7 +325,7 @@ def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     try:
         from peft.tuners.lora import LoraLayer
     except ImportError:  # peft is optional
-        LoraLayer = ()  # noqa: N806
+        LoraLayer = ()
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     state: dict[str, torch.Tensor] = {}
     lora_modules = {name: module for name, module in base.named_modules() if LoraLayer and isinstance(module, LoraLayer)}
