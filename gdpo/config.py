@@ -118,10 +118,16 @@ def validate_config(
         )
 
 
+#: Task keys that narrow a task to the default grid's share of it; ``grid: full`` drops them.
+DEFAULT_GRID_ONLY_TASK_KEYS = ("seeds",)
+
+
 def apply_grid(config: Mapping) -> dict:
     """The config of the grid it asks for: itself for ``grid: default`` (or none), merged with its
     ``full_grid`` block for ``grid: full`` — seeds replaced, tasks added or overridden key by key,
-    reporting replaced. The default grid's runs are a subset of the full grid's, so they are reused.
+    reporting replaced. A task's own ``seeds`` (the default grid's smaller share of it) are dropped
+    unless the full grid's entry sets them again. The default grid's runs are a subset
+    of the full grid's, so they are reused.
     """
     config = dict(config)
     grid = config.get("grid", "default")
@@ -133,7 +139,8 @@ def apply_grid(config: Mapping) -> dict:
     if not full:
         raise ConfigError("grid: full needs a full_grid: block in the config (seeds, tasks, reporting); "
                           "config/mini.yaml has one.")
-    tasks = {name: dict(spec) for name, spec in (config.get("tasks") or {}).items()}
+    tasks = {name: {key: value for key, value in spec.items() if key not in DEFAULT_GRID_ONLY_TASK_KEYS}
+             for name, spec in (config.get("tasks") or {}).items()}
     for name, override in (full.get("tasks") or {}).items():
         tasks[name] = {**tasks.get(name, {}), **override}
     config["tasks"] = tasks

@@ -97,21 +97,43 @@ def test_missing_or_broken_file(tmp_path):
         load_config(broken)
 
 
-def test_full_grid_adds_tasks_overrides_keys_and_replaces_seeds_and_reporting():
+def test_default_grid_fills_every_figure_and_table_and_the_full_grid_widens_its_seeds():
     from gdpo.config import apply_grid
+    from gdpo.evaluation.run import plan_evaluations
+    from gdpo.training.run import plan_runs
 
     config = load_config(REPO / "config" / "mini.yaml")
     assert apply_grid(config) == config  # the default grid is the config itself
+    assert set(config["reporting"]["figures"]) == {"fig4", "fig5", "fig6", "fig7", "fig8"}
+    assert set(config["reporting"]["tables"]) == {"table1", "table3", "table4", "table5"}
+    runs = plan_runs(config)
+    # The three families with three methods over two seeds; each variant with one seed.
+    for task in ("tool_calling", "math", "code"):
+        assert {(r["method"], r["seed"]) for r in runs if r["task"] == task} >= {
+            (m, s) for m in ("grpo", "grpo_nostd", "gdpo") for s in (0, 1)}
+    assert {(r["method"], r["seed"]) for r in runs if r["task"] == "math_w0.25"} == {("grpo", 0), ("gdpo", 0)}
+    base_tasks = {e["task"] for e in plan_evaluations(config) if e["method"] == "base"}
+    assert base_tasks == {"tool_calling", "math", "code"}  # variants share their task's base evaluation
+
     full = apply_grid({**config, "grid": "full"})
     validate_config(full)
-    assert full["seeds"] == [0, 1, 2]
-    assert full["tasks"]["math"]["methods"] == ["grpo", "grpo_nostd", "gdpo", "gdpo_nobn"]
-    assert full["tasks"]["math"]["reward_weights"] == config["tasks"]["math"]["reward_weights"]  # kept
-    assert full["tasks"]["math_w0.25"]["reward_weights"] == {"correct": 1.0, "length": 0.25}
-    assert full["tasks"]["math_w0.25"]["training"] == config["tasks"]["math"]["training"]  # from the anchor
-    assert set(config["tasks"]) < set(full["tasks"])
-    assert set(full["reporting"]["figures"]) == {"fig4", "fig5", "fig6", "fig7", "fig8"}
-    assert set(full["reporting"]["tables"]) == {"table1", "table3", "table4", "table5"}
+    assert full["seeds"] == [0, 1, 2] and all("seeds" not in spec for spec in full["tasks"].values())
+    assert full["tasks"] == {name: {k: v for k, v in spec.items() if k != "seeds"}
+                             for name, spec in config["tasks"].items()}
+    full_runs = plan_runs(full)
+    assert {(r["task"], r["method"], r["seed"]) for r in runs} < {(r["task"], r["method"], r["seed"]) for r in full_runs}
+    assert {r["seed"] for r in full_runs if r["task"] == "math_w0.25"} == {0, 1, 2}
+
+
+def test_full_grid_adds_tasks_and_overrides_keys():
+    from gdpo.config import apply_grid
+
+    config = {"seeds": [0], "tasks": {"a": {"family": "math", "seeds": [0], "length_limit": 4}},
+              "full_grid": {"seeds": [0, 1], "tasks": {"a": {"length_limit": 8}, "b": {"family": "code"}},
+                            "reporting": {"figures": {"fig5": "a"}}}, "grid": "full"}
+    full = apply_grid(config)
+    assert full["seeds"] == [0, 1] and full["reporting"] == {"figures": {"fig5": "a"}}
+    assert full["tasks"] == {"a": {"family": "math", "length_limit": 8}, "b": {"family": "code"}}
 
 
 def test_unknown_grid_or_missing_block_is_refused():

@@ -593,3 +593,34 @@ def test_evaluate_applies_a_lora_adapter(tiny_model, tmp_path, no_network):
     result = math_family.evaluate(request)
     assert result["settings"]["model_args"]["peft"] == str(tmp_path / "adapter")
     assert result["benchmarks"]["reasoning_gym"]["n_responses"] == 2
+
+
+def test_engine_model_generates_what_hf_generates(tiny_model):
+    """lm-eval's ``hf`` model and the engine-backed one return the same greedy continuations."""
+    import torch
+    from lm_eval.models.huggingface import HFLM
+
+    from gdpo.tasks.math.engine_lm import EngineLM
+
+    hf = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=3, dtype="float32")
+    engine = EngineLM(pretrained=str(tiny_model), device="cpu", batch_size=3, dtype="float32", engine_dtype="float32")
+    context = torch.tensor([[0, 0, 5, 6, 7], [9, 10, 11, 12, 13], [0, 0, 0, 4, 8]])
+    mask = (torch.arange(5) >= torch.tensor([2, 0, 3])[:, None]).long()
+    expected = hf._model_generate(context, 13, [], attention_mask=mask, do_sample=False, temperature=0.0)
+    got = engine._model_generate(context, 13, [], attention_mask=mask, do_sample=False, temperature=0.0)
+    assert got.shape[0] == 3 and got.shape[1] <= 13 and torch.equal(got[:, :5], context)
+    pad = engine.tokenizer.pad_token_id
+    for row_expected, row_got in zip(expected[:, 5:].tolist(), got[:, 5:].tolist()):
+        strip = lambda ids: [t for t in ids if t != pad]  # noqa: E731
+        assert strip(row_got) == strip(row_expected)[: len(strip(row_got))] and strip(row_got)
+    with pytest.raises(ValueError, match="repetition_penalty.*fast_generation: false"):
+        engine._model_generate(context, 13, [], attention_mask=mask, repetition_penalty=1.2)
+
+
+def test_fast_evaluation_runs_through_the_engine_model(tiny_model, tmp_path, no_network):
+    request = EvalRequest(task="math", method="base", seed=0, model_dir=tiny_model, adapter_dir=None, options={},
+                          eval_size=2, num_samples=2, temperature=0.6, top_p=0.95, max_new_tokens=8, batch_size=4,
+                          work_dir=tmp_path, threads=1, fast_generation=True)
+    result = math_family.evaluate(request)
+    assert result["settings"]["backend"] == "gdpo-engine"
+    assert result["benchmarks"]["reasoning_gym"]["n_responses"] == 4

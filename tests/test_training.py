@@ -71,11 +71,10 @@ def _trainer(cls, model_dir, out_dir, method, args_override=None, **extra):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    arguments = GRPOConfig(
-        output_dir=str(out_dir), per_device_train_batch_size=8, num_generations=4, max_completion_length=8,
-        reward_weights=[1.0, 0.5, 2.0], report_to="none", bf16=False, loss_type="grpo", beta=0.0,
-        **TRL_BUILTIN_EQUIVALENT[method], **(args_override or {}),
-    )
+    settings = {"per_device_train_batch_size": 8, "num_generations": 4, "max_completion_length": 8,
+                "reward_weights": [1.0, 0.5, 2.0], "report_to": "none", "bf16": False, "loss_type": "grpo", "beta": 0.0,
+                **TRL_BUILTIN_EQUIVALENT[method], **(args_override or {})}
+    arguments = GRPOConfig(output_dir=str(out_dir), **settings)
     return cls(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         reward_funcs=[reward_three_levels, reward_binary, reward_sometimes_none],
@@ -139,6 +138,52 @@ def test_fast_generation_samples_from_the_current_policy_after_each_step(tiny_mo
     greedy = engine.generate([prompts[1], prompts[0]], 1, [-1], 0, SamplingSettings(temperature=0.0))
     assert [row[0] for row in greedy] == expected
     assert all("generation/tokens_per_second" in record for record in trainer.state.log_history[:-1])
+
+
+def test_packed_prompts_give_trls_loss_and_gradient(tiny_model, tmp_path):
+    """TRL's own loss on a GRPO micro-batch: the packed scoring gives its value and its LoRA gradient."""
+    from peft import LoraConfig
+
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo", pack_prompts=True,
+                       peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False))
+    batch = [row for row in arithmetic.build_dataset("train", 4, seed=1) for _ in range(4)][:8]
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); the loss is computed directly here
+    torch.manual_seed(0)
+    inputs = trainer._generate_and_score_completions(batch)
+    # Completions that stopped early (the tiny model never samples its EOS in 8 tokens), and prompts of
+    # several lengths: padding on both sides for packing to skip.
+    inputs["completion_mask"][1, 5:] = 0
+    inputs["completion_mask"][6, 2:] = 0
+    assert inputs["prompt_mask"].sum(1).unique().numel() > 1
+    results = []
+    for packed in (False, True):
+        trainer.pack_prompts = packed
+        trainer.model.zero_grad()
+        loss = trainer.compute_loss(trainer.model, inputs)
+        loss.backward()
+        gradients = {name: p.grad.clone() for name, p in trainer.model.named_parameters() if p.requires_grad}
+        results.append((loss.detach(), gradients, trainer._metrics["train"]["entropy"][-1]))
+    torch.testing.assert_close(results[1][0], results[0][0], atol=1e-5, rtol=1e-4)
+    assert results[1][2] == pytest.approx(results[0][2], rel=1e-4)
+    for name, gradient in results[0][1].items():
+        torch.testing.assert_close(results[1][1][name], gradient, atol=1e-6, rtol=1e-3, msg=name)
+
+
+def test_packed_training_cuts_micro_batches_along_groups(tiny_model, tmp_path):
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo", pack_prompts=True,
+                       args_override={"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2})
+    trainer.args.max_steps, trainer.args.logging_steps = 1, 1
+    trainer.train()
+    for micro_batch in trainer._buffered_inputs:
+        assert (micro_batch["prompt_ids"] == micro_batch["prompt_ids"][0]).all()  # one group, one shared prompt
+    assert trainer.state.log_history[0]["entropy"] > 0
+
+
+def test_packed_prompts_refuse_what_they_do_not_cover(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="bnpo.*pack_prompts: false"):
+        _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo", pack_prompts=True,
+                 args_override={"loss_type": "bnpo"})
 
 
 def test_fast_generation_refuses_sampling_settings_it_does_not_implement(tiny_model, tmp_path):

@@ -122,15 +122,19 @@ def test_dry_run_of_every_config(tmp_path, config):
     assert "claims_ledger" in result.stdout
 
 
-def test_full_mini_grid_and_quick_targets_plan_their_jobs(tmp_path):
+def test_default_and_full_mini_grids_and_quick_target_plan_their_jobs(tmp_path):
     common = ("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n")
-    full = snakemake(*common, "--configfile", str(REPO / "config" / "mini.yaml"), "--config", "grid=full")
-    assert full.returncode == 0, full.stderr[-3000:]
-    counts = dict(re.findall(r"(?m)^(train|evaluate|paper_outputs)\s+(\d+)$", full.stdout))
-    assert counts == {"train": "78", "evaluate": "105", "paper_outputs": "1"}
-    for name in ("fig6_length_weight_sweep.png", "fig7_conditioned_length_curves.png", "fig8_batch_step_ablation.png",
-                 "table4_math_conditioned.csv", "results/mini/runs/code_3obj/gdpo/seed2/eval.json"):
-        assert name in full.stdout, name
+    figures = ("fig4_tool_calling_curves.png", "fig5_math_curves.png", "fig6_length_weight_sweep.png",
+               "fig7_conditioned_length_curves.png", "fig8_batch_step_ablation.png", "table1_tool_calling.csv",
+               "table3_math.csv", "table4_math_conditioned.csv", "table5_code.csv")
+    for grid, jobs, run in (("default", {"train": "36", "evaluate": "40"}, "code_3obj/gdpo/seed0"),
+                            ("full", {"train": "78", "evaluate": "83"}, "code_3obj/gdpo/seed2")):
+        plan = snakemake(*common, "--configfile", str(REPO / "config" / "mini.yaml"), "--config", f"grid={grid}")
+        assert plan.returncode == 0, plan.stderr[-3000:]
+        counts = dict(re.findall(r"(?m)^(train|evaluate|paper_outputs)\s+(\d+)$", plan.stdout))
+        assert counts == {**jobs, "paper_outputs": "1"}, grid
+        for name in (*figures, f"results/mini/runs/{run}/eval.json"):
+            assert name in plan.stdout, (grid, name)
     quick = snakemake("quick", *common, "--configfile", str(REPO / "config" / "mini.yaml"))
     assert quick.returncode == 0, quick.stderr[-3000:]
     assert "claims_quick" in quick.stdout and "rule train" not in quick.stdout

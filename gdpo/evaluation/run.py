@@ -58,16 +58,20 @@ def plan_evaluations(config: dict) -> list[dict]:
     """Every evaluation of the config: each planned training run, plus the base model per task.
 
     The base model is evaluated once per seed when sampling (the seed changes its samples) and once,
-    with the first seed, under greedy decoding (every seed would give the same result).
+    with the first seed, under greedy decoding (every seed would give the same result); not at all for a
+    task with ``evaluate_base: false`` (a variant whose base model and evaluation are another task's).
     Returns dicts with ``task``, ``method``, ``seed``.
     """
-    from gdpo.training.run import plan_runs
+    from gdpo.training.run import plan_runs, task_seeds
 
     runs = plan_runs(config)
     base = []
     for task in dict.fromkeys(run["task"] for run in runs):
-        temperature = resolve_eval_settings(config, task, BASE_METHOD, config["seeds"][0])["temperature"]
-        seeds = config["seeds"] if temperature > 0 else config["seeds"][:1]
+        if not config["tasks"][task].get("evaluate_base", True):
+            continue
+        all_seeds = task_seeds(config, task)
+        temperature = resolve_eval_settings(config, task, BASE_METHOD, all_seeds[0])["temperature"]
+        seeds = all_seeds if temperature > 0 else all_seeds[:1]
         base += [{"task": task, "method": BASE_METHOD, "seed": seed} for seed in seeds]
     return runs + base
 

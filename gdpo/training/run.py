@@ -74,7 +74,8 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
     """The settings of one run: the scale's ``training`` defaults overridden by the task's ``training``.
 
     Returns a dict with ``task``, ``family``, ``model``, ``method``, ``convention``, ``seed``,
-    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``fast_generation``, ``policy_dtype``,
+    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``fast_generation``, ``pack_prompts``,
+    ``policy_dtype``,
     ``peft`` and ``trl`` (GRPOConfig keyword arguments).
     """
     tasks = config.get("tasks") or {}
@@ -106,6 +107,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
         "train_size": spec.get("train_size", 256),
         "data_options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
         "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
+        "pack_prompts": bool(spec.get("pack_prompts", config.get("pack_prompts", False))),
         # Weights of the trained policy; with bf16 and float32 weights, TRL's Trainer runs the forward and
         # backward under bfloat16 autocast (mixed precision, float32 master weights and optimizer state).
         "policy_dtype": spec.get("policy_dtype", config.get("policy_dtype",
@@ -116,7 +118,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
 
 
 def plan_runs(config: dict) -> list[dict]:
-    """Every run of the config: dicts with ``task``, ``method``, ``seed``.
+    """Every run of the config: dicts with ``task``, ``method``, ``seed`` (a task's own seeds if it has them).
 
     Checks every task's model spec and family first (``ValueError`` naming the valid forms).
     """
@@ -132,8 +134,13 @@ def plan_runs(config: dict) -> list[dict]:
         {"task": task, "method": method, "seed": seed}
         for task, spec in (config.get("tasks") or {}).items()
         for method in spec.get("methods", config["methods"])
-        for seed in config["seeds"]
+        for seed in task_seeds(config, task)
     ]
+
+
+def task_seeds(config: dict, task: str) -> list[int]:
+    """The seeds ``task`` trains with: its own ``seeds``, else the config's."""
+    return list(config["tasks"][task].get("seeds", config["seeds"]))
 
 
 def environment_record() -> dict:
@@ -307,6 +314,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         advantage_method=method,
         advantage_convention=settings["convention"],
         fast_generation=settings.get("fast_generation", False),
+        pack_prompts=settings.get("pack_prompts", False),
         callbacks=[_metrics_callback(live_metrics)],
     )
     accelerator = trainer.accelerator

@@ -8,7 +8,10 @@ logs the live form of claims C1/C2 (distinct advantage values) and generation th
 
 With ``fast_generation=True`` the rollouts are sampled by :class:`gdpo.training.rollout.RolloutEngine`
 (a bfloat16 copy of the policy, refreshed after every optimizer step) instead of ``generate``; everything
-else — rewards, advantages, the loss on the float32 policy — is TRL's.
+else — rewards, advantages, the loss on the float32 policy — is TRL's. With ``pack_prompts=True`` each
+micro-batch is scored as one packed sequence that holds a group's shared prompt once
+(:mod:`gdpo.training.packing`: the same log-probabilities and gradients as TRL's padded rows), and
+micro-batches are cut along group boundaries so that they share prompts.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 
 import torch
 from trl import GRPOTrainer
+from trl.trainer.utils import split_tensor_dict
 
 from gdpo.advantages import compute_advantages, distinct_advantage_counts, get_convention, get_estimator
 
@@ -28,6 +32,15 @@ TRL_BUILTIN_EQUIVALENT = {
     "gdpo": {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
 }
 
+def _take_rows(value, order: torch.Tensor):
+    """``value``'s rows in ``order`` (tensors along dim 0, lists by index; scalars and ``None`` as they are)."""
+    if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value[order.to(value.device)]
+    return [value[i] for i in order.tolist()]
+
+
 class RegistryGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``gdpo.advantages``.
 
@@ -37,11 +50,14 @@ class RegistryGRPOTrainer(GRPOTrainer):
         fast_generation: sample rollouts with the bfloat16 :class:`~gdpo.training.rollout.RolloutEngine`
             (single process, no vLLM; ``ValueError`` at construction if the model or sampling settings are
             outside what the engine implements).
+        pack_prompts: score each micro-batch as one packed sequence with each shared prompt once, and cut
+            micro-batches along group boundaries (``ValueError`` at construction for a model, attention
+            implementation or setting that packing does not cover).
         *args, **kwargs: as for ``trl.GRPOTrainer``; ``args.reward_weights`` are the registry's weights.
     """
 
     def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", fast_generation: bool = False,
-                 **kwargs):
+                 pack_prompts: bool = False, **kwargs):
         get_estimator(advantage_method)  # unknown names fail before any model is loaded
         self.advantage_method = advantage_method
         self.advantage_convention = get_convention(advantage_convention)
@@ -50,6 +66,64 @@ class RegistryGRPOTrainer(GRPOTrainer):
         self._generated_tokens = 0
         super().__init__(*args, **kwargs)
         self.rollout_engine = self._make_rollout_engine() if fast_generation else None
+        self.pack_prompts = pack_prompts
+        if pack_prompts:
+            self._check_packing()
+
+    def _check_packing(self):
+        from gdpo.training.packing import packing_unsupported_reason
+
+        model = self.accelerator.unwrap_model(self.model)
+        reason = packing_unsupported_reason(model.get_base_model() if hasattr(model, "get_base_model") else model)
+        if reason is None and self._entropy_bonus_enabled:
+            reason = "an entropy bonus (packed entropies carry no gradient)"
+        if reason is None and self.aux_loss_enabled:
+            reason = "a mixture-of-experts auxiliary loss"
+        if reason is None and self.loss_type == "bnpo":
+            reason = "loss_type 'bnpo' (it normalises per micro-batch, so group-aligned micro-batches change it)"
+        if reason is not None:
+            raise ValueError(f"pack_prompts does not cover {reason}; set `pack_prompts: false` to score padded rows.")
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **multimodal):
+        from gdpo.training.packing import packed_log_probs, packing_obstacle
+
+        if (not self.pack_prompts or compute_aux_loss or any(value is not None for value in multimodal.values())
+                or packing_obstacle(input_ids, attention_mask, logits_to_keep) is not None):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
+        unwrapped = self.accelerator.unwrap_model(model)
+        causal_lm = unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
+        batch_size = batch_size or input_ids.size(0)
+        log_probs, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            with self.accelerator.autocast():
+                chunk_log_probs, chunk_entropies = packed_log_probs(
+                    causal_lm, input_ids[start:start + batch_size], attention_mask[start:start + batch_size],
+                    logits_to_keep, temperature=self.temperature, compute_entropy=compute_entropy,
+                    head_in_float32=self.args.cast_lm_head_to_fp32)
+            log_probs.append(chunk_log_probs)
+            entropies.append(chunk_entropies)
+        return torch.cat(log_probs), (torch.cat(entropies) if compute_entropy else None), None
+
+    def _prepare_inputs(self, generation_batch):
+        if not (self.pack_prompts and self.model.training):
+            return super()._prepare_inputs(generation_batch)
+        from gdpo.training.packing import group_preserving_permutation
+
+        # TRL's buffering, with a shuffle that keeps each group's rows together, so that a micro-batch holds
+        # whole groups (or parts of one) and packing shares their prompt. Under GRPO's per-sequence loss the
+        # gradient of an optimizer step does not depend on how its rows are cut into micro-batches.
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        if self._step % generate_every == 0 or self._buffered_inputs is None:
+            batch = self._generate_and_score_completions(generation_batch)
+            rows = batch["completion_ids"].shape[0]
+            order = group_preserving_permutation(rows, self.num_generations) if rows % self.num_generations == 0 \
+                else torch.randperm(rows)
+            batch = {key: _take_rows(value, order) for key, value in batch.items()}
+            self._buffered_inputs = split_tensor_dict(batch, self.args.steps_per_generation)
+        return self._buffered_inputs[self._step % self.args.steps_per_generation]
 
     def _make_rollout_engine(self):
         from gdpo.training.rollout import RolloutEngine, SamplingSettings
