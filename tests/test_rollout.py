@@ -189,18 +189,22 @@ def test_sampled_completions_follow_generates_distribution(qwen2):
     assert all(len(s) == new_tokens for s in ours)
 
 
-def test_completions_stop_at_eos_and_pad_finished_rows(llama):
+def test_completions_stop_at_eos_and_finished_rows_leave_the_batch(llama):
+    """A row that samples its EOS stops there; the rows still running continue exactly as they would have."""
     engine = RolloutEngine(llama.config, dtype=torch.float32)
     engine.load_from(llama)
-    torch.manual_seed(0)  # the same seed twice: the same draws, whichever rows have finished
-    full = engine.generate(PROMPTS, 6, [-1], 0, SamplingSettings(temperature=1.0))
-    # An end-of-sequence token that some row reaches only after a few tokens.
-    stop = next(token for row in full for i, token in enumerate(row) if i > 0 and token not in row[:i])
-    torch.manual_seed(0)
-    stopped = engine.generate(PROMPTS, 6, [stop], 0, SamplingSettings(temperature=1.0))
+    greedy = SamplingSettings(temperature=0.0)
+    full = engine.generate(PROMPTS, 8, [-1], 0, greedy)
+    # An end-of-sequence token that some row reaches and some other row never does.
+    stop = next(token for row in full for token in row if any(token not in other for other in full))
+    stopped = engine.generate(PROMPTS, 8, [stop], 0, greedy)
     assert any(len(cut) < len(row) for row, cut in zip(full, stopped))
     for row, cut in zip(full, stopped):
         assert cut == (row[:row.index(stop) + 1] if stop in row else row)
+    torch.manual_seed(0)
+    sampled = engine.generate(PROMPTS * 2, 8, [stop], 0, SamplingSettings(temperature=1.0))
+    assert all(len(row) == 8 or row[-1] == stop for row in sampled)
+    assert all(stop not in row[:-1] for row in sampled)
 
 
 def test_unsupported_models_and_settings_are_refused_with_the_fix():

@@ -313,7 +313,9 @@ def behaviour(records: list[dict]) -> list[dict]:
 def test_same_seed_twice_gives_identical_metrics_and_another_seed_does_not(tiny_model, tmp_path):
     config = smoke_config()
     runs = {}
-    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+    # Seeds whose rollouts give some group a reward spread within 4 steps (the tiny random model rarely
+    # earns a reward), so that the policy moves.
+    for name, seed in (("a", 4), ("b", 4), ("c", 5)):
         settings = resolve_run_settings(config, "arithmetic", "gdpo", seed)
         summary = train(settings, tiny_model, tmp_path / name, threads=1)
         runs[name] = read_metrics(tmp_path / name / "metrics.jsonl")

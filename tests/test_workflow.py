@@ -72,15 +72,17 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
         assert metrics <= set(rows["metric"]), (task, set(rows["metric"]))
         assert rows.dropna(subset=["value"])["value"].between(0, 100).all(), task
     assert (tmp_path / "results/smoke/warmup/tool_calling/model/warmup.json").is_file()
-    # The figures and tables the smoke config's reporting block names.
-    for name in ("fig4_tool_calling_curves.png", "fig5_math_curves.pdf", "fig8_batch_step_ablation.png",
-                 "table1_tool_calling.md", "table3_math.csv", "table5_code.md"):
+    # Every figure and table: the smoke config's reporting block names them all.
+    for name in ("fig4_tool_calling_curves.png", "fig5_math_curves.pdf", "fig6_length_weight_sweep.png",
+                 "fig7_conditioned_length_curves.pdf", "fig8_batch_step_ablation.png", "table1_tool_calling.md",
+                 "table3_math.csv", "table4_math_conditioned.md", "table5_code.md"):
         assert (tmp_path / "paper_figures/smoke" / name).stat().st_size > 500, name
     table1 = pd.read_csv(tmp_path / "paper_figures/smoke/table1_tool_calling.csv", keep_default_na=False)
     assert table1.loc[0, "Multi"].startswith("not run: ") and table1.loc[0, "Multi"].endswith("(0.12)")
     assert table1.loc[1, "Live"].endswith("(50.63)") and "no run" not in table1.loc[1, "Live"]
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
-    assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 and "rewards/correct/mean" in steps.columns
+    # arithmetic: 4 methods x 2 seeds; three families: 2 methods x 2 seeds; math_conditioned: 2 methods, 1 seed.
+    assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 + 2 * 4 and "rewards/correct/mean" in steps.columns
     # The ledger's smoke rows come from the verdict rules over these summaries.
     smoke_rows = full[full["scale"] == "smoke"].set_index("claim_id")
     assert list(smoke_rows.index) == [f"C{i}" for i in range(3, 12)]
@@ -88,6 +90,7 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert "2 seeds" in smoke_rows.loc["C3", "measured_value"]
     assert smoke_rows.loc["C4", "verdict"] == "not run"  # tool calling runs no grpo_nostd at smoke scale
     assert "tool_calling/grpo_nostd" in smoke_rows.loc["C4", "evidence"]
+    assert smoke_rows.loc["C8", "verdict"] == "inconclusive"  # one seed of the conditioned task: no interval
     # Nothing left to do on a second run.
     again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
                       "--configfile", str(REPO / "config" / "smoke.yaml"))

@@ -293,7 +293,9 @@ class RolloutEngine:
             cache = [(k.index_select(0, row_of), v.index_select(0, row_of)) for k, v in cache]
             hidden, key_valid, positions = (t.index_select(0, row_of) for t in (hidden, key_valid, positions))
         eos = torch.tensor(eos_token_ids, dtype=torch.long)
-        finished = torch.zeros(batch, dtype=torch.bool)
+        # Rows still sampling: a row that has sampled its EOS leaves the batch (its cache rows are dropped), so
+        # the decode steps after it compute only the rows still running.
+        active = torch.arange(batch)
         next_position = positions[:, -1:] + 1
         out = torch.full((batch, max_new_tokens), pad_token_id, dtype=torch.long)
         for step in range(max_new_tokens):
@@ -302,11 +304,15 @@ class RolloutEngine:
                 token = logits.argmax(dim=-1)
             else:
                 token = sample_categorical(next_token_distribution_logits(logits, settings).softmax(dim=-1))
-            token = torch.where(finished, torch.full_like(token, pad_token_id), token)
-            out[:, step] = token
-            finished |= torch.isin(token, eos)
-            if bool(finished.all()) or step == max_new_tokens - 1:
+            out[active, step] = token
+            running = ~torch.isin(token, eos)
+            if not bool(running.any()) or step == max_new_tokens - 1:
                 break
+            if not bool(running.all()):
+                keep = running.nonzero().flatten()
+                cache = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in cache]
+                active, token, key_valid, next_position = (t.index_select(0, keep)
+                                                           for t in (active, token, key_valid, next_position))
             hidden = self._forward(token[:, None], next_position, prompt_len + step, key_valid, cache)
             key_valid[:, prompt_len + step] = True
             next_position = next_position + 1
