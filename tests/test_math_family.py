@@ -611,8 +611,8 @@ def test_engine_model_generates_what_hf_generates(tiny_model):
     assert got.shape[0] == 3 and got.shape[1] <= 13 and torch.equal(got[:, :5], context)
     pad = engine.tokenizer.pad_token_id
     for row_expected, row_got in zip(expected[:, 5:].tolist(), got[:, 5:].tolist()):
-        strip = lambda ids: [t for t in ids if t != pad]  # noqa: E731
-        assert strip(row_got) == strip(row_expected)[: len(strip(row_got))] and strip(row_got)
+        tokens_got = [t for t in row_got if t != pad]
+        assert tokens_got and tokens_got == [t for t in row_expected if t != pad][: len(tokens_got)]
     with pytest.raises(ValueError, match="repetition_penalty.*fast_generation: false"):
         engine._model_generate(context, 13, [], attention_mask=mask, repetition_penalty=1.2)
 

@@ -150,7 +150,8 @@ def gdpo_beats_grpo(evidence: Evidence, table: str, higher: tuple[str, ...], low
         wrong = [below(diffs[m][0]) for m in higher] + [above(diffs[m][0]) for m in lower]
         outcome = NOT_REPRODUCED if any(wrong) else REPRODUCED if all(good) else INCONCLUSIVE
         seeds = max(n for _, n in diffs.values())
-        return outcome, f"{label} ({task}, {seeds} seeds): " + ", ".join(f"{m} {fmt(d)}" for m, (d, _) in diffs.items())
+        counted = f"{seeds} seed" + ("" if seeds == 1 else "s")
+        return outcome, f"{label} ({task}, {counted}): " + ", ".join(f"{m} {fmt(d)}" for m, (d, _) in diffs.items())
 
     return _over_setups(evidence, table, what, comparison, judge, prefix="GDPO − GRPO: ")
 

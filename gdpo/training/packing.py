@@ -12,7 +12,8 @@ and gradients reach the shared prompt from all its completions, as they do in th
 positions that predict a completion token go through the LM head.
 
 For a tool-calling group (a ~450-token prompt, four ~80-token completions) the policy runs on ~770
-tokens instead of 4 × ~550.
+tokens instead of 4 × ~550. The attention mask is dense, T × T for T packed tokens: meant for the CPU
+scales' short sequences, not for micro-batches of tens of thousands of tokens.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ def pack_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_k
     allowed = ((index[None, :] <= index[:, None]) & (group_of_t[None, :] == group_of_t[:, None])
                & ((row_of_t[None, :] == -1) | (row_of_t[None, :] == row_of_t[:, None])))
     device = input_ids.device
-    as_long = lambda values: torch.tensor(values, dtype=torch.long, device=device)  # noqa: E731
+
+    def as_long(values: list[int]) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.long, device=device)
+
     return PackedRows(
         input_ids=as_long(tokens)[None, :],
         position_ids=as_long(positions)[None, :],
