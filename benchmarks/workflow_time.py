@@ -7,6 +7,7 @@ memory, then the total job-seconds and what they amount to on the given number o
 
     python benchmarks/workflow_time.py                      # results/mini, 2 cores
     python benchmarks/workflow_time.py --results results/mini --cores 2
+    python benchmarks/workflow_time.py --by rule             # one row per rule
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ def job_table(benchmarks: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summarise(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Per (rule, task): jobs, mean and summed seconds, share of all job-seconds, peak memory."""
-    table = jobs.groupby(["rule", "task"]).agg(jobs=("seconds", "size"), mean_s=("seconds", "mean"),
+def summarise(jobs: pd.DataFrame, by: tuple[str, ...] = ("rule", "task")) -> pd.DataFrame:
+    """Per ``by`` group: jobs, mean and summed seconds, share of all job-seconds, peak memory."""
+    table = jobs.groupby(list(by)).agg(jobs=("seconds", "size"), mean_s=("seconds", "mean"),
                                                sum_s=("seconds", "sum"), peak_rss_gb=("max_rss_mb", "max"))
     table["share"] = table["sum_s"] / table["sum_s"].sum()
     table["peak_rss_gb"] = table["peak_rss_gb"] / 1000
@@ -43,13 +44,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path("results/mini"))
     parser.add_argument("--cores", type=int, default=2, help="cores the jobs shared (one thread per job)")
+    parser.add_argument("--by", choices=["task", "rule"], default="task", help="one row per rule and task, or per rule")
     args = parser.parse_args()
-    table = summarise(job_table(args.results / "benchmarks"))
-    print("| rule | task | jobs | mean s | sum s | share | peak RSS GB |")
-    print("|---|---|---|---|---|---|---|")
+    by = ("rule", "task") if args.by == "task" else ("rule",)
+    table = summarise(job_table(args.results / "benchmarks"), by)
+    print("| " + " | ".join(by) + " | jobs | mean s | sum s | share | peak RSS GB |")
+    print("|" + "---|" * (len(by) + 5))
     for row in table.itertuples():
-        print(f"| {row.rule} | {row.task} | {row.jobs} | {row.mean_s:.0f} | {row.sum_s:.0f} | {row.share:.0%} | "
-              f"{row.peak_rss_gb:.2f} |")
+        keys = " | ".join(str(getattr(row, key)) for key in by)
+        print(f"| {keys} | {row.jobs} | {row.mean_s:.0f} | {row.sum_s:.0f} | {row.share:.0%} | {row.peak_rss_gb:.2f} |")
     total = table["sum_s"].sum()
     print(f"\n{int(table['jobs'].sum())} jobs, {total:.0f} job-seconds = {total / args.cores / 60:.1f} min on "
           f"{args.cores} cores at one job per core")
