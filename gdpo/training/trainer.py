@@ -32,6 +32,7 @@ TRL_BUILTIN_EQUIVALENT = {
     "gdpo": {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
 }
 
+
 def _take_rows(value, order: torch.Tensor):
     """``value``'s rows in ``order`` (tensors along dim 0, lists by index; scalars and ``None`` as they are)."""
     if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
