@@ -92,7 +92,7 @@ def generate_completions(
     # Prompts of similar length in one batch waste less compute on padding.
     pairs.sort(key=lambda pair: len(encoded[pair[0]]))
     sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p} if temperature > 0 else {"do_sample": False}
-    eos_ids = set(_eos_ids(model, tokenizer))
+    eos_ids = set(eos_token_ids(model, tokenizer))
     engine = None
     if fast:
         from gdpo.training.rollout import RolloutEngine, SamplingSettings
@@ -126,13 +126,13 @@ def generate_completions(
     return results  # type: ignore[return-value]
 
 
-def _eos_ids(model, tokenizer) -> list[int]:
-    """Every token id that ends generation (the generation config may list several)."""
+def eos_token_ids(model, tokenizer) -> list[int]:
+    """Every token id that ends generation (the generation config may list several), sorted, no repeats."""
     eos = model.generation_config.eos_token_id
-    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])  # a copy: the config is untouched
     if tokenizer.eos_token_id is not None:
-        ids.append(tokenizer.eos_token_id)
-    return ids
+        ids.add(tokenizer.eos_token_id)
+    return sorted(ids)
 
 
 def generate_for_request(model, tokenizer, prompts: list[list[dict]], request) -> list[list[Completion]]:

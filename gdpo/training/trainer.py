@@ -33,6 +33,11 @@ TRL_BUILTIN_EQUIVALENT = {
 }
 
 
+def _causal_lm(model):
+    """The causal LM inside a PEFT wrapper (LoRA layers injected in place), or ``model`` itself."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
 def _take_rows(value, order: torch.Tensor):
     """``value``'s rows in ``order`` (tensors along dim 0, lists by index; scalars and ``None`` as they are)."""
     if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
@@ -74,8 +79,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
     def _check_packing(self):
         from gdpo.training.packing import packing_unsupported_reason
 
-        model = self.accelerator.unwrap_model(self.model)
-        reason = packing_unsupported_reason(model.get_base_model() if hasattr(model, "get_base_model") else model)
+        reason = packing_unsupported_reason(_causal_lm(self.accelerator.unwrap_model(self.model)))
         if reason is None and self._entropy_bonus_enabled:
             reason = "an entropy bonus (packed entropies carry no gradient)"
         if reason is None and self.aux_loss_enabled:
@@ -94,8 +98,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
-        unwrapped = self.accelerator.unwrap_model(model)
-        causal_lm = unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
+        causal_lm = _causal_lm(self.accelerator.unwrap_model(model))
         batch_size = batch_size or input_ids.size(0)
         log_probs, entropies = [], []
         for start in range(0, input_ids.size(0), batch_size):
@@ -133,8 +136,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
             raise ValueError("fast_generation runs in a single process without vLLM or continuous batching; "
                              "set `fast_generation: false` for multi-process or vLLM runs.")
         self._sampling_settings = SamplingSettings.from_generation_config(self.generation_config)
-        model = self.accelerator.unwrap_model(self.model)
-        config = model.get_base_model().config if hasattr(model, "get_base_model") else model.config
+        config = _causal_lm(self.accelerator.unwrap_model(self.model)).config
         return RolloutEngine(config, batch_size_hint=self.args.generation_batch_size)
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):

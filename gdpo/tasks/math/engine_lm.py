@@ -13,6 +13,7 @@ import torch
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
+from gdpo.evaluation.generate import eos_token_ids
 from gdpo.training.rollout import RolloutEngine, SamplingSettings, unsupported_reason
 
 ENGINE_MODEL_NAME = "gdpo-engine"
@@ -34,11 +35,7 @@ class EngineLM(HFLM):
         self._engine = RolloutEngine(self.model.config, dtype=getattr(torch, engine_dtype),
                                      batch_size_hint=self.batch_size_per_gpu)
         self._engine.load_from(self.model)
-        eos = self.model.generation_config.eos_token_id
-        ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        if self.tokenizer.eos_token_id is not None:
-            ids.add(self.tokenizer.eos_token_id)
-        self._eos_ids = sorted(ids)
+        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
 
     def _model_generate(self, context, max_length: int, stop: list[str], **generation_kwargs) -> torch.Tensor:
         """``(B, L + new)`` token ids, as ``HFLM._model_generate``: the context, then each row's completion padded."""
