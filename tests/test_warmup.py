@@ -74,3 +74,17 @@ def test_warmup_fine_tunes_and_saves_a_loadable_model(split_dir, tmp_path):
     # A high learning rate on 8 fixed answers: the loss falls, so the weights really changed.
     assert record["losses"][-1] < record["losses"][0]
     assert (tmp_path / "warm" / "config.json").is_file() and (tmp_path / "warm" / "warmup.json").is_file()
+
+
+def test_frozen_embeddings_stay_fixed_while_the_rest_trains(split_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    model_dir = build_tiny_model(tmp_path / "base")
+    settings = {"task": "t", "family": "tool_calling", "options": {"data_dir": str(split_dir)},
+                **WARMUP_DEFAULTS, "max_steps": 2, "train_size": 8, "learning_rate": 1e-3, "freeze_embeddings": True}
+    record = warmup_model(settings, model_dir, tmp_path / "warm")
+    before, after = load_file(model_dir / "model.safetensors"), load_file(tmp_path / "warm" / "model.safetensors")
+    embedding = "model.embed_tokens.weight"
+    assert (after[embedding] == before[embedding]).all()
+    assert any(not (after[name] == before[name]).all() for name in before if name != embedding)
+    assert record["trainable_parameters"] == sum(t.numel() for name, t in before.items() if name != embedding)
