@@ -39,9 +39,9 @@ def run_measured(command: list[str], log: Path) -> tuple[float, float]:
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit(f"{' '.join(command[1:4])} ... failed with exit code {process.returncode}; its log: {log}")
+    exit_code = os.waitstatus_to_exitcode(status)
+    if exit_code != 0:
+        raise SystemExit(f"{' '.join(command[1:4])} ... failed with exit code {exit_code}; its log: {log}")
     # Linux reports ru_maxrss in KiB.
     return time.perf_counter() - start, usage.ru_maxrss * 1024.0
 

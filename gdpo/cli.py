@@ -133,8 +133,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_warmup_model(args: argparse.Namespace) -> int:
     import json
 
+    from gdpo.training.memory import return_freed_memory_to_os
     from gdpo.training.warmup import warmup_model
 
+    # A process-wide setting, so the command sets it, not the library function.
+    return_freed_memory_to_os()
     record = warmup_model(json.loads(args.settings), args.model_dir, args.out, threads=args.threads)
     print(json.dumps({"examples": record["examples"], "first_loss": record["losses"][0],
                       "last_loss": record["losses"][-1]}))

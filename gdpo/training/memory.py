@@ -6,7 +6,7 @@ block's size, up to 32 MiB. After the first backward pass, most activation and g
 model fall below it and come from the heap, where a free cannot return memory to the system while a later
 block is alive. A full fine-tune then keeps ~0.6 GB of freed buffers resident and its peak RSS grows with
 every step (measured on the format warm-up: benchmarks/README.md). Fixing the thresholds stops that, at the
-cost of a page fault per fresh large block.
+cost of a page fault per fresh large block. The ``warmup-model`` command sets it for its process.
 """
 
 from __future__ import annotations

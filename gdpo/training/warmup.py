@@ -9,8 +9,9 @@ that produces the format part of the time. The warmed-up model is the ``base`` o
 
 It is a full-parameter fine-tune, so memory is weights + gradients + Adam state (four copies of the model)
 plus activations. ``freeze_embeddings`` keeps the token-embedding matrix (and the output head tied to it)
-fixed, a fifth of SmolLM2-135M's parameters, and the C allocator is told to give freed buffers back
-(``gdpo.training.memory``): together they keep the mini warm-up under 4 GB (benchmarks/README.md).
+fixed, a fifth of SmolLM2-135M's parameters, and the ``warmup-model`` command tells the C allocator to
+give freed buffers back (``gdpo.training.memory``): together they keep the mini warm-up under 4 GB
+(benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -75,9 +76,6 @@ def warmup_model(settings: dict, model_dir: str | Path, out_dir: str | Path, thr
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from gdpo.training.memory import return_freed_memory_to_os
-
-    return_freed_memory_to_os()
     if threads:
         torch.set_num_threads(threads)
     out_dir = Path(out_dir)
