@@ -102,14 +102,35 @@ def cmd_figure(args: argparse.Namespace) -> int:
 def cmd_claims(args: argparse.Namespace) -> int:
     import json
 
-    from gdpo.reporting.claims import write_ledger
+    from gdpo.reporting.ledger import write_ledger
 
     ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md, sim_per_seed=args.sim_per_seed,
                           eval_csv=args.eval_csv, steps_csv=args.steps_csv,
                           reporting=json.loads(args.reporting) if args.reporting else None,
-                          scale_rows=not args.exact_and_sim_only)
+                          scale_rows=not args.exact_and_sim_only,
+                          runs=json.loads(args.runs) if args.runs else None)
     for row in ledger.itertuples():
         print(f"{row.claim_id:<4} {row.scale:<6} {row.verdict}")
+    return 0
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from gdpo.config import apply_grid, load_config
+    from gdpo.reporting.calibration import ASSUMED_SEED_SD, power_report
+
+    config = apply_grid({**load_config(args.config), "grid": args.grid})
+    seed_sd = ASSUMED_SEED_SD if args.seed_sd is None else args.seed_sd
+    print(f"{args.config} ({args.grid} grid), seed spread {seed_sd:g} points per run, target power {args.target:g}:")
+    report = power_report(config, seed_sd=seed_sd, target=args.target)
+    smallest = pd.to_numeric(report.get("items/run", pd.Series(dtype=str)).astype(str).str.replace(",", ""),
+                             errors="coerce").min()
+    if smallest == smallest and 100 / smallest > 4 * seed_sd:
+        print(f"Note: at {smallest:.0f} items a run's score moves in steps of {100 / smallest:.1f} points, far above a "
+              f"spread of {seed_sd:g}; pass --seed-sd as measured over your runs' seeds (the ledger's power "
+              "column uses the measured spread).")
+    print(report.to_string(index=False))
     return 0
 
 
@@ -265,11 +286,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--eval-csv", help="results/<scale>/summary/eval.csv (verdicts of the task families)")
     sub.add_argument("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)")
     sub.add_argument("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)")
+    sub.add_argument("--runs", help="what each task ran, as JSON: task -> {model, max_steps, prompts_per_batch} "
+                                    "(gdpo.training.run.describe_runs); labels the rows")
     sub.add_argument("--exact-and-sim-only", action="store_true",
                      help="only the exact-analysis and bench rows (the quick target's first look)")
     sub.add_argument("--out-csv", required=True)
     sub.add_argument("--out-md", required=True)
     sub.set_defaults(handler=cmd_claims)
+
+    sub = commands.add_parser(
+        "power", help="power of each claim's rule for a config's design, and the seeds / items for a target",
+        description="For every claim a config can decide: its design (seeds per method, evaluated items per run, "
+                    "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
+                    "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
+                    "seed spread is --seed-sd.")
+    sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
+    sub.add_argument("--grid", choices=["default", "full"], default="default",
+                     help="the config's default grid or its full_grid (as snakemake --config grid=full)")
+    sub.add_argument("--seed-sd", type=float, default=None,
+                     help="run-to-run standard deviation of one method's benchmark score, in points "
+                          "(default: gdpo.reporting.calibration.ASSUMED_SEED_SD)")
+    sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
+    sub.set_defaults(handler=cmd_power)
 
     sub = commands.add_parser(
         "prepare-model",

@@ -42,7 +42,9 @@ def wilson_interval(events: int, trials: int, z: float = _Z_95) -> tuple[float, 
 def per_seed_outcomes(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (study, variant, method, reward, seed): ``final_success`` (mean success over the last
     10 % of the run's steps), ``auc`` (mean success over all steps, i.e. the area under the learning curve
-    divided by the number of steps), ``final_mean`` (reward as paid, same window) and the seed's outcome."""
+    divided by the number of steps), ``final_mean`` (reward as paid, same window), ``n_final_samples``
+    (sampled completions behind ``final_success``: window steps × prompts × rollouts; the ledger's item
+    count where seeds tie) and the seed's outcome."""
     keys = [*_KEYS, "reward", "seed"]
     num_steps = df.groupby(_KEYS)["step"].transform("max") + 1
     window = num_steps.map(final_window)
@@ -53,8 +55,11 @@ def per_seed_outcomes(df: pd.DataFrame) -> pd.DataFrame:
                         distinct_per_group=("distinct_per_group", "mean"),
                         exact_distinct_groups=("exact_distinct_groups", "first"))
     final = df[in_final].groupby(keys, sort=False).agg(final_success=("success", "mean"),
-                                                       final_mean=("mean", "mean"))
-    return table.join(final).reset_index()
+                                                       final_mean=("mean", "mean"), final_steps=("step", "size"))
+    if {"prompts", "generations"} <= set(df.columns):
+        shape = df.groupby(keys, sort=False)[["prompts", "generations"]].first()
+        final["n_final_samples"] = final["final_steps"] * shape["prompts"] * shape["generations"]
+    return table.join(final.drop(columns="final_steps")).reset_index()
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

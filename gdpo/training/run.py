@@ -117,6 +117,22 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
     }
 
 
+def describe_runs(config: dict) -> dict[str, dict]:
+    """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
+    "max_steps": int, "prompts_per_batch": int}`` (prompts in one optimisation batch: per-device batch ×
+    gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
+    where the config sets none)."""
+    processes = int((config.get("launch") or {}).get("num_processes", 1))
+    described = {}
+    for task, spec in (config.get("tasks") or {}).items():
+        trl_args = {**config.get("training", {}), **spec.get("training", {})}
+        completions = (trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
+                       * processes)
+        described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
+                           "prompts_per_batch": completions // trl_args.get("num_generations", 8)}
+    return described
+
+
 def plan_runs(config: dict) -> list[dict]:
     """Every run of the config: dicts with ``task``, ``method``, ``seed`` (a task's own seeds if it has them).
 

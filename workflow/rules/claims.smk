@@ -14,15 +14,17 @@ rule claims_ledger:
     params:
         sim=lambda wildcards, input: f"--sim-per-seed {input.sim_per_seed}" if input.sim_per_seed else "",
         runs=lambda wildcards, input: f"--eval-csv {input.evals} --steps-csv {input.steps}" if input.evals else "",
-        # Which task stands for which paper setup: a change re-runs the ledger.
+        # Which task stands for which paper setup, and what each task ran (model, steps, prompts per
+        # batch: the rows' labels and minima): a change re-runs the ledger.
         reporting=json.dumps(config.get("reporting") or {}),
+        runs_json=json.dumps(describe_runs(config)),
     log:
         "results/{scale}/logs/claims.log",
     conda:
         "../../envs/analysis.yaml"
     shell:
         "python -m gdpo claims --scale {wildcards.scale} --distinct-counts {input.distinct_counts} "
-        "{params.sim} {params.runs} --reporting {params.reporting:q} --out-csv {output.csv} --out-md {output.md} "
+        "{params.sim} {params.runs} --reporting {params.reporting:q} --runs {params.runs_json:q} --out-csv {output.csv} --out-md {output.md} "
         "> {log} 2>&1"
 
 

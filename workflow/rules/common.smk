@@ -11,7 +11,7 @@ from gdpo.reporting.paper_outputs import planned_outputs
 from gdpo.sim import load_study
 from gdpo.tasks import required_files
 from gdpo.training.models import model_slug
-from gdpo.training.run import check_device, launcher_command, plan_runs, resolve_run_settings
+from gdpo.training.run import check_device, describe_runs, launcher_command, plan_runs, resolve_run_settings
 from gdpo.training.warmup import resolve_warmup_settings
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and

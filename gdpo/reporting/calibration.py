@@ -1,0 +1,595 @@
+"""Calibration and power of the verdict rules, by simulating the evidence a design produces.
+
+A *design* is what a config runs for one claim: the setups, per (setup, method, metric) a reference rate
+and the evaluated items of one run, the seeds per method, the training steps and prompts per batch. The
+simulation draws per-seed values the way a workflow measures them — the method's rate plus the run-to-run
+spread (the seed standard deviation: everything that moves one run's score, item flips included), rounded
+to the k/n values n items allow, so that small evaluations tie as real ones do — and feeds them to the rule's own ``decide_*`` function (:mod:`gdpo.reporting.rules`) behind the claim's
+minimum-evidence gate. Event claims (C5, C10) are computed exactly, by enumerating every outcome of the
+seeds' events.
+
+Three uses:
+
+- **null**: every method drawn from one process; the share of decisive verdicts is the rule's false-decision
+  rate (``reproduced`` must stay ≤ 5 %; at designs that cannot rule out the paper's effect, ``not
+  reproduced`` too — where a design can, ``not reproduced`` under the null is a correct refutation);
+- **power**: the paper's effect added; the share of ``reproduced`` (the ledger's ``power`` column);
+- **paper numbers**: :func:`paper_number_evals` expands the paper's tables into per-seed eval.csv rows.
+
+:data:`ASSUMED_SEED_SD` is the seed spread used where none is measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from gdpo.reporting import paper_numbers as pn
+from gdpo.reporting import rules
+from gdpo.reporting.contract import (
+    BARELY_MARGIN, CLAIMS_BY_ID, DECISIVE, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED, binomial_variance,
+    paper_effect,
+)
+
+#: Seed-to-seed standard deviation (points) of one method's benchmark-averaged percentage, where no spread is
+#: measured: an assumption. The paper reports no spread; at 0.25 its own tables reproduce every claim, and
+#: :func:`break_even_seed_sd` gives the largest spread at which each still does (about 0.3 points: the
+#: paper's smallest effects, 0.3–1 points, need run-to-run noise that small).
+ASSUMED_SEED_SD = 0.25
+#: Items of the paper's benchmarks (problems; BFCL-v3: every single-turn and multi-turn entry). Math: the
+#: sizes of the configs' data sets. Code: the test splits as commonly evaluated (the paper does not say).
+PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 272, "Olympiad": 675,
+               "Apps": 500, "CodeContests": 165, "Codeforces": 400, "Taco": 1000}
+#: C7's alternative (the paper gives no numbers): weight 0.25 moves accuracy by twice the "barely" band.
+C7_CHANGE = 2 * BARELY_MARGIN
+#: Event rates under the alternative of C5 / C10: the reference method's rate (GDPO, gdpo) and the paper's
+#: smallest implied difference (:data:`gdpo.reporting.rules.EVENT_EFFECTS`) added to it.
+EVENT_BASE_RATE = 0.05
+
+_TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
+_METHODS = {"C3": ("gdpo", "grpo"), "C4": ("grpo_nostd", "grpo", "base"), "C6": ("gdpo", "grpo"),
+            "C8": ("gdpo", "grpo"), "C9": ("gdpo", "grpo"), "C7": ("grpo", "gdpo")}
+
+
+def _metrics(claim_id: str, setups: Sequence[str]) -> tuple[str, ...]:
+    return {"C3": ("avg", "format"), "C4": ("format", "avg"), "C6": ("acc", "exceed"), "C8": ("acc", "exceed"),
+            "C7": ("acc", "exceed")}.get(claim_id) or (("pass", "exceed", "bug") if "3obj" in setups
+                                                      else ("pass", "exceed"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One (setup, method, metric) of a design: the reference rate (percent), the effective items of one
+    run's value (for a mean over benchmarks B² / Σ 1/n_b) and the number of seeds (1: evaluated once)."""
+
+    mean: float
+    items: float
+    seeds: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TableDesign:
+    """A table claim's design: its setups and cells, the seed spread (points), and the evidence the
+    minimum gate sees (seeds per trained method, items per run)."""
+
+    claim_id: str
+    setups: tuple[str, ...]
+    cells: Mapping[tuple[str, str, str], Cell]
+    seed_sd: float
+    seeds: int
+    items: float
+
+    def with_seeds(self, seeds: int) -> TableDesign:
+        cells = {k: dataclasses.replace(c, seeds=seeds if c.seeds > 1 or k[1] != "base" else 1)
+                 for k, c in self.cells.items()}
+        return dataclasses.replace(self, cells=cells, seeds=seeds)
+
+    def with_items(self, scale: float) -> TableDesign:
+        cells = {k: dataclasses.replace(c, items=c.items * scale) for k, c in self.cells.items()}
+        return dataclasses.replace(self, cells=cells, items=self.items * scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class EventDesign:
+    """An event claim's design (C5, C10): seeds per method, steps per run, prompts per batch."""
+
+    claim_id: str
+    seeds: int
+    steps: int | None
+    prompts_per_batch: int | None
+
+    def with_seeds(self, seeds: int) -> EventDesign:
+        return dataclasses.replace(self, seeds=seeds)
+
+
+# --------------------------------------------------------------------------------------------------
+# Means under the null and under the paper's effect
+# --------------------------------------------------------------------------------------------------
+
+def cell_means(design: TableDesign, effect: bool) -> dict[tuple[str, str, str], float]:
+    """Each cell's true mean: under the null every method of a (setup, metric) has the reference method's
+    (the weight-1 task's for C7); with ``effect`` the paper's effect is added to the compared method."""
+    claim = design.claim_id
+    means = {}
+    for (setup, method, metric), cell in design.cells.items():
+        if claim == "C7":
+            reference = design.cells[("1", method, metric)].mean
+            shift = C7_CHANGE if effect and setup == "0.25" and metric == "acc" else 0.0
+            means[(setup, method, metric)] = reference + shift
+            continue
+        reference_key = (setup, "base", metric) if claim == "C4" and metric == "format" else (setup, "grpo", metric)
+        reference = design.cells[reference_key].mean
+        shift = 0.0
+        if effect:
+            if claim == "C4" and method == "grpo_nostd":
+                shift = -reference if metric == "format" else _c4_accuracy_gap(setup)
+            elif claim in ("C3", "C6", "C9") and method == "gdpo":
+                shift = rules.effect_or_zero(claim, setup, metric)
+            elif claim == "C8" and method == "gdpo":
+                shift = paper_effect("C8", "", metric)
+        means[(setup, method, metric)] = reference + shift
+    return {k: float(np.clip(v, 0.0, 100.0)) for k, v in means.items()}
+
+
+def _c4_accuracy_gap(setup: str) -> float:
+    try:
+        return paper_effect("C4", setup, "avg", ("grpo_nostd", "grpo"))
+    except KeyError:
+        return 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Simulation of table claims
+# --------------------------------------------------------------------------------------------------
+
+def _decide(design: TableDesign, cells: Mapping) -> str:
+    claim = design.claim_id
+    if claim == "C7":
+        return rules.decide_c7(cells, {})[0]
+    decide = {"C3": rules.decide_c3, "C4": rules.decide_c4, "C6": rules.decide_c6, "C8": rules.decide_c8,
+              "C9": rules.decide_c9}[claim]
+    return decide(cells, list(design.setups))[0]
+
+
+def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int = 0,
+                   gated: bool = True) -> dict[str, float]:
+    """Share of each verdict over ``replicates`` simulated workflows of ``design`` (``gated``: behind the
+    claim's minimum, so a design below it gives ``underpowered`` every time)."""
+    minimum = CLAIMS_BY_ID[design.claim_id].minimum
+    if gated and minimum.shortfall(design.seeds, design.items):
+        return {UNDERPOWERED: 1.0}
+    rng = np.random.default_rng(seed)
+    means = cell_means(design, effect)
+    draws = {}
+    for key, cell in design.cells.items():
+        values = means[key] + design.seed_sd * rng.standard_normal((replicates, cell.seeds))
+        if cell.items < 1e5:  # a run's percentage takes only the values k/n of its n items: ties happen
+            values = np.round(values / 100 * cell.items) / cell.items * 100
+        values = np.clip(values, 0.0, 100.0)
+        draws[key] = (values, binomial_variance(values, cell.items))
+    counts: dict[str, int] = {}
+    for r in range(replicates):
+        cells = {key: rules.Sample(tuple(range(values.shape[1])), values[r], variances[r])
+                 for key, (values, variances) in draws.items()}
+        outcome = _decide(design, cells)
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return {k: v / replicates for k, v in counts.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# Event claims, exactly
+# --------------------------------------------------------------------------------------------------
+
+def event_probabilities(design: EventDesign, rate_a: float, rate_b: float, gated: bool = True) -> dict[str, float]:
+    """Exact probability of each verdict when a's runs have the event with ``rate_a`` and b's with ``rate_b``
+    (every split of the seeds enumerated; binomial weights)."""
+    minimum = CLAIMS_BY_ID[design.claim_id].minimum
+    if gated and minimum.shortfall(design.seeds, steps=design.steps, prompts_per_batch=design.prompts_per_batch):
+        return {UNDERPOWERED: 1.0}
+    k = design.seeds
+    table = _event_verdicts(design.claim_id, k)
+    pmf_a = stats.binom.pmf(np.arange(k + 1), k, rate_a)
+    pmf_b = stats.binom.pmf(np.arange(k + 1), k, rate_b)
+    result: dict[str, float] = {}
+    for (x, y), outcome in table.items():
+        result[outcome] = result.get(outcome, 0.0) + float(pmf_a[x] * pmf_b[y])
+    return result
+
+
+_EVENT_CACHE: dict[tuple[str, int], dict[tuple[int, int], str]] = {}
+
+
+def _event_verdicts(claim_id: str, seeds: int) -> dict[tuple[int, int], str]:
+    key = (claim_id, seeds)
+    if key not in _EVENT_CACHE:
+        _EVENT_CACHE[key] = {
+            (x, y): rules.decide_events(claim_id, [True] * x + [False] * (seeds - x), [True] * y + [False] * (seeds - y))[0]
+            for x, y in itertools.product(range(seeds + 1), repeat=2)}
+    return _EVENT_CACHE[key]
+
+
+def event_null_worst_case(design: EventDesign, gated: bool = True) -> dict[str, float]:
+    """The largest probability of ``reproduced`` and of a decisive verdict under the null (both methods with
+    the same event rate), over rates 0..1."""
+    worst = {REPRODUCED: 0.0, "decisive": 0.0}
+    for rate in np.linspace(0, 1, 101):
+        probabilities = event_probabilities(design, rate, rate, gated)
+        worst[REPRODUCED] = max(worst[REPRODUCED], probabilities.get(REPRODUCED, 0.0))
+        worst["decisive"] = max(worst["decisive"], sum(probabilities.get(v, 0.0) for v in DECISIVE))
+    return worst
+
+
+def event_power(design: EventDesign, gated: bool = True) -> float:
+    """P(reproduced) with the reference rate :data:`EVENT_BASE_RATE` and the claim's implied difference."""
+    rate_b = EVENT_BASE_RATE
+    rate_a = min(1.0, rate_b + rules.EVENT_EFFECTS[design.claim_id])
+    return event_probabilities(design, rate_a, rate_b, gated).get(REPRODUCED, 0.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Synthetic curves (the curve claims' null calibration)
+# --------------------------------------------------------------------------------------------------
+
+def synthetic_run(steps: int, rng: np.random.Generator, collapse: bool = False, stall: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One run's (correctness, max length) per step: correctness rises on a logistic curve (flat when
+    ``stall``) with step-to-step noise; the max length wanders around a level. With ``collapse``,
+    correctness falls by half and the max length doubles from a random step in the second half on."""
+    t = np.arange(steps) / max(1, steps - 1)
+    rise = 0.0 if stall else 0.4
+    correctness = 0.2 + rise / (1 + np.exp(-10 * (t - 0.3))) + 0.03 * rng.standard_normal(steps)
+    length = 200 * (1 + 0.05 * rng.standard_normal(steps))
+    if collapse:
+        start = int(rng.integers(steps // 2, max(steps // 2 + 1, steps - steps // 5)))
+        correctness[start:] *= 0.5
+        length[start:] *= 2
+    return correctness, length
+
+
+def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: float = 0.3, seed: int = 0
+               ) -> dict[str, float]:
+    """Share of each verdict of C5 or C10 over ``replicates`` pairs of methods whose runs come from one
+    process (each run collapses, C5, or stalls, C10, with probability ``rate``), through the detector the
+    rule uses (:func:`gdpo.training.divergence.detect_divergence`; :func:`gdpo.reporting.rules.fails_to_converge`)."""
+    from gdpo.training.divergence import detect_divergence
+
+    rng = np.random.default_rng(seed)
+    minimum = CLAIMS_BY_ID[claim_id].minimum
+    if minimum.shortfall(seeds, steps=steps):
+        return {UNDERPOWERED: 1.0}
+    counts: dict[str, int] = {}
+    for _ in range(replicates):
+        events = []
+        for _method in range(2):
+            method_events = []
+            for _seed in range(seeds):
+                happens = rng.random() < rate
+                correctness, length = synthetic_run(steps, rng, collapse=happens and claim_id == "C5",
+                                                    stall=happens and claim_id == "C10")
+                if claim_id == "C5":
+                    method_events.append(detect_divergence(np.arange(steps), correctness, length) is not None)
+                else:
+                    method_events.append(rules.fails_to_converge(correctness))
+            events.append(method_events)
+        outcome = rules.decide_events(claim_id, events[0], events[1])[0]
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return {k: v / replicates for k, v in counts.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# Designs from evidence (the ledger's power column) and from configs (gdpo power)
+# --------------------------------------------------------------------------------------------------
+
+def _effective_items(mean: float, variance: float) -> float:
+    """Items whose binomial variance at ``mean`` is ``variance`` (inverse of the Agresti–Coull form, close enough)."""
+    p = min(max(mean / 100, 0.01), 0.99)
+    return max(1.0, 1e4 * p * (1 - p) / variance) if variance > 0 else math.inf
+
+
+def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign | EventDesign | None:
+    """The design the ledger's evidence represents (None where the claim's runs are missing): reference
+    rates and items from the runs, the seed spread measured over seeds (item noise removed; the assumed
+    spread where no cell has two seeds)."""
+    if claim_id in ("C5", "C10"):
+        figure = "fig5" if claim_id == "C5" else "fig8"
+        task = evidence.figure_task(figure)
+        methods = ("grpo", "gdpo") if claim_id == "C5" else ("gdpo_nobn", "gdpo")
+        if task is None or evidence.evals is None:
+            return None
+        seeds = min(evidence.seeds(task, m) for m in methods)
+        return EventDesign(claim_id, seeds, evidence.num_steps(task, methods),
+                           (evidence.runs.get(task) or {}).get("prompts_per_batch"))
+    if claim_id not in _TABLE_OF:
+        return None
+    if claim_id == "C7":
+        sweep = (evidence.reporting.get("figures") or {}).get("fig6") or {}
+        setups = {f"{float(w):g}": v.get("plain") for w, v in sweep.items() if v.get("plain")}
+    else:
+        setups = evidence.tasks(_TABLE_OF[claim_id])
+        if claim_id == "C4":
+            setups = {s: t for s, t in setups.items() if evidence.seeds(t, "grpo_nostd")}
+    if not setups:
+        return None
+    methods = _METHODS[claim_id]
+    metrics = _metrics(claim_id, list(setups))
+    cells, spreads, item_variances = {}, [], []
+    for setup, task in setups.items():
+        if evidence.missing(task, methods, metrics):
+            return None
+        for method in methods:
+            for metric in metrics:
+                sample = evidence.sample(task, method, metric)
+                mean = float(np.mean(sample.values))
+                variance = float(np.nanmean(sample.variances)) if np.isfinite(sample.variances).any() else math.nan
+                cells[(setup, method, metric)] = Cell(mean, _effective_items(mean, variance)
+                                                      if np.isfinite(variance) else 1e6, len(sample))
+                if len(sample) > 1:
+                    spreads.append(float(np.var(sample.values, ddof=1)))
+                    item_variances.append(variance if np.isfinite(variance) else 0.0)
+    trained = [m for m in methods if m != "base"]
+    seeds = min(evidence.seeds(t, m) for t in setups.values() for m in trained)
+    items = min((evidence.items(t, m, metrics[0]) or math.inf) for t in setups.values() for m in trained)
+    seed_sd = (math.sqrt(max(0.0, float(np.mean(spreads)) - float(np.mean(item_variances)))) if spreads
+               else ASSUMED_SEED_SD)
+    return TableDesign(claim_id, tuple(setups), cells, seed_sd, seeds, items)
+
+
+def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400) -> float:
+    """The ledger's ``power``: P(reproduced) of the claim's rule, gated, on the design the evidence
+    represents, with the paper's effect (NaN where no design can be read)."""
+    design = design_from_evidence(claim_id, evidence)
+    if design is None:
+        return math.nan
+    if isinstance(design, EventDesign):
+        return round(event_power(design), 3)
+    return round(simulate_table(design, effect=True, replicates=replicates).get(REPRODUCED, 0.0), 3)
+
+
+def _paper_mean(claim_id: str, setup: str, method: str, metric: str) -> float:
+    """The paper's value for a cell (mean over the paper's benchmarks), or 50 where the paper has none."""
+    numbers = pn.paper_numbers()
+    table = {"C3": ["1", "2"], "C4": ["1", "2"], "C6": ["3"], "C8": ["4"], "C9": ["5"]}.get(claim_id, ["3"])
+    model = {"C8": pn.R1_7B, "C9": pn.R1_7B, "C7": pn.R1_1_5B}.get(claim_id, setup)
+    setting = setup if claim_id == "C9" and method != "base" else ""
+    rows = numbers[numbers["table"].isin(table) & (numbers["model"] == model) & (numbers["method"] == method)
+                   & (numbers["metric"] == metric) & (numbers["setting"] == setting)]
+    return float(rows["value"].mean()) if not rows.empty else 50.0
+
+
+def _paper_items(family: str, metric: str, benchmarks: Sequence[str]) -> float:
+    sizes = [PAPER_ITEMS[b] for b in benchmarks if b in PAPER_ITEMS]
+    if family == "code" and metric != "pass":
+        sizes = [PAPER_ITEMS[b] for b in benchmarks if b in PAPER_ITEMS and b != "Taco"]
+    return len(sizes) ** 2 / sum(1 / n for n in sizes) if sizes else 100.0
+
+
+_PAPER_BENCHMARKS = {"tool_calling": ["BFCL-v3"], "math": ["MATH", "AIME", "AMC", "Minerva", "Olympiad"],
+                     "code": ["Apps", "CodeContests", "Codeforces", "Taco"]}
+
+
+def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> dict[str, TableDesign | EventDesign]:
+    """Every claim's design in a workflow config (a loaded YAML; ``full_grid`` not applied): seeds and
+    methods per task, items per run (``eval_size`` × the task's benchmarks, or the paper's benchmark sizes
+    when a task evaluates everything), training steps, prompts per batch; reference rates are the paper's."""
+    tasks = config.get("tasks") or {}
+    reporting = config.get("reporting") or {}
+    training = config.get("training") or {}
+    evaluation = config.get("evaluation") or {}
+
+    def task_setting(task: str, key: str, default=None):
+        spec = tasks.get(task) or {}
+        return (spec.get("training") or {}).get(key, training.get(key, default))
+
+    def seeds_of(task: str) -> int:
+        return len((tasks.get(task) or {}).get("seeds") or config.get("seeds") or [0])
+
+    def methods_of(task: str) -> list[str]:
+        return list((tasks.get(task) or {}).get("methods") or config.get("methods") or [])
+
+    def items_of(task: str, metric: str) -> float:
+        spec = tasks.get(task) or {}
+        size = (spec.get("evaluation") or {}).get("eval_size", evaluation.get("eval_size"))
+        family = spec.get("family", "")
+        if size is None:
+            return _paper_items(family, metric, _PAPER_BENCHMARKS.get(family, []))
+        data = spec.get("eval_data") or [None]
+        benchmarks = len(data) if isinstance(data, list) else 1
+        return float(size * benchmarks)
+
+    def prompts_of(task: str) -> int | None:
+        batch = task_setting(task, "per_device_train_batch_size", 8) * task_setting(
+            task, "gradient_accumulation_steps", 1) * int((config.get("launch") or {}).get("num_processes", 1))
+        generations = task_setting(task, "num_generations", 8)
+        return batch // generations if generations else None
+
+    designs: dict[str, TableDesign | EventDesign] = {}
+    tables = reporting.get("tables") or {}
+    figures = reporting.get("figures") or {}
+    for claim_id, table in _TABLE_OF.items():
+        if claim_id == "C7":
+            sweep = figures.get("fig6") or {}
+            setups = {f"{float(w):g}": v.get("plain") for w, v in sweep.items() if (v or {}).get("plain")}
+            if not {"1", "0.75", "0.5", "0.25"} <= set(setups):
+                continue
+        else:
+            setups = {str(k): v for k, v in (tables.get(table) or {}).items()}
+        if claim_id == "C4":
+            setups = {s: t for s, t in setups.items() if "grpo_nostd" in methods_of(t)}
+        methods = _METHODS[claim_id]
+        if not setups or any(m not in methods_of(t) for t in setups.values() for m in methods if m != "base"):
+            continue
+        metrics = _metrics(claim_id, list(setups))
+        cells = {}
+        for setup, task in setups.items():
+            family = (tasks.get(task) or {}).get("family", "")
+            for method in methods:
+                for metric in metrics:
+                    seeds = 1 if method == "base" else seeds_of(task)
+                    cells[(setup, method, metric)] = Cell(_paper_mean(claim_id, setup, method, metric),
+                                                          items_of(task, metric), seeds)
+        designs[claim_id] = TableDesign(claim_id, tuple(setups), cells, seed_sd,
+                                        min(seeds_of(t) for t in setups.values()),
+                                        min(items_of(t, metrics[0]) for t in setups.values()))
+    for claim_id, figure, methods in (("C5", "fig5", ("grpo", "gdpo")), ("C10", "fig8", ("gdpo_nobn", "gdpo"))):
+        task = figures.get(figure)
+        if task and all(m in methods_of(task) for m in methods):
+            designs[claim_id] = EventDesign(claim_id, seeds_of(task), task_setting(task, "max_steps"),
+                                            prompts_of(task))
+    return designs
+
+
+def power_of(design: TableDesign | EventDesign, replicates: int = 1000, gated: bool = True) -> float:
+    if isinstance(design, EventDesign):
+        return event_power(design, gated)
+    return simulate_table(design, effect=True, replicates=replicates, gated=gated).get(REPRODUCED, 0.0)
+
+
+def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_seeds: int = 64,
+                    replicates: int = 400) -> int | None:
+    """Fewest seeds per method (≥ the claim's minimum) at which the gated power reaches ``target`` (None if
+    not by ``max_seeds``)."""
+    minimum = CLAIMS_BY_ID[design.claim_id].minimum
+    low = minimum.seeds
+    if isinstance(design, TableDesign) and design.items < minimum.items:
+        design = design.with_items(minimum.items / design.items)
+    if isinstance(design, EventDesign):  # the steps and batch the claim needs, assumed run
+        design = dataclasses.replace(design, steps=max(design.steps or 0, minimum.steps),
+                                     prompts_per_batch=max(design.prompts_per_batch or 0, minimum.prompts_per_batch))
+    for seeds in list(range(low, 11)) + list(range(12, max_seeds + 1, 4)):
+        if power_of(design.with_seeds(seeds), replicates) >= target:
+            return seeds
+    return None
+
+
+def items_for_power(design: TableDesign, target: float = 0.8, max_scale: float = 256,
+                    replicates: int = 400) -> float | None:
+    """Fewest evaluated items per run (the design's benchmarks scaled up together) at which the gated power
+    reaches ``target`` with the design's seeds, at least the claim's minimum (None if not by ``max_scale``
+    times today's)."""
+    design = design.with_seeds(max(design.seeds, CLAIMS_BY_ID[design.claim_id].minimum.seeds))
+    scale = 1.0
+    while scale <= max_scale:
+        if power_of(design.with_items(scale), replicates) >= target:
+            return design.items * scale
+        scale *= 2
+    return None
+
+
+def break_even_seed_sd(design: TableDesign, low: float = 0.0, high: float = 5.0) -> float:
+    """The largest seed spread (points) at which the paper's numbers, expanded by :func:`paper_number_cells`,
+    still give ``reproduced`` for the claim (bisection)."""
+    def reproduced(sd: float) -> bool:
+        return _decide(dataclasses.replace(design, seed_sd=sd), paper_number_cells(design, sd)) == REPRODUCED
+
+    if not reproduced(low):
+        return 0.0
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (middle, high) if reproduced(middle) else (low, middle)
+    return low
+
+
+# --------------------------------------------------------------------------------------------------
+# The paper's own numbers as per-seed data
+# --------------------------------------------------------------------------------------------------
+
+def standard_offsets(seeds: int) -> np.ndarray:
+    """(seeds,) fixed offsets with mean 0 and sample sd 1 (normal scores), so that per-seed values built as
+    value + sd × offset have exactly the paper's mean and the stated spread."""
+    if seeds < 2:
+        return np.zeros(seeds)
+    z = stats.norm.ppf((np.arange(1, seeds + 1) - 0.375) / (seeds + 0.25))
+    return (z - z.mean()) / z.std(ddof=1)
+
+
+def paper_number_cells(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD) -> dict:
+    """Cells holding the paper's numbers as per-seed data: each method's per-seed values are its paper value
+    ± a spread whose paired differences have sd √2 × ``seed_sd`` (what two independent runs with spread
+    ``seed_sd`` give); a value the paper reports as 0.00 stays 0 on every seed, and the base model is one
+    value (evaluated once). Item variances from the design's items."""
+    offsets = {k: standard_offsets(c.seeds) for k, c in design.cells.items()}
+    cells = {}
+    for key, cell in design.cells.items():
+        setup, method, metric = key
+        mean = _paper_mean(design.claim_id, setup, method, metric) if design.claim_id != "C7" else cell.mean
+        sign = 1.0 if method in ("gdpo", "grpo_nostd") else -1.0
+        spread = 0.0 if mean == 0.0 or method == "base" else math.sqrt(2) / 2 * seed_sd
+        values = mean + sign * spread * offsets[key]
+        cells[key] = rules.Sample(tuple(range(cell.seeds)), values, binomial_variance(values, cell.items))
+    return cells
+
+
+def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
+                       tasks: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """eval.csv rows holding :func:`paper_number_cells` (task per setup from ``tasks``, else the setup label)."""
+    rows = []
+    for (setup, method, metric), sample in paper_number_cells(design, seed_sd).items():
+        task = (tasks or {}).get(setup, setup)
+        items = design.cells[(setup, method, metric)].items
+        for seed, value in zip(sample.seeds, sample.values):
+            rows.append({"task": task, "method": method, "seed": seed, "benchmark": "paper", "metric": metric,
+                         "value": float(value), "n_items": int(round(items)), "note": ""})
+    return pd.DataFrame(rows)
+
+
+def power_report(config: Mapping, seed_sd: float = ASSUMED_SEED_SD, target: float = 0.8,
+                 replicates: int = 400) -> pd.DataFrame:
+    """What `gdpo power` prints: per claim the config can decide, its design, the power of its rule (gated by
+    the claim's minimum), the fewest seeds per method for ``target`` at the design's items, and the fewest
+    evaluated items per run for ``target`` at its seeds (table claims)."""
+    records = []
+    for claim_id, design in designs_from_config(config, seed_sd).items():
+        minimum = CLAIMS_BY_ID[claim_id].minimum
+        if isinstance(design, EventDesign):
+            short = minimum.shortfall(design.seeds, steps=design.steps, prompts_per_batch=design.prompts_per_batch)
+            items, items_needed = "—", "—"
+        else:
+            short = minimum.shortfall(design.seeds, design.items)
+            items = f"{design.items:,.0f}"
+            needed = items_for_power(design, target, replicates=replicates)
+            items_needed = "not by items alone" if needed is None else f"{needed:,.0f}"
+        seeds_needed = seeds_for_power(design, target, replicates=replicates)
+        records.append({"claim": claim_id, "seeds": design.seeds, "items/run": items,
+                        "steps": getattr(design, "steps", None) or "—",
+                        "power": round(power_of(design, replicates), 2),
+                        f"seeds for {target:g}": seeds_needed if seeds_needed is not None else "more than 64",
+                        f"items for {target:g}": items_needed,
+                        "below the minimum": "; ".join(short) or "—"})
+    return pd.DataFrame(records)
+
+
+def calibration_table(configs: Mapping[str, Mapping], replicates: int = 1000) -> pd.DataFrame:
+    """Null false-decision rates and power of every rule at every config's design: columns ``config, claim,
+    seeds, items, steps, null_reproduced, null_decisive, power`` (gated), plus the rates of the bare
+    interval rule without the minimum gate (``*_ungated``)."""
+    records = []
+    for name, config in configs.items():
+        for claim_id, design in designs_from_config(config).items():
+            record = {"config": name, "claim": claim_id, "seeds": design.seeds,
+                      "items": getattr(design, "items", math.nan), "steps": getattr(design, "steps", math.nan)}
+            for gated, suffix in ((True, ""), (False, "_ungated")):
+                if isinstance(design, EventDesign):
+                    worst = event_null_worst_case(design, gated)
+                    record[f"null_reproduced{suffix}"] = worst[REPRODUCED]
+                    record[f"null_decisive{suffix}"] = worst["decisive"]
+                    record[f"power{suffix}"] = event_power(design, gated)
+                else:
+                    null = simulate_table(design, effect=False, replicates=replicates, gated=gated)
+                    record[f"null_reproduced{suffix}"] = null.get(REPRODUCED, 0.0)
+                    record[f"null_decisive{suffix}"] = null.get(REPRODUCED, 0.0) + null.get(NOT_REPRODUCED, 0.0)
+                    record[f"power{suffix}"] = simulate_table(design, effect=True, replicates=replicates,
+                                                              gated=gated).get(REPRODUCED, 0.0)
+            records.append(record)
+    return pd.DataFrame(records)
+
+
+__all__ = ["ASSUMED_SEED_SD", "Cell", "EventDesign", "TableDesign", "break_even_seed_sd", "calibration_table",
+           "curve_null", "designs_from_config", "event_null_worst_case", "event_power", "ledger_power",
+           "paper_number_cells", "paper_number_evals", "power_of", "seeds_for_power", "items_for_power",
+           "simulate_table"]

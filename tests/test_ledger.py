@@ -1,0 +1,96 @@
+"""The ledger files, and the exact scale's rules (C1, C2) on real and synthetic counts."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from gdpo.analysis import exact
+from gdpo.reporting import contract, ledger as ledgers, rules
+
+
+@pytest.fixture(scope="module")
+def real_counts() -> pd.DataFrame:
+    return exact.distinct_counts_table(exact.grid_points(max_rollouts=8, max_rewards=5))
+
+
+def synthetic_counts(rollouts: dict[str, list[int]], rewards: dict[str, list[int]]) -> pd.DataFrame:
+    """Counts for G = 2.. (n = 2) and n = 2.. (G = 4) from per-method lists."""
+    rows = []
+    for method, values in rollouts.items():
+        rows += [dict(method=method, rollouts=2 + i, rewards=2, distinct_groups=v, axis="rollouts")
+                 for i, v in enumerate(values)]
+    for method, values in rewards.items():
+        rows += [dict(method=method, rollouts=4, rewards=2 + i, distinct_groups=v, axis="rewards")
+                 for i, v in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+GOOD = dict(grpo=[2, 4, 7], grpo_nostd=[3, 6, 10], gdpo=[3, 6, 21])
+
+
+def test_c1_reproduced_on_real_counts(real_counts):
+    verdict = rules.verdict_c1(real_counts, "counts.csv")
+    assert verdict.verdict == contract.REPRODUCED
+    assert verdict.measured_value == "GRPO 2, GRPO w/o std 3, GDPO 3"
+
+
+def test_c1_not_reproduced_and_not_run():
+    wrong = synthetic_counts(dict(grpo=[3, 4, 7], grpo_nostd=[3, 6, 10], gdpo=[3, 6, 21]), GOOD)
+    assert rules.verdict_c1(wrong, "x").verdict == contract.NOT_REPRODUCED
+    missing = synthetic_counts({}, GOOD)
+    assert rules.verdict_c1(missing, "x").verdict == contract.NOT_RUN
+
+
+def test_c2_reproduced_on_real_counts(real_counts):
+    verdict = rules.verdict_c2(real_counts, "counts.csv")
+    assert verdict.verdict == contract.REPRODUCED, verdict.measured_value
+
+
+@pytest.mark.parametrize(
+    ("rollouts", "failure"),
+    [
+        (dict(grpo=[2, 4, 4], grpo_nostd=[3, 6, 10], gdpo=[3, 6, 21]), "grpo does not grow strictly"),
+        (dict(grpo=[2, 4, 7], grpo_nostd=[3, 6, 10], gdpo=[3, 5, 21]), "order GDPO ≥ GRPO w/o std > GRPO broken"),
+        (dict(grpo=[2, 4, 7], grpo_nostd=[2, 6, 10], gdpo=[3, 6, 21]), "order"),
+        (dict(grpo=[2, 4, 7], grpo_nostd=[3, 6, 10], gdpo=[3, 6, 19]), "GDPO/GRPO w/o std = 1.90"),
+    ],
+)
+def test_c2_not_reproduced_says_which_part_failed(rollouts, failure):
+    verdict = rules.verdict_c2(synthetic_counts(rollouts, GOOD), "x")
+    assert verdict.verdict == contract.NOT_REPRODUCED
+    assert failure in verdict.measured_value
+
+
+def test_c2_reproduced_and_not_run_on_synthetic():
+    assert rules.verdict_c2(synthetic_counts(GOOD, GOOD), "x").verdict == contract.REPRODUCED
+    short = synthetic_counts(GOOD, dict(grpo=[7, 14], grpo_nostd=[10, 20], gdpo=[14, 45]))
+    assert rules.verdict_c2(short, "x").verdict == contract.NOT_RUN
+
+
+def test_ledger_lists_every_claim_and_only_valid_verdicts(tmp_path, real_counts):
+    path = tmp_path / "counts.csv"
+    real_counts.to_csv(path, index=False)
+    ledger = ledgers.write_ledger("smoke", path, tmp_path / "claims.csv", tmp_path / "CLAIMS.md")
+    assert ledger["claim_id"].tolist() == [f"C{i}" for i in range(1, 12)]
+    assert list(ledger.columns) == ledgers.LEDGER_COLUMNS
+    assert set(ledger["verdict"]) <= set(contract.VERDICTS)
+    by_id = ledger.set_index("claim_id")
+    assert by_id.loc["C1", "verdict"] == by_id.loc["C2", "verdict"] == contract.REPRODUCED
+    assert by_id.loc["C1", "scale"] == "exact" and by_id.loc["C3", "scale"] == "smoke"
+    assert (by_id.drop(["C1", "C2"])["verdict"] == contract.NOT_RUN).all()
+    # No task family ran and no reporting: block: every family claim says what it lacks.
+    assert all("reporting: block maps no task" in e or "not run at this scale" in e
+               for e in by_id.drop(["C1", "C2"])["evidence"])
+    markdown = (tmp_path / "CLAIMS.md").read_text()
+    assert "| C1 | exact | **reproduced** |" in markdown
+    # The header says what every verdict means.
+    for verdict in contract.VERDICTS:
+        assert f"**{verdict}**" in markdown
+    assert pd.read_csv(tmp_path / "claims.csv").shape == (11, len(ledgers.LEDGER_COLUMNS))
+
+
+def test_missing_evidence_is_not_run_never_a_verdict(tmp_path):
+    ledger = ledgers.build_ledger("mini", tmp_path / "absent.csv").set_index("claim_id")
+    assert ledger.loc["C1", "verdict"] == contract.NOT_RUN
+    assert "missing" in ledger.loc["C1", "evidence"] and "absent.csv" in ledger.loc["C1", "evidence"]

