@@ -56,3 +56,26 @@ def test_exact_pipeline_from_the_command_line(tmp_path, capsys):
 def test_validate_config_command(capsys):
     assert main(["validate-config", str(REPO / "config/smoke.yaml"), str(REPO / "config/mini.yaml")]) == 0
     assert "config/mini.yaml: valid" in capsys.readouterr().out
+
+
+def test_power_command_prints_each_claims_design_and_the_seeds_it_needs(capsys):
+    assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "seed spread 0.5 points" in out and "C9" in out and "seeds for 0.8" in out
+    assert main(["power", "--config", str(REPO / "config/mini.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "≥ 3 seeds per method (have 2)" in out and "pass --seed-sd" in out
+
+
+def test_calibrate_command_reports_null_rates_and_power(capsys):
+    assert main(["calibrate", str(REPO / "config/paper-code.yaml"), "--replicates", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "null_reproduced" in out and "power_sd_0_25" in out and "C9" in out
+
+
+def test_publish_results_before_a_run_says_what_to_do(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config/mini.yaml").write_text((REPO / "config/mini.yaml").read_text())
+    assert main(["publish-results", "--config", "config/mini.yaml"]) == 2
+    assert "run the workflow with config/mini.yaml first" in capsys.readouterr().err

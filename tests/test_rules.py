@@ -137,7 +137,7 @@ def test_c6_pools_the_setups_of_table3():
             + eval_rows("m7", {**MATH_GRPO, ("gdpo", "acc"): [41, 42, 41.2], ("gdpo", "exceed"): [19, 20, 19.5]}))
     verdict = rules.rule_c6(evidence(rows, reporting=reporting))
     assert verdict.verdict == REPRODUCED and "mean over setups" in verdict.measured_value
-    assert "per setup: R1-1.5B" in verdict.measured_value
+    assert "per setup: m1 (as the paper's R1-1.5B)" in verdict.measured_value
 
 
 def test_c8_not_run_when_no_conditioned_task_is_mapped():

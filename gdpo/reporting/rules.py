@@ -421,6 +421,8 @@ def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdi
     if isinstance(gathered, Verdict):
         return dataclasses.replace(gathered, comparison=comparison)
     outcome, _, text = decide(gathered.cells, list(gathered.setups))
+    for setup, task in gathered.setups.items():  # name what ran; the paper's setup it stands for beside it
+        text = text.replace(f"{setup}: ", f"{task} (as the paper's {setup}): ")
     run = "; ".join(gathered.labels)
     short = {s: m for s, m in gathered.shortfall.items() if m}
     if short:

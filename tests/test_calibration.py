@@ -1,0 +1,171 @@
+"""Calibration of every verdict rule: the paper's own numbers reproduce their claims; two methods drawn from one
+process almost never give a decisive verdict at the evidence size of each shipped config; power is computed by
+the same simulation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gdpo.config import apply_grid, load_config
+from gdpo.reporting import calibration, ledger
+from gdpo.reporting.calibration import EventDesign, TableDesign
+from gdpo.reporting.contract import DECISIVE, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
+from gdpo.training.run import describe_runs
+
+PAPER_CONFIGS = ("paper-tool_calling", "paper-math", "paper-code")
+CPU_CONFIGS = {"smoke": ("smoke", "default"), "mini": ("mini", "default"), "mini full grid": ("mini", "full")}
+REPLICATES = 1000
+
+
+def config(name: str, grid: str = "default") -> dict:
+    return apply_grid({**load_config(f"config/{name}.yaml"), "grid": grid})
+
+
+@pytest.fixture(scope="module")
+def paper_ledger(tmp_path_factory) -> pd.DataFrame:
+    """The ledger at scale paper over the paper's own numbers: every paper config's design, its tables
+    expanded into per-seed eval.csv rows with the assumed seed spread."""
+    frames, reporting_tables, runs = [], {}, {}
+    for name in PAPER_CONFIGS:
+        loaded = config(name)
+        runs.update(describe_runs(loaded))
+        tables = (loaded.get("reporting") or {}).get("tables") or {}
+        reporting_tables.update(tables)
+        for claim, design in calibration.designs_from_config(loaded).items():
+            if isinstance(design, TableDesign) and claim != "C7":
+                table = calibration._TABLE_OF[claim]
+                frames.append(calibration.paper_number_evals(design, tasks={str(k): v for k, v in tables[table].items()}))
+    evals = pd.concat(frames).drop_duplicates(subset=["task", "method", "seed", "benchmark", "metric"])
+    path = tmp_path_factory.mktemp("paper") / "eval.csv"
+    evals.to_csv(path, index=False)
+    built = ledger.build_ledger("paper", None, eval_csv=path, reporting={"tables": reporting_tables}, runs=runs)
+    return built.set_index("claim_id")
+
+
+@pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9", "C11"])
+def test_the_papers_numbers_reproduce_their_own_claims(paper_ledger, claim):
+    row = paper_ledger.loc[claim]
+    assert row["verdict"] == REPRODUCED, (row["measured_value"], row["evidence"])
+
+
+def test_c9_holds_on_table_5_although_gdpo_exceeds_more_at_two_objectives(paper_ledger):
+    # The old rule wanted exceed below GRPO's at 2 objectives, where the paper shows +0.07 points.
+    assert "2obj" in paper_ledger.loc["C9", "measured_value"] and paper_ledger.loc["C9", "verdict"] == REPRODUCED
+
+
+def test_the_paper_rows_name_the_models_and_their_spread_dependence():
+    # How fragile the paper's own evidence is: the largest seed spread at which each claim still reproduces.
+    designs = {}
+    for name in PAPER_CONFIGS:
+        designs.update(calibration.designs_from_config(config(name)))
+    for claim in ("C3", "C4", "C6", "C8", "C9"):
+        spread = calibration.break_even_seed_sd(designs[claim])
+        assert calibration.ASSUMED_SEED_SD < spread < 2.0, (claim, spread)
+
+
+def _all_designs():
+    for label, (name, grid) in CPU_CONFIGS.items():
+        for claim, design in calibration.designs_from_config(config(name, grid)).items():
+            yield label, claim, design
+    for name in PAPER_CONFIGS:
+        for claim, design in calibration.designs_from_config(config(name)).items():
+            yield name, claim, design
+
+
+DESIGNS = list(_all_designs())
+
+
+@pytest.mark.parametrize(("label", "claim", "design"), DESIGNS, ids=[f"{c}-{l}" for l, c, _ in DESIGNS])
+def test_null_gives_almost_no_false_decision_at_each_shipped_design(label, claim, design):
+    """Both methods from one process, at the config's seeds, items and steps, as the ledger applies the rule.
+    ``reproduced`` is a false positive at every design; at the CPU designs, which cannot rule out the paper's
+    effect, any decisive verdict is one. (At a paper design that can, ``not reproduced`` under the null is
+    the correct refutation: its rate is reported as power to refute, not bounded.)"""
+    for spread in (calibration.ASSUMED_SEED_SD, 1.0, 4.0):
+        if isinstance(design, EventDesign):
+            worst = calibration.event_null_worst_case(design)
+            reproduced, decisive = worst[REPRODUCED], worst["decisive"]
+            rates = calibration.event_probabilities(design, 0.3, 0.3)
+        else:
+            rates = calibration.simulate_table(dataclasses.replace(design, seed_sd=spread), False, REPLICATES)
+            reproduced = rates.get(REPRODUCED, 0.0)
+            decisive = sum(rates.get(v, 0.0) for v in DECISIVE)
+        assert reproduced <= 0.05, (label, claim, spread, rates)
+        if label in CPU_CONFIGS:
+            assert decisive <= 0.05, (label, claim, spread, rates)
+            assert rates.get(UNDERPOWERED, 0.0) == 1.0  # no CPU design meets a language-model claim's minimum
+
+
+@pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9", "C7"])
+@pytest.mark.parametrize("seeds", [3, 5, 10])
+@pytest.mark.parametrize("spread", [0.25, 2.0, 8.0])
+def test_the_bare_interval_rule_keeps_its_false_positive_rate_above_the_minimum(claim, seeds, spread):
+    """Ungated, at and above the minimum seeds, at small (100) and paper-sized item counts and spreads from
+    far below to far above the items' grid: ties, near-ties and one-sided rounding included."""
+    source = {"C3": "paper-tool_calling", "C4": "paper-tool_calling", "C9": "paper-code"}.get(claim, "paper-math")
+    design = calibration.designs_from_config(config(source))[claim].with_seeds(seeds)
+    for items in (None, 100):
+        sized = design if items is None else design.with_items(items / design.items)
+        rates = calibration.simulate_table(dataclasses.replace(sized, seed_sd=spread), False, REPLICATES, seed=seeds,
+                                           gated=False)
+        assert rates.get(REPRODUCED, 0.0) <= 0.05, (items, rates)
+
+
+@pytest.mark.parametrize("claim", ["C5", "C10"])
+def test_event_rules_never_exceed_their_size_from_the_minimum_up(claim):
+    for seeds in range(3, 41):
+        worst = calibration.event_null_worst_case(EventDesign(claim, seeds, 10_000, 64), gated=False)
+        # Newcombe's interval is not exact: its one-sided size peaks at 3.8 % (8 seeds), inside the 5 % allowed.
+        assert worst[REPRODUCED] <= 0.05, (seeds, worst)
+    # Below the minimum the bare rule could not keep it: a 2/2 vs 0/2 split happens 6 % of the time.
+    assert calibration.event_null_worst_case(EventDesign(claim, 2, 10_000, 64), gated=False)[REPRODUCED] > 0.05
+
+
+@pytest.mark.parametrize(("claim", "steps"), [("C5", 500), ("C10", 500)])
+def test_curve_claims_null_through_the_detector_at_the_paper_configs_length(claim, steps):
+    """Synthetic curves of the paper config's length, identical processes for both methods (runs collapse or
+    stall at the same rate), through the detector the rule uses: ``reproduced`` at most 5 %."""
+    rates = calibration.curve_null(claim, steps, seeds=3, replicates=REPLICATES, rate=0.3)
+    assert rates.get(REPRODUCED, 0.0) <= 0.05, rates
+    # And the detector does see the events it is fed: with GRPO collapsing on every seed the rule reproduces.
+    rng = np.random.default_rng(1)
+    from gdpo.training.divergence import detect_divergence
+
+    caught = [detect_divergence(np.arange(steps), *calibration.synthetic_run(steps, rng, collapse=True)) is not None
+              for _ in range(50)]
+    assert np.mean(caught) > 0.9
+
+
+def test_curve_claims_at_the_cpu_lengths_are_underpowered():
+    for claim, steps in (("C5", 4), ("C5", 8), ("C10", 8)):
+        assert calibration.curve_null(claim, steps, seeds=2, replicates=10) == {UNDERPOWERED: 1.0}
+
+
+def test_power_is_computed_by_the_same_simulation():
+    design = calibration.designs_from_config(config("paper-math"))["C8"]
+    power = calibration.power_of(design, replicates=REPLICATES)
+    # Under the paper's effect the rule reproduces most of the time at the assumed spread ...
+    assert power > 0.8
+    # ... less with a wider spread, and never when the design is below the minimum.
+    assert calibration.power_of(dataclasses.replace(design, seed_sd=2.0), replicates=REPLICATES) < power
+    assert calibration.power_of(design.with_seeds(2), replicates=REPLICATES) == 0.0
+    # Seeds needed for 80 % grow with the spread.
+    assert calibration.seeds_for_power(dataclasses.replace(design, seed_sd=1.0)) > 3
+
+
+def test_false_refutation_under_the_papers_effect_is_rare():
+    """With the paper's effect true, ``not reproduced`` is the false decision; each interval refutes at most
+    2.5 % of the time, a claim with several criteria at most their sum."""
+    for name in PAPER_CONFIGS:
+        for claim, design in calibration.designs_from_config(config(name)).items():
+            if isinstance(design, TableDesign):
+                rates = calibration.simulate_table(design, True, REPLICATES)
+                assert rates.get(NOT_REPRODUCED, 0.0) <= 0.1, (claim, rates)
+            else:
+                rate_a = calibration.EVENT_BASE_RATE + calibration.rules.EVENT_EFFECTS[claim]
+                rates = calibration.event_probabilities(design, rate_a, calibration.EVENT_BASE_RATE)
+                assert rates.get(NOT_REPRODUCED, 0.0) <= 0.05, (claim, rates)

@@ -1,0 +1,30 @@
+"""The committed results: paper_figures/mini/ is what the current rules give on its committed evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gdpo.reporting.ledger import LEDGER_COLUMNS
+from gdpo.reporting.publish import rebuild_ledger
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "paper_figures" / "mini"
+pytestmark = pytest.mark.skipif(not (PUBLISHED / "PROVENANCE.json").is_file(), reason="no published mini results")
+
+
+def test_committed_ledger_is_the_current_rules_output_on_the_committed_evidence(tmp_path):
+    committed = pd.read_csv(PUBLISHED / "claims.csv", keep_default_na=False)
+    rebuilt = rebuild_ledger(PUBLISHED, tmp_path)
+    rebuilt.to_csv(tmp_path / "claims.csv", index=False, float_format="%.3f")
+    rebuilt = pd.read_csv(tmp_path / "claims.csv", keep_default_na=False)
+    assert list(committed.columns) == LEDGER_COLUMNS
+    pd.testing.assert_frame_equal(rebuilt, committed)
+
+
+def test_provenance_names_commit_config_and_date():
+    provenance = json.loads((PUBLISHED / "PROVENANCE.json").read_text())
+    assert len(provenance["commit"]) == 40 and provenance["config"] == "config/mini.yaml"
+    assert provenance["date"].startswith("20") and set(provenance["evidence"]) >= {"eval.csv", "steps.csv"}
