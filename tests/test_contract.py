@@ -115,7 +115,10 @@ def test_minimum_says_what_is_missing():
     minimum = Minimum(seeds=3, items=100, steps=400)
     assert minimum.shortfall(2, 24, 8) == ["≥ 3 seeds per method (have 2)", "≥ 100 evaluated items per run (have 24)",
                                             "≥ 400 training steps (have 8)"]
-    assert minimum.shortfall(3, 100, 400) == [] and minimum.shortfall(3, None, None) == []
+    assert minimum.shortfall(3, 100, 400) == []
+    # What the evidence does not record is not assumed to be there.
+    assert minimum.shortfall(3, None, 400) == ["≥ 100 evaluated items per run (not recorded)"]
+    assert Minimum(seeds=3).shortfall(3, None, None) == []
 
 
 def test_verdict_values_are_checked():

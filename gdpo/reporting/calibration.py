@@ -175,7 +175,8 @@ def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int
         draws[key] = (values, binomial_variance(values, cell.items))
     counts: dict[str, int] = {}
     for r in range(replicates):
-        cells = {key: rules.Sample(tuple(range(values.shape[1])), values[r], variances[r])
+        cells = {key: rules.Sample(tuple(range(values.shape[1])), values[r], variances[r],
+                                   np.full(values.shape[1], design.cells[key].items), once=key[1] == rules.BASE)
                  for key, (values, variances) in draws.items()}
         outcome = _decide(design, cells)
         counts[outcome] = counts.get(outcome, 0) + 1
@@ -481,18 +482,25 @@ def items_for_power(design: TableDesign, target: float = 0.8, max_scale: float =
     return None
 
 
-def break_even_seed_sd(design: TableDesign, low: float = 0.01, high: float = 5.0) -> float:
+def break_even_seed_sd(design: TableDesign, high: float = 5.0) -> float:
     """The largest seed spread (points) at which the paper's numbers, expanded by :func:`paper_number_cells`,
-    still give ``reproduced`` for the claim (bisection from ``low``: at no spread at all the seeds tie and the
-    items decide instead)."""
+    still give ``reproduced`` for the claim (0 if none does). Spreads below half an item's worth are ties,
+    decided by the items instead, so the search runs over a grid from 0.01 points up and refines the last
+    spread that reproduces by bisection."""
     def reproduced(sd: float) -> bool:
         return _decide(dataclasses.replace(design, seed_sd=sd), paper_number_cells(design, sd)) == REPRODUCED
 
-    if not reproduced(low):
+    grid = np.geomspace(0.01, high, 80)
+    passing = [i for i, sd in enumerate(grid) if reproduced(sd)]
+    if not passing:
         return 0.0
-    for _ in range(40):
-        middle = (low + high) / 2
-        low, high = (middle, high) if reproduced(middle) else (low, middle)
+    last = passing[-1]
+    if last == len(grid) - 1:
+        return float(high)
+    low, upper = float(grid[last]), float(grid[last + 1])
+    for _ in range(30):
+        middle = (low + upper) / 2
+        low, upper = (middle, upper) if reproduced(middle) else (low, middle)
     return low
 
 
@@ -522,7 +530,8 @@ def paper_number_cells(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD) ->
         sign = 1.0 if method in ("gdpo", "grpo_nostd") else -1.0
         spread = 0.0 if mean == 0.0 or method == "base" else math.sqrt(2) / 2 * seed_sd
         values = mean + sign * spread * offsets[key]
-        cells[key] = rules.Sample(tuple(range(cell.seeds)), values, binomial_variance(values, cell.items))
+        cells[key] = rules.Sample(tuple(range(cell.seeds)), values, binomial_variance(values, cell.items),
+                                  np.full(cell.seeds, cell.items), once=method == rules.BASE)
     return cells
 
 

@@ -102,7 +102,7 @@ def binomial_variance(percent: float | np.ndarray, n_items: float | np.ndarray) 
 
 
 def paired_interval(differences: Sequence[float], item_variances: Sequence[float],
-                    common_variance: float = 0.0) -> Interval:
+                    common_variance: float = 0.0, resolution: float = 0.0) -> Interval:
     """Interval of the mean of per-seed paired differences (points).
 
     Args:
@@ -112,6 +112,8 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
         common_variance: variance of a term shared by every difference (points²), e.g. a base model
             evaluated once and compared with every seed: it does not average out over seeds, so it is
             added to the variance of the mean.
+        resolution: the smallest difference the evaluation can show (points; one item's worth, 100 / n).
+            Differences spread less than half of it apart are ties: CSV rounding or float noise is not spread.
 
     With spread between seeds (k ≥ 2, differences not all equal) the interval is Student's t with k − 1
     degrees of freedom. Where the seeds tie (no spread, or one seed), the variance of one difference is the
@@ -124,7 +126,7 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
         raise ValueError(f"need one item variance per seed difference, got {d.size} and {v.size}")
     mean = float(d.mean())
     spread = float(d.std(ddof=1)) if d.size > 1 else 0.0
-    if spread > 1e-9 * max(1.0, abs(mean)):
+    if spread > max(resolution / 2, 1e-9 * max(1.0, abs(mean))):
         half = _t_quantile(d.size - 1) * math.sqrt(spread**2 / d.size + common_variance)
         return Interval(mean, mean - half, mean + half, f"t over {d.size} seeds")
     half = _Z * math.sqrt(float(v.mean()))  # NaN when an item count is missing: no decision
@@ -230,12 +232,16 @@ class Minimum:
     def shortfall(self, seeds: int, items: float | None = None, steps: float | None = None,
                   prompts_per_batch: float | None = None) -> list[str]:
         """What is missing, as ``["≥ 3 seeds per method (have 2)", ...]``; empty when the minimum is met.
-        An unknown quantity (None) is not held against the evidence."""
+        A quantity the minimum asks for but the evidence does not record (None or NaN) counts as missing."""
         missing = []
         for name, need, have in (("seeds per method", self.seeds, seeds), ("evaluated items per run", self.items, items),
                                  ("training steps", self.steps, steps),
                                  ("prompts per batch", self.prompts_per_batch, prompts_per_batch)):
-            if need and have is not None and have < need:
+            if not need:
+                continue
+            if have is None or have != have:
+                missing.append(f"≥ {need:,} {name} (not recorded)")
+            elif have < need:
                 missing.append(f"≥ {need:,} {name} (have {int(have):,})")
         return missing
 
