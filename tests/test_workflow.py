@@ -21,6 +21,17 @@ def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
                           text=True, timeout=1800)
 
 
+#: The verdict each row of the smoke ledger must get (see the smoke test).
+SMOKE_VERDICTS = {"C3": "underpowered", "C4": "not run", "C5": "underpowered", "C6": "underpowered", "C7": "not run",
+                  "C8": "underpowered", "C9": "not run", "C10": "underpowered", "C11": "not run"}
+#: The bench's rows at smoke (32 seeds of the smoke studies; C4, C5, C10: the bench has no mechanism).
+#: C3: the study's variants disagree (GDPO − GRPO correctness −2.2 pts under Adam, +0.3 with 4 epochs); C7: weights
+#: 0.75 and 0.5 move both rewards by under 5 points, 0.25 moves length by 8; C8: correctness differs by
+#: −0.003 ± 0.03 points (deterministic by seed).
+SMOKE_SIM_VERDICTS = {"C3": "inconclusive", "C4": "not modelled", "C5": "not modelled", "C7": "reproduced",
+                      "C8": "inconclusive", "C10": "not modelled"}
+
+
 def test_lint_reports_nothing():
     result = snakemake("--lint")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -49,9 +60,9 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert set(summary["study"]) == {"format_vs_correctness", "easy_vs_hard_weights"}
     full = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv")
     sim_rows = full[full["scale"] == "sim"].set_index("claim_id")
-    assert {"C3", "C4", "C7", "C8"} <= set(sim_rows.index)
-    assert sim_rows.loc["C3", "verdict"] in ("reproduced", "not reproduced", "inconclusive")
-    assert sim_rows.loc["C5", "verdict"] == "not run"  # the stability study is not in the smoke config
+    assert set(sim_rows.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
+    for claim, verdict in SMOKE_SIM_VERDICTS.items():
+        assert sim_rows.loc[claim, "verdict"] == verdict, (claim, sim_rows.loc[claim, "measured_value"])
     # Training: all four methods over two seeds, each with its per-step metrics and files.
     for method in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn"):
         for seed in (0, 1):
@@ -86,11 +97,17 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     # The ledger's smoke rows come from the verdict rules over these summaries.
     smoke_rows = full[full["scale"] == "smoke"].set_index("claim_id")
     assert list(smoke_rows.index) == [f"C{i}" for i in range(3, 12)]
-    assert smoke_rows.loc["C3", "verdict"] in ("reproduced", "not reproduced", "inconclusive")
-    assert "2 seeds" in smoke_rows.loc["C3", "measured_value"]
-    assert smoke_rows.loc["C4", "verdict"] == "not run"  # tool calling runs no grpo_nostd at smoke scale
-    assert "tool_calling/grpo_nostd" in smoke_rows.loc["C4", "evidence"]
-    assert smoke_rows.loc["C8", "verdict"] == "inconclusive"  # one seed of the conditioned task: no interval
+    # Each row's verdict is fixed by the smoke design: 2 seeds, a handful of items and 4 steps are below every
+    # language-model claim's minimum (underpowered, saying what is needed), and what the config does not map
+    # or train is not run. No decisive verdict can come out of this evidence.
+    assert smoke_rows["verdict"].to_dict() == SMOKE_VERDICTS
+    assert smoke_rows.loc["C3", "run"] == "tiny-qwen2 (random weights), tool_calling, 4 steps, 2 seeds (paper: Qwen2.5-1.5B)"
+    assert "≥ 3 seeds per method (have 2)" in smoke_rows.loc["C3", "measured_value"]
+    assert "≥ 400 training steps (have 4)" in smoke_rows.loc["C5", "measured_value"]
+    assert "no Table 1 task trains grpo_nostd" in smoke_rows.loc["C4", "evidence"]
+    assert "no 3obj task" in smoke_rows.loc["C9", "evidence"]
+    assert "two model sizes" in smoke_rows.loc["C11", "evidence"]
+    assert smoke_rows.loc[["C3", "C6", "C8"], "power"].eq(0).all()
     # Nothing left to do on a second run.
     again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
                       "--configfile", str(REPO / "config" / "smoke.yaml"))

@@ -743,16 +743,18 @@ def rule_c11(evidence: Evidence, family_verdicts: Mapping[str, str]) -> Verdict:
     sizes = sorted({size for size in (model_size(m) for m in models) if size is not None})
     measured += f"; models: {', '.join(models) or 'none recorded'}"
     verdicts = list(family_verdicts.values())
-    if NOT_RUN in verdicts:
-        missing = [c for c, v in family_verdicts.items() if v == NOT_RUN]
-        return Verdict(measured, comparison, NOT_RUN, f"{', '.join(missing)} not run at this scale")
+    reasons = []
+    missing = [c for c, v in family_verdicts.items() if v == NOT_RUN]
+    if missing:
+        reasons.append(f"{', '.join(missing)} not run at this scale")
     unrecorded = sorted(t for t, spec in specs.items() if not spec)
     if unrecorded:
-        return Verdict(measured, comparison, NOT_RUN, f"the model of {', '.join(unrecorded)} is not recorded "
-                                                      "(the ledger's --runs)")
-    if len(sizes) < 2:
-        return Verdict(measured, comparison, NOT_RUN, "the model-size part needs the families' setups on at least "
-                       f"two model sizes; this scale runs {', '.join(models)}")
+        reasons.append(f"the model of {', '.join(unrecorded)} is not recorded (the ledger's --runs)")
+    elif len(sizes) < 2:
+        reasons.append("the model-size part needs the families' setups on at least two model sizes; this scale "
+                       f"runs {', '.join(models) or 'none'}")
+    if reasons:
+        return Verdict(measured, comparison, NOT_RUN, "; ".join(reasons))
     if UNDERPOWERED in verdicts:
         return Verdict(measured, comparison, UNDERPOWERED, "this ledger's C3, C6 and C9 rows")
     return Verdict(measured, comparison, combine(verdicts), "this ledger's C3, C6 and C9 rows")
