@@ -428,7 +428,6 @@ def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> di
         metrics = _metrics(claim_id, list(setups))
         cells = {}
         for setup, task in setups.items():
-            family = (tasks.get(task) or {}).get("family", "")
             for method in methods:
                 for metric in metrics:
                     seeds = 1 if method == "base" else seeds_of(task)

@@ -345,7 +345,7 @@ CLAIMS: tuple[Claim, ...] = (
           Minimum(MIN_SEEDS, MIN_ITEMS)),
     Claim("C7", "lowering the length weight (1, 0.75, 0.5) barely changes behaviour; only 0.25 does",
           "qualitative (Fig. 6; its Table 8 numbers are not given)", "Fig. 6", "math",
-          f"accuracy and Exceed (%) at weight w − at weight 1, GRPO and GDPO",
+          "accuracy and Exceed (%) at weight w − at weight 1, GRPO and GDPO",
           f"w 0.75, 0.5 within ±{BARELY_MARGIN:g} pts; w 0.25 outside (qualitative)", Minimum(MIN_SEEDS, MIN_ITEMS)),
     Claim("C8", "conditioning length on correctness: GDPO +4.4 AIME accuracy and 16.9 points lower exceed than GRPO",
           "AIME 57.7/12.3 (GDPO) vs 53.3/29.2 (GRPO), R1-7B", "Tab. 4, Fig. 7", "math",

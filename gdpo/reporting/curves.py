@@ -16,7 +16,6 @@ Conventions:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 

@@ -31,7 +31,6 @@ is never shown as the paper's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
