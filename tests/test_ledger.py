@@ -94,3 +94,41 @@ def test_missing_evidence_is_not_run_never_a_verdict(tmp_path):
     ledger = ledgers.build_ledger("mini", tmp_path / "absent.csv").set_index("claim_id")
     assert ledger.loc["C1", "verdict"] == contract.NOT_RUN
     assert "missing" in ledger.loc["C1", "evidence"] and "absent.csv" in ledger.loc["C1", "evidence"]
+
+
+def test_published_results_rebuild_to_the_same_ledger(tmp_path, real_counts):
+    """publish-results copies a run's evidence beside its ledger; rebuilding from that copy gives the ledger."""
+    import shutil
+    from pathlib import Path
+
+    from gdpo.reporting import publish
+    from gdpo.training.run import describe_runs
+    from gdpo.config import load_config
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "config").mkdir()
+    shutil.copy(repo / "config/mini.yaml", tmp_path / "config/mini.yaml")
+    (tmp_path / "results/exact").mkdir(parents=True)
+    real_counts.to_csv(tmp_path / "results/exact/distinct_counts.csv", index=False)
+    (tmp_path / "results/mini/summary").mkdir(parents=True)
+    rows = [{"task": "tool_calling", "method": m, "seed": s, "benchmark": "bfcl_v3", "metric": metric, "value": v + s,
+             "n_items": 24, "note": ""} for m, v in (("grpo", 30.0), ("gdpo", 33.0)) for s in (0, 1)
+            for metric in ("avg", "format")]
+    pd.DataFrame(rows).to_csv(tmp_path / "results/mini/summary/eval.csv", index=False)
+    config = load_config(tmp_path / "config/mini.yaml")
+    import contextlib
+
+    with contextlib.chdir(tmp_path):
+        with pytest.raises(FileNotFoundError, match="run the workflow"):
+            publish.publish("config/mini.yaml")
+        ledgers.write_ledger("mini", "results/exact/distinct_counts.csv", "paper_figures/mini/claims.csv",
+                             "paper_figures/mini/CLAIMS.md", eval_csv="results/mini/summary/eval.csv",
+                             steps_csv="results/mini/summary/steps.csv", reporting=config["reporting"],
+                             runs=describe_runs(config))
+        out = publish.publish("config/mini.yaml")
+    assert sorted(p.name for p in (out / "evidence").iterdir()) == ["distinct_counts.csv", "eval.csv"]
+    committed = pd.read_csv(out / "claims.csv", keep_default_na=False)
+    rebuilt = publish.rebuild_ledger(out, tmp_path / "rebuild")
+    rebuilt.to_csv(tmp_path / "rebuilt.csv", index=False, float_format="%.3f")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rebuilt.csv", keep_default_na=False), committed)
+    assert committed.set_index("claim_id").loc["C1", "verdict"] == contract.REPRODUCED

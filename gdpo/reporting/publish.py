@@ -65,8 +65,8 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
         "reporting": config.get("reporting") or {},
         "runs": describe_runs(config),
     }
-    (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return out
+    (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
+    return out.resolve()
 
 
 def rebuild_ledger(published: str | Path, workdir: str | Path):

@@ -624,7 +624,8 @@ def rule_c7(evidence: Evidence) -> Verdict:
         return dataclasses.replace(_not_configured("fig6", "plain tasks at length weights 1, 0.75, 0.5 and 0.25"),
                                    comparison=comparison)
     cells, shortfall, labels = {}, [], []
-    for weight, task in plain.items():
+    for weight in ("1", "0.75", "0.5", "0.25"):  # a fixed order: the config's (or a JSON copy's) may differ
+        task = plain[weight]
         gathered = gather(evidence, "C7", "fig6", ("grpo", "gdpo"), ("acc", "exceed"), {weight: task})
         if isinstance(gathered, Verdict):
             return dataclasses.replace(gathered, comparison=comparison)
