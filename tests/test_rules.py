@@ -487,3 +487,14 @@ def test_sim_rules_need_three_seeds_and_refuse_repeated_seeds():
         ("grpo", "correctness"): 0.7, ("grpo", "format"): 0.7, ("gdpo", "correctness"): 0.8, ("gdpo", "format"): 0.9}))
     with pytest.raises(ValueError, match="repeats seeds"):
         rules.sim_verdict_c3(pd.concat([table, table]), "x")
+
+
+def test_ledger_power_of_curve_claims_comes_from_steps(tmp_path):
+    steps_csv = tmp_path / "steps.csv"
+    runs_frame({"grpo": COLLAPSE, "gdpo": STABLE}).to_csv(steps_csv, index=False)
+    built = ledger.build_ledger("mini", None, eval_csv=tmp_path / "absent.csv", steps_csv=steps_csv,
+                                reporting=REPORTING, runs=RUNS).set_index("claim_id")
+    assert built.loc["C5", "verdict"] == REPRODUCED
+    # 6 seeds per method, 500 steps: the exact probability of "reproduced" for 55 % vs 5 % divergence.
+    design = calibration.EventDesign("C5", 6, 500, 32)
+    assert built.loc["C5", "power"] == pytest.approx(round(calibration.event_power(design), 3))

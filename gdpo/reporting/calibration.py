@@ -301,9 +301,12 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
         figure = "fig5" if claim_id == "C5" else "fig8"
         task = evidence.figure_task(figure)
         methods = ("grpo", "gdpo") if claim_id == "C5" else ("gdpo_nobn", "gdpo")
-        if task is None or evidence.evals is None:
+        if task is None or evidence.steps is None:
             return None
-        seeds = min(evidence.seeds(task, m) for m in methods)
+        runs = evidence.steps[evidence.steps["task"] == task]
+        seeds = min(runs.loc[runs["method"] == m, "seed"].nunique() for m in methods)
+        if not seeds:
+            return None
         return EventDesign(claim_id, seeds, evidence.num_steps(task, methods),
                            (evidence.runs.get(task) or {}).get("prompts_per_batch"))
     if claim_id not in _TABLE_OF:
