@@ -631,7 +631,7 @@ def rule_c7(evidence: Evidence) -> Verdict:
             return dataclasses.replace(gathered, comparison=comparison)
         cells.update(gathered.cells)
         shortfall += [f"w{weight}: " + ", ".join(m) for m in gathered.shortfall.values() if m]
-        labels += gathered.labels
+        labels += [label.replace(f"(paper: {weight})", f"(paper: length weight {weight})") for label in gathered.labels]
     outcome, _, text = decide_c7(cells, {})
     run = "; ".join(labels)
     if shortfall:
