@@ -498,3 +498,10 @@ def test_ledger_power_of_curve_claims_comes_from_steps(tmp_path):
     # 6 seeds per method, 500 steps: the exact probability of "reproduced" for 55 % vs 5 % divergence.
     design = calibration.EventDesign("C5", 6, 500, 32)
     assert built.loc["C5", "power"] == pytest.approx(round(calibration.event_power(design), 3))
+
+
+def test_c4_counts_the_base_models_items_in_the_minimum():
+    rows = [{**r, "n_items": (None if r["method"] == "base" else r["n_items"])}
+            for r in c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])]
+    verdict = rules.rule_c4(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED and "(not recorded)" in verdict.measured_value

@@ -12,6 +12,13 @@
 - ``not run``: the evidence does not exist (a run, a file or a setup is missing);
 - ``not modelled``: at scale sim, the bench has no mechanism through which the claim could show.
 
+**What the intervals are about.** The unit of replication is the training seed, and every seed is scored on the
+same evaluated items: an interval says how a method compares *on this benchmark's items*, as the paper's
+claims do ("on BFCL-v3"), not on the population such items are drawn from. Two methods equally good on average
+but better on different items are, on a given benchmark, not equal; item sampling would need per-item results
+and would leave the paper's smallest gains (3B format +0.59 on 4,441 items, Table 3's accuracies on AIME's 30
+problems) undecidable. Item uncertainty enters only where the seeds give no spread of their own.
+
 **Intervals never collapse.** A paired difference over seeds gets a Student-t interval (scipy); where the
 seeds' differences tie (no spread: equal values, or one seed) the uncertainty comes from the evaluated
 items instead: a binomial variance from each value and its ``n_items`` (Agresti–Coull-adjusted, so 0 % and

@@ -503,7 +503,7 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
                 cells[(setup, method, metric)] = evidence.sample(task, method, metric, common)
             seeds = set.intersection(*(set(cells[(setup, m, metric)].seeds) for m in trained))
             paired_seeds = seeds if paired_seeds is None else paired_seeds & seeds
-            for m in trained:
+            for m in methods:  # the base model's evaluation counts too: it is one side of C4's comparisons
                 recorded = cells[(setup, m, metric)].items
                 # An unrecorded item count (NaN) stays unknown: the minimum then counts it as unmet.
                 least = float(np.min(recorded)) if len(recorded) else math.nan
