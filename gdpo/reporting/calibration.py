@@ -425,6 +425,8 @@ def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> di
             setups = {str(k): v for k, v in (tables.get(table) or {}).items()}
         if claim_id == "C4":
             setups = {s: t for s, t in setups.items() if "grpo_nostd" in methods_of(t)}
+        if claim_id == "C9" and "3obj" not in setups:  # the rule needs the 3-objective setup (else: not run)
+            continue
         methods = _METHODS[claim_id]
         if not setups or any(m not in methods_of(t) for t in setups.values() for m in methods if m != "base"):
             continue
