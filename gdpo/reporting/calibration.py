@@ -22,6 +22,7 @@ Three uses:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -151,7 +152,7 @@ def _c4_accuracy_gap(setup: str) -> float:
 def _decide(design: TableDesign, cells: Mapping) -> str:
     claim = design.claim_id
     if claim == "C7":
-        return rules.decide_c7(cells, {})[0]
+        return rules.decide_c7(cells)[0]
     decide = {"C3": rules.decide_c3, "C4": rules.decide_c4, "C6": rules.decide_c6, "C8": rules.decide_c8,
               "C9": rules.decide_c9}[claim]
     return decide(cells, list(design.setups))[0]
@@ -355,6 +356,7 @@ def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400)
     return round(simulate_table(design, effect=True, replicates=replicates).get(REPRODUCED, 0.0), 3)
 
 
+@functools.lru_cache(maxsize=None)
 def _paper_mean(claim_id: str, setup: str, method: str, metric: str) -> float:
     """The paper's value for a cell (mean over the paper's benchmarks), or 50 where the paper has none."""
     numbers = pn.paper_numbers()
@@ -373,22 +375,13 @@ def _paper_items(family: str, metric: str, benchmarks: Sequence[str]) -> float:
     return len(sizes) ** 2 / sum(1 / n for n in sizes) if sizes else 100.0
 
 
-_PAPER_BENCHMARKS = {"tool_calling": ["BFCL-v3"], "math": ["MATH", "AIME", "AMC", "Minerva", "Olympiad"],
-                     "code": ["Apps", "CodeContests", "Codeforces", "Taco"]}
-
-
 def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> dict[str, TableDesign | EventDesign]:
     """Every claim's design in a workflow config (a loaded YAML; ``full_grid`` not applied): seeds and
     methods per task, items per run (``eval_size`` × the task's benchmarks, or the paper's benchmark sizes
     when a task evaluates everything), training steps, prompts per batch; reference rates are the paper's."""
     tasks = config.get("tasks") or {}
     reporting = config.get("reporting") or {}
-    training = config.get("training") or {}
     evaluation = config.get("evaluation") or {}
-
-    def task_setting(task: str, key: str, default=None):
-        spec = tasks.get(task) or {}
-        return (spec.get("training") or {}).get(key, training.get(key, default))
 
     def seeds_of(task: str) -> int:
         return len((tasks.get(task) or {}).get("seeds") or config.get("seeds") or [0])
@@ -401,17 +394,14 @@ def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> di
         size = (spec.get("evaluation") or {}).get("eval_size", evaluation.get("eval_size"))
         family = spec.get("family", "")
         if size is None:
-            return _paper_items(family, metric, _PAPER_BENCHMARKS.get(family, []))
+            return _paper_items(family, metric, list(pn.PAPER_BENCHMARKS.get(family, {}).values()))
         data = spec.get("eval_data") or [None]
         benchmarks = len(data) if isinstance(data, list) else 1
         return float(size * benchmarks)
 
-    def prompts_of(task: str) -> int | None:
-        batch = task_setting(task, "per_device_train_batch_size", 8) * task_setting(
-            task, "gradient_accumulation_steps", 1) * int((config.get("launch") or {}).get("num_processes", 1))
-        generations = task_setting(task, "num_generations", 8)
-        return batch // generations if generations else None
+    from gdpo.training.run import describe_runs  # here: the module imports torch, the ledger's rules do not need it
 
+    described = describe_runs(config)  # steps and prompts per batch, as the ledger is told them
     designs: dict[str, TableDesign | EventDesign] = {}
     tables = reporting.get("tables") or {}
     figures = reporting.get("figures") or {}
@@ -444,8 +434,8 @@ def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> di
     for claim_id, figure, methods in (("C5", "fig5", ("grpo", "gdpo")), ("C10", "fig8", ("gdpo_nobn", "gdpo"))):
         task = figures.get(figure)
         if task and all(m in methods_of(task) for m in methods):
-            designs[claim_id] = EventDesign(claim_id, seeds_of(task), task_setting(task, "max_steps"),
-                                            prompts_of(task))
+            designs[claim_id] = EventDesign(claim_id, seeds_of(task), described[task]["max_steps"],
+                                            described[task]["prompts_per_batch"])
     return designs
 
 

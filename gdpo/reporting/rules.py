@@ -225,7 +225,7 @@ def decide_c9(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str],
     return combine(list(outcomes.values())), outcomes, "; ".join(texts)
 
 
-def decide_c7(cells: Cells, weights_by_label: Mapping[str, float]) -> tuple[str, dict[str, str], str]:
+def decide_c7(cells: Cells) -> tuple[str, dict[str, str], str]:
     """C7, for GRPO and GDPO: accuracy and Exceed at length weight 0.75 and 0.5 minus at weight 1 within
     ±:data:`BARELY_MARGIN` (equivalence), and at 0.25 outside it for accuracy or Exceed; refuted when 0.75 or
     0.5 lies outside the band or 0.25 lies within it for both metrics. ``cells`` keys: (weight label,
@@ -632,7 +632,7 @@ def rule_c7(evidence: Evidence) -> Verdict:
         cells.update(gathered.cells)
         shortfall += [f"w{weight}: " + ", ".join(m) for m in gathered.shortfall.values() if m]
         labels += [label.replace(f"(paper: {weight})", f"(paper: length weight {weight})") for label in gathered.labels]
-    outcome, _, text = decide_c7(cells, {})
+    outcome, _, text = decide_c7(cells)
     run = "; ".join(labels)
     if shortfall:
         return Verdict(f"{text} — not decided: needs " + "; ".join(shortfall), comparison, UNDERPOWERED,
@@ -917,7 +917,7 @@ def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
             for reward, metric in (("correctness", "acc"), ("length", "exceed")):
                 cells[(weight, method, metric)] = _sim_sample(per_seed, "easy_vs_hard_weights", f"w{weight}",
                                                               method, reward)
-    outcome, _, text = decide_c7(cells, {})
+    outcome, _, text = decide_c7(cells)
     text = "final success " + text.replace(" acc ", " correctness ").replace(" exceed ", " length ")
     comparison = f"w 0.75, 0.5 within ±{BARELY_MARGIN:g} pts of w 1; w 0.25 outside it (both methods)"
     run = _sim_run(per_seed, "easy_vs_hard_weights")
