@@ -505,3 +505,39 @@ def test_c4_counts_the_base_models_items_in_the_minimum():
             for r in c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])]
     verdict = rules.rule_c4(evidence(rows))
     assert verdict.verdict == UNDERPOWERED and "(not recorded)" in verdict.measured_value
+
+
+# --- the collapse gate ------------------------------------------------------------------------------------
+
+def test_a_comparison_resting_on_a_collapsed_run_gives_no_verdict():
+    """The issue's case: GDPO "wins" BFCL avg because its runs stopped calling tools (irrelevance 100 %)."""
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
+    healthy = rules.rule_c3(evidence(rows))
+    assert healthy.verdict == REPRODUCED
+    why = "tool calls on the held-out items that need one: 0.0 % (below 5 %)"
+    for row in rows:
+        row["collapsed"] = why if (row["method"], row["seed"]) == ("gdpo", 2) else ""
+    gated = rules.rule_c3(evidence(rows))
+    assert gated.verdict == UNDERPOWERED
+    assert f"no collapsed run (collapsed, no evidence: gdpo seed 2: {why})" in gated.measured_value
+    # a collapsed run of a method the claim does not compare leaves it alone
+    for row in rows:
+        row["collapsed"] = why if row["method"] == "base" else ""
+    assert rules.rule_c3(evidence(rows)).verdict == REPRODUCED
+
+
+def test_a_collapsed_base_model_gates_c4():
+    rows = c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])
+    assert rules.rule_c4(evidence(rows)).verdict == REPRODUCED
+    for row in rows:
+        row["collapsed"] = "responses cut at the token limit: 100.0 % (at least 95 %)" if row["method"] == "base" else ""
+    verdict = rules.rule_c4(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED and "base seed 0: responses cut" in verdict.measured_value
+
+
+def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4],
+                              ("grpo", "calls"): [80.0, 70.0, 75.0, 75.0], ("gdpo", "calls"): [0.0, 10.0, 5.0, 5.0],
+                              ("gdpo", "ast_calls"): [0.0, 0.0, 0.0, 0.0]})
+    verdict = rules.rule_c3(evidence(rows))
+    assert verdict.measured_value.endswith("[calls made: grpo 75.0 %, gdpo 5.0 %; AST acc. (calls): gdpo 0.0 %]")

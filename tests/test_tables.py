@@ -132,7 +132,8 @@ def tool_evals() -> pd.DataFrame:
 
 def test_table1_cells_ci_notes_and_missing_runs():
     frame, md = table1_tool_calling(tool_evals(), {"Qwen2.5-1.5B": "tool_calling"}, "mini")
-    assert list(frame.columns) == ["model", "method", "task", "Live", "Multi", "Non-live", "Avg", "Format"]
+    assert list(frame.columns) == ["model", "method", "task", "Live", "Multi", "Non-live", "Avg", "Format",
+                                   "Calls made", "AST acc. (calls)"]
     assert frame[["model", "method"]].values.tolist() == [
         ["Qwen2.5-1.5B", "base"], ["Qwen2.5-1.5B", "GRPO"], ["Qwen2.5-1.5B", "GRPO w/o std"],
         ["Qwen2.5-1.5B", "GDPO"], ["Qwen2.5-3B", "base"], ["Qwen2.5-3B", "GRPO"], ["Qwen2.5-3B", "GDPO"]]
@@ -154,6 +155,34 @@ def test_table1_cells_ci_notes_and_missing_runs():
     assert "stands in for the paper model" in md and "Rows Qwen2.5-3B (Qwen2.5-3B-Instruct): no task" in md
     assert "grpo 0, 1, 2" in md and "not in the paper's table: gdpo_nobn" in md
     assert "java" not in md  # per-category notes are not columns of the table
+
+
+def test_table1_marks_collapsed_runs_and_shows_calls_beside_the_averages():
+    """The issue's case: every RL run stops calling tools; BFCL avg rises from the base's (irrelevance)."""
+    why = "tool calls on the held-out items that need one: 0.0 % (below 5 %)"
+    rows = []
+    for method, seed, avg, calls in (("base", 0, 3.8, 91.7), ("grpo", 0, 36.9, 0.0), ("grpo", 1, 36.9, 0.0),
+                                     ("gdpo", 0, 36.9, 0.0), ("gdpo", 1, 30.0, 40.0)):
+        for metric, value in (("avg", avg), ("calls", calls), ("ast_calls", 0.0 if calls == 0 else 20.0)):
+            rows.append(("tool_calling", method, seed, "bfcl_v3", metric, value, ""))
+    evals = make_evals(rows)
+    evals["collapsed"] = [why if (r.method, r.seed) != ("base", 0) and not (r.method == "gdpo" and r.seed == 1)
+                          else "" for r in evals.itertuples()]
+    frame, md = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling"}, "mini",
+                                    {"tool_calling": "SmolLM2 after a format warm-up"})
+    rows = frame.set_index(["model", "method"])
+    # the base is named as what it is, and its row is not marked
+    assert rows.loc[("Qwen2.5-1.5B", "base (warm-up)"), "Calls made"] == "91.70"
+    assert "'base (warm-up)' of `tool_calling`: the RL starting point, SmolLM2 after a format warm-up" in md
+    # every collapsed seed is named in the CSV cell; the markdown cell carries the mark and a note
+    grpo_avg = rows.loc[("Qwen2.5-1.5B", "GRPO"), "Avg"]
+    assert grpo_avg.startswith("36.90 ± 0.00 † collapsed: tool_calling/grpo seed 0: tool calls")
+    assert "tool_calling/grpo seed 1" in grpo_avg
+    assert rows.loc[("Qwen2.5-1.5B", "GDPO"), "Calls made"].startswith("20.00 ± 254.12 † collapsed: "
+                                                                       "tool_calling/gdpo seed 0:")
+    assert "| Qwen2.5-1.5B | GRPO | tool_calling | " in md and "36.90 ± 0.00 †[1]" in md
+    assert f"[1] † collapsed, not a result of the method: tool_calling/grpo seed 0: {why}" in md
+    assert "†: at least one seed behind the cell collapsed" in md
 
 
 def test_table1_at_paper_scale_has_no_stand_in_sentence():

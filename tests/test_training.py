@@ -114,6 +114,24 @@ def test_every_registry_method_trains_through_the_subclass(tiny_model, tmp_path)
         assert trainer._metrics["train"]["advantages/distinct_per_group"]
 
 
+def _length_parity(completions, **kwargs):
+    """A diagnostic: 1 for even-length text, NaN where the item's answer is negative (does not apply)."""
+    return {"even_length": [math.nan if int(answer) < 0 else float(len(_text(c)) % 2 == 0)
+                            for c, answer in zip(completions, kwargs["answer"])]}
+
+
+def test_completion_diagnostics_are_logged_as_batch_means_without_nan(tiny_model, tmp_path):
+    batch = [row for row in arithmetic.build_dataset("train", 4, seed=1) for _ in range(4)][:8]
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path / "diag", "gdpo", advantage_method="gdpo",
+                       completion_diagnostics=_length_parity)
+    trainer.model.train()
+    output = trainer._generate_and_score_completions(batch)
+    texts = trainer.processing_class.batch_decode(output["completion_ids"], skip_special_tokens=True)
+    expected = [float(len(t) % 2 == 0) for t, row in zip(texts, batch) if int(row["answer"]) >= 0]
+    logged = trainer._metrics["train"]["diagnostics/even_length"]
+    assert logged == [pytest.approx(sum(expected) / len(expected))]
+
+
 def test_fast_generation_samples_from_the_current_policy_after_each_step(tiny_model, tmp_path):
     """The engine's weights follow the optimizer: reloaded when the step changes, with LoRA merged in."""
     from peft import LoraConfig

@@ -3,7 +3,9 @@
 - ``steps.csv``: one row per (task, method, seed, step) with every logged training metric as a column
   (``rewards/<name>/mean``, ``completions/max_length``, ...), from each run's ``metrics.jsonl``.
 - ``eval.csv``: one row per (task, method, seed, benchmark, metric) with ``value`` (percent) and
-  ``n_items``, from each ``eval.json``, base-model evaluations included (method ``base``).
+  ``n_items``, from each ``eval.json``, base-model evaluations included (method ``base``); ``collapsed``
+  holds, on every row of a collapsed run, why it collapsed (eval.json ``health``,
+  :mod:`gdpo.evaluation.health`), and is empty otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import pandas as pd
 _RUN_PATH = re.compile(r"runs/(?P<task>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
 STEP_KEYS = ["task", "method", "seed", "step"]
 EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items"]
+#: eval.csv's column with the collapse reasons of a run ("" when it did not collapse).
+COLLAPSED = "collapsed"
 
 
 def run_identity(path: str | Path) -> dict:
@@ -55,7 +59,7 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
     rows = []
     for path in eval_files:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
-        identity = run_identity(path)
+        identity = {**run_identity(path), "collapsed": "; ".join((record.get("health") or {}).get("collapsed") or [])}
         for benchmark, metrics in record["benchmarks"].items():
             n_items = metrics.get("n_items")
             for metric, value in metrics.items():
@@ -65,5 +69,5 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
         for column, reason in (record.get("not_run") or {}).items():
             rows.append({**identity, "benchmark": column, "metric": "", "value": None, "n_items": None,
                          "note": f"not run: {reason}"})
-    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note"])
+    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note", COLLAPSED])
     return frame.sort_values(["task", "method", "seed", "benchmark", "metric"], ignore_index=True)

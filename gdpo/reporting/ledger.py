@@ -26,7 +26,8 @@ VERDICT_MEANINGS = {
                       "than the paper's (at scale sim, whose units are not the paper's: the opposite direction only)",
     "inconclusive": "neither: the interval holds both 0 and the paper's effect",
     "underpowered": "the evidence is below the claim's stated minimum (seeds, evaluated items, training steps, "
-                    "prompts per batch); the row says what would be needed, and its interval decides nothing",
+                    "prompts per batch, no compared run collapsed); the row says what would be needed, and its "
+                    "interval decides nothing",
     "not run": "the evidence does not exist: a run, a file or a setup is missing (the evidence column says which)",
     "not modelled": "scale sim only: the bench has no mechanism through which the claim could show",
 }

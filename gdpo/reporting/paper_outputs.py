@@ -55,6 +55,19 @@ def _reporting(config: dict) -> dict:
     return reporting
 
 
+def starting_points(config: dict) -> dict[str, str]:
+    """Task → what its ``base`` evaluation is, for the tasks whose RL starts from a format warm-up."""
+    from gdpo.training.warmup import WARMUP_DEFAULTS
+
+    points = {}
+    for task, spec in (config.get("tasks") or {}).items():
+        if spec.get("warmup"):
+            steps = {**WARMUP_DEFAULTS, **spec["warmup"]}["max_steps"]
+            points[task] = (f"{spec['model']} after a format warm-up ({steps} supervised steps on reference "
+                            "answers)")
+    return points
+
+
 def planned_outputs(config: dict, out_dir: str) -> list[str]:
     """PNG, PDF, CSV and Markdown files the config's ``reporting:`` block asks for, under ``out_dir``."""
     reporting = _reporting(config)
@@ -77,8 +90,9 @@ def draw_all(config: dict, steps_csv: str | Path, eval_csv: str | Path, out_dir:
         if key == "fig6":
             spec = {float(weight): dict(variants) for weight, variants in spec.items()}
         written += draw(data[source], spec, out_dir / f"{stem}.png", scale)
+    points = starting_points(config)
     for key, spec in (reporting.get("tables") or {}).items():
         stem, build = TABLES[key]
-        frame, markdown = build(data["evals"], {str(k): v for k, v in spec.items()}, scale)
+        frame, markdown = build(data["evals"], {str(k): v for k, v in spec.items()}, scale, points)
         written += list(tables.write_table(frame, markdown, out_dir / stem))
     return written

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from gdpo.reporting.aggregate import COLLAPSED
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
     PARITY_MARGIN, REPRODUCED, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
@@ -396,6 +397,14 @@ class Evidence:
                     return f"{self.eval_path} has no {metric!r} for {task}/{method}"
         return None
 
+    def collapsed(self, task: str, methods: Sequence[str]) -> list[str]:
+        """``"<method> seed <s>: <why>"`` for every run of (task, one of ``methods``) that eval.csv marks as
+        collapsed (:mod:`gdpo.evaluation.health`)."""
+        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))
+                          & (self.evals[COLLAPSED] != "")]
+        runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
+        return [f"{r.method} seed {int(r.seed)}: {getattr(r, COLLAPSED)}" for r in runs.itertuples(index=False)]
+
     def items(self, task: str, method: str, metric: str) -> float | None:
         """Evaluated items of one run of (task, method), summed over the benchmarks reporting ``metric``
         (the smallest over seeds); None when eval.csv has no item counts."""
@@ -444,7 +453,8 @@ def _checked_evals(evals: pd.DataFrame, eval_path: str) -> pd.DataFrame:
     if missing and not evals.empty:
         raise ValueError(f"{eval_path} lacks columns {missing}; it must be eval.csv of `gdpo aggregate`.")
     evals = evals.reindex(columns=list(dict.fromkeys([*evals.columns, "task", "method", "seed", "metric", "value",
-                                                      "n_items", "benchmark"])))
+                                                      "n_items", "benchmark", COLLAPSED])))
+    evals[COLLAPSED] = evals[COLLAPSED].fillna("").astype(str)
     for column in ("value", "n_items", "seed"):
         numbers = pd.to_numeric(evals[column], errors="coerce")
         bad = evals[numbers.isna() & evals[column].notna()]
@@ -510,6 +520,11 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
                 items = math.nan if math.isnan(least) or math.isnan(items) else min(items, least)
         # The minimum counts the seeds every compared method has (the pairs an interval is made of).
         shortfall[setup] = minimum.shortfall(len(paired_seeds or ()), items)
+        # A collapsed run did not do the task: its numbers say nothing about the method, so no comparison
+        # resting on one is decided (dropping it instead would select seeds on their outcome).
+        collapsed = evidence.collapsed(task, methods)
+        if collapsed:
+            shortfall[setup].append(f"no collapsed run (collapsed, no evidence: {'; '.join(collapsed)})")
         labels.append(evidence.run_label(task, methods, setup))
     return Gathered(cells, setups, shortfall, labels)
 
@@ -537,6 +552,29 @@ _PAPER_SETUPS = {"C3": ("Qwen2.5-1.5B", "Qwen2.5-3B"), "C4": ("Qwen2.5-1.5B",),
                  "C6": ("R1-1.5B", "R1-7B", "Qwen3-4B"), "C8": ("R1-7B",), "C9": ("2obj", "3obj")}
 
 
+def _tool_behaviour(evidence: Evidence, setups: dict[str, str], methods: Sequence[str]) -> str:
+    """What the compared tool-calling policies do beside BFCL's averages (means over seeds), e.g.
+    ``"calls made: grpo 80.0 %, gdpo 75.0 %; AST acc. (calls): grpo 20.0 %, gdpo 25.0 %"``; "" when eval.csv
+    has neither (evaluations made before these metrics)."""
+    if evidence.evals is None:
+        return ""
+    parts = []
+    for setup, task in setups.items():
+        for metric, label in (("calls", "calls made"), ("ast_calls", "AST acc. (calls)")):
+            rows = evidence.evals[(evidence.evals["task"] == task) & (evidence.evals["metric"] == metric)]
+            means = rows.groupby("method")["value"].mean()
+            shown = [f"{m} {means[m]:.1f} %" for m in methods if m in means]
+            if shown:
+                parts.append(f"{label}: {', '.join(shown)}")
+    return "; ".join(parts)
+
+
+def _with_behaviour(verdict: Verdict, behaviour: str) -> Verdict:
+    if not behaviour or verdict.verdict == NOT_RUN:
+        return verdict
+    return dataclasses.replace(verdict, measured_value=f"{verdict.measured_value} [{behaviour}]")
+
+
 def rule_c3(evidence: Evidence) -> Verdict:
     """C3 (Table 1): :func:`decide_c3` on every mapped setup.
 
@@ -545,7 +583,8 @@ def rule_c3(evidence: Evidence) -> Verdict:
     point; every CPU design is below the minimum (underpowered)."""
     comparison = "GDPO − GRPO paired by seed: BFCL avg and format above 0 (every Table 1 setup)"
     gathered = gather(evidence, "C3", "table1", ("gdpo", "grpo"), ("avg", "format"))
-    return _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
+    verdict = _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
+    return _with_behaviour(verdict, _tool_behaviour(evidence, evidence.tasks("table1"), ("base", "grpo", "gdpo")))
 
 
 def rule_c4(evidence: Evidence) -> Verdict:
@@ -565,7 +604,8 @@ def rule_c4(evidence: Evidence) -> Verdict:
         return Verdict("", comparison, NOT_RUN, f"{evidence.eval_path}: no Table 1 task trains grpo_nostd "
                                                 "(the paper trains it at 1.5B; add it to the task's methods)")
     gathered = gather(evidence, "C4", "table1", ("grpo_nostd", "grpo", "base"), ("format", "avg"), setups)
-    return _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
+    verdict = _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
+    return _with_behaviour(verdict, _tool_behaviour(evidence, setups, ("base", "grpo", "grpo_nostd")))
 
 
 def rule_c6(evidence: Evidence) -> Verdict:

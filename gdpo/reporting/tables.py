@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gdpo.reporting.aggregate import COLLAPSED
 from gdpo.reporting.stats import mean_and_half_width
 from gdpo.reporting.paper_numbers import (
     CODE_METRICS,
@@ -60,6 +61,8 @@ NO_RUN = "no run"
 NOT_EVALUATED = "not evaluated"
 NOT_RUN_PREFIX = "not run: "
 NO_PAPER_NUMBER = "—"
+#: Marks a cell resting on a collapsed run (eval.csv ``collapsed``): not a result of the method.
+COLLAPSE_MARK = "†"
 
 #: Row blocks of the benchmark tables (3, 4, 5).
 SAME_BENCHMARK = "ours (paper): same benchmark"
@@ -74,7 +77,14 @@ BLOCK_HEADINGS = {
 METHOD_LABELS = {"base": "base", "grpo": "GRPO", "grpo_nostd": "GRPO w/o std", "gdpo": "GDPO",
                  "gdpo_nobn": "GDPO w/o batch step"}
 METRIC_LABELS = {"live": "Live", "multi_turn": "Multi", "non_live": "Non-live", "avg": "Avg",
-                 "format": "Format", "acc": "Acc", "exceed": "Exceed", "pass": "Pass", "bug": "Bug"}
+                 "format": "Format", "acc": "Acc", "exceed": "Exceed", "pass": "Pass", "bug": "Bug",
+                 "calls": "Calls made", "ast_calls": "AST acc. (calls)"}
+#: Table 1's columns beside BFCL's averages, which the paper does not report: what the policy does on the
+#: items that need a tool call (tool_calling.evaluation.call_metrics), so that a rise in the averages that
+#: comes only from not calling shows.
+TOOL_BEHAVIOUR_METRICS = ("calls", "ast_calls")
+#: The base row/column of a task whose RL starts from a format warm-up.
+WARMED_UP_BASE = "base (warm-up)"
 #: The keys each table function accepts in ``tasks``.
 TABLE_KEYS = {
     "table1_tool_calling": (QWEN25_1_5B, QWEN25_3B),
@@ -85,19 +95,30 @@ TABLE_KEYS = {
 
 @dataclass(frozen=True)
 class Measurement:
-    """Our side of one cell: mean ± half-width over ``seeds``, or ``reason`` when there is no value."""
+    """Our side of one cell: mean ± half-width over ``seeds``, or ``reason`` when there is no value.
+
+    ``collapsed``: ``"<task>/<method> seed <s>: <why>"`` for each seed behind the value whose run collapsed
+    (:mod:`gdpo.evaluation.health`); such a cell carries :data:`COLLAPSE_MARK`.
+    """
 
     mean: float | None = None
     half_width: float | None = None
     seeds: tuple[int, ...] = ()
     reason: str = ""
+    collapsed: tuple[str, ...] = ()
 
-    def text(self, decimals: int) -> str:
+    def value_text(self, decimals: int) -> str:
         if self.mean is None:
             return self.reason
         if self.half_width is None:
             return f"{self.mean:.{decimals}f}"
         return f"{self.mean:.{decimals}f} ± {self.half_width:.{decimals}f}"
+
+    def text(self, decimals: int) -> str:
+        text = self.value_text(decimals)
+        if self.collapsed and self.mean is not None:
+            text += f" {COLLAPSE_MARK} collapsed: {'; '.join(self.collapsed)}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -124,7 +145,7 @@ def _prepare(evals: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"The evaluations lack columns {missing}; pass eval.csv of gdpo.reporting.aggregate "
                          f"(columns {REQUIRED_COLUMNS + ['n_items', 'note']}).")
     evals = evals.copy()
-    for column in ("note", "metric", "benchmark"):
+    for column in ("note", "metric", "benchmark", COLLAPSED):
         evals[column] = evals[column].fillna("").astype(str) if column in evals else ""
     evals["value"] = pd.to_numeric(evals["value"], errors="coerce")
     if "n_items" not in evals:
@@ -164,7 +185,9 @@ def _measure(evals: pd.DataFrame, task: str | None, method: str, benchmark: str,
                              "evaluations once.")
         rows = rows.sort_values("seed")
         mean, half_width = mean_and_half_width(rows["value"].to_numpy())
-        return Measurement(mean, half_width, tuple(int(s) for s in rows["seed"]))
+        collapsed = tuple(f"{task}/{method} seed {int(seed)}: {why}"
+                          for seed, why in zip(rows["seed"], rows["collapsed"]) if why)
+        return Measurement(mean, half_width, tuple(int(s) for s in rows["seed"]), collapsed=collapsed)
     notes = run[run["benchmark"].isin([benchmark, metric]) & (run["note"] != "")]["note"]
     if not notes.empty:
         return Measurement(reason="; ".join(dict.fromkeys(notes)))
@@ -188,6 +211,10 @@ class _Notes:
 
     def short(self, cell: _Cell, decimals: int) -> str:
         ours = cell.ours
+        if ours is not None and ours.mean is not None and ours.collapsed:
+            reason = f"{COLLAPSE_MARK} collapsed, not a result of the method: {'; '.join(ours.collapsed)}"
+            number = self.reasons.setdefault(reason, len(self.reasons) + 1)
+            return cell.text(decimals, ours_text=f"{ours.value_text(decimals)} {COLLAPSE_MARK}[{number}]")
         if ours is None or ours.mean is not None or not ours.reason.startswith(NOT_RUN_PREFIX):
             return cell.text(decimals)
         number = self.reasons.setdefault(ours.reason, len(self.reasons) + 1)
@@ -204,7 +231,11 @@ def _legend(decimals: int) -> list[str]:
              f"alone. Percent, {decimals} decimal{plural}; (—) = the paper gives no number.")
     reasons = (f"'{NO_RUN}': no evaluation of that task/method at this scale; '{NOT_EVALUATED}': the run's "
                "evaluation has no such benchmark or metric; 'not run': the evaluation says why (see notes).")
-    return [cells, reasons]
+    collapse = (f"{COLLAPSE_MARK}: at least one seed behind the cell collapsed (its policy stopped doing the task: "
+                "no tool calls, no answers or no program on almost every held-out item, or almost every response "
+                "cut at the token limit; see notes); its number is not a result of the method, and the claims "
+                "ledger counts no comparison resting on it.")
+    return [cells, reasons, collapse]
 
 
 def _mapping_lines(tasks: dict[str, str], keys: Iterable[str], scale: str, what: str) -> list[str]:
@@ -257,15 +288,29 @@ def _assemble(caption: list[str], grids: list[tuple[str, str]], notes: _Notes) -
     return "\n".join(parts)
 
 
-def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple[pd.DataFrame, str]:
-    """Tables 1 and 2: BFCL-v3 Live, Multi(-turn), Non-live, Avg accuracy and correct Format (%).
+def _method_label(method: str, task: str | None, starting_points: dict[str, str]) -> str:
+    return WARMED_UP_BASE if method == "base" and task in starting_points else METHOD_LABELS[method]
+
+
+def _starting_point_lines(tasks: dict[str, str], starting_points: dict[str, str]) -> list[str]:
+    return [f"'{WARMED_UP_BASE}' of `{task}`: the RL starting point, {starting_points[task]}; not the untrained "
+            "model, and not the paper's base model." for task in dict.fromkeys(tasks.values()) if task in starting_points]
+
+
+def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
+                        starting_points: dict[str, str] | None = None) -> tuple[pd.DataFrame, str]:
+    """Tables 1 and 2: BFCL-v3 Live, Multi(-turn), Non-live, Avg accuracy and correct Format (%), then what
+    the policy does on the items that need a call (:data:`TOOL_BEHAVIOUR_METRICS`, ours only).
 
     Rows: the paper's (model, method) rows in its order (Qwen2.5-1.5B base, GRPO, GRPO w/o std (Table 2),
     GDPO; Qwen2.5-3B base, GRPO, GDPO). Columns: ``model, method, task`` (our task, "" if none), then Live,
-    Multi, Non-live, Avg, Format. Our benchmark ``bfcl_v3`` is (a held-out part of) BFCL-v3 itself, so
-    every cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
+    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls). Our benchmark ``bfcl_v3`` is (a held-out part
+    of) BFCL-v3 itself, so every BFCL cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
+    ``starting_points``: task → what its ``base`` is when it is not the untrained model (a format warm-up);
+    those base rows read :data:`WARMED_UP_BASE`.
     """
     _check_tasks(tasks, "table1_tool_calling")
+    starting_points = starting_points or {}
     evals = _prepare(evals)
     decimals = 2
     paper = paper_numbers()
@@ -276,10 +321,12 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str) 
         task = tasks.get(model)
         cells = [_Cell(_measure(evals, task, method, "bfcl_v3", metric),
                        paper_value(table, model, method, "BFCL-v3", metric), True) for metric in TOOL_METRICS]
-        head = [model, METHOD_LABELS[method], task or ""]
+        cells += [_Cell(_measure(evals, task, method, "bfcl_v3", metric), None, False)
+                  for metric in TOOL_BEHAVIOUR_METRICS]
+        head = [model, _method_label(method, task, starting_points), task or ""]
         records.append(head + [cell.text(decimals) for cell in cells])
         grid.append(head + [notes.short(cell, decimals) for cell in cells])
-    header = ["model", "method", "task"] + [METRIC_LABELS[m] for m in TOOL_METRICS]
+    header = ["model", "method", "task"] + [METRIC_LABELS[m] for m in TOOL_METRICS + TOOL_BEHAVIOUR_METRICS]
     frame = pd.DataFrame(records, columns=header)
     caption = [
         (f"**Tables 1/2. BFCL-v3 accuracy and correct-format rate (%), GRPO vs GDPO (and GRPO w/o std, "
@@ -289,7 +336,12 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str) 
          "items our evaluation scores. Avg is BFCL's overall accuracy as our evaluation computes it "
          "(mean of Live, Non-live and Multi-turn; see the run's eval.json settings when Multi-turn is not "
          "run)."),
+        ("Calls made and AST acc. (calls), ours only: on the held-out items whose answer is a tool call, the share "
+         "of responses that make a parsable call and the share BFCL's AST checker scores correct. BFCL's "
+         "irrelevance categories reward calling nothing, so a policy that stops calling can raise Live, "
+         "Non-live and Avg; these two columns show it."),
         *_mapping_lines(tasks, TABLE_KEYS["table1_tool_calling"], scale, "Rows"),
+        *_starting_point_lines(tasks, starting_points),
         *_run_lines(evals, tasks, list(dict.fromkeys(paper_rows["method"]))),
     ]
     return frame, _assemble(caption, [("", _markdown_grid(header, grid))], notes)
@@ -356,7 +408,8 @@ def _benchmark_table(
     return frame, markdown, notes
 
 
-def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple[pd.DataFrame, str]:
+def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
+                starting_points: dict[str, str] | None = None) -> tuple[pd.DataFrame, str]:
     """Table 3: math accuracy and Exceed (% of responses over the length limit), base / GRPO / GDPO.
 
     Columns: ``block, benchmark, metric`` then "<model> <method>" for R1-1.5B, R1-7B, Qwen3-4B × base,
@@ -364,10 +417,11 @@ def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple
     "R1-1.5B", "R1-7B", "Qwen3-4B".
     """
     _check_tasks(tasks, "table3_math")
+    starting_points = starting_points or {}
     evals = _prepare(evals)
     models = TABLE_KEYS["table3_math"]
-    columns = [_Column(f"{model} {METHOD_LABELS[method]}", (model,), method, ("3", model, ""))
-               for model in models for method in ("base", "grpo", "gdpo")]
+    columns = [_Column(f"{model} {_method_label(method, tasks.get(model), starting_points)}", (model,), method,
+                       ("3", model, "")) for model in models for method in ("base", "grpo", "gdpo")]
     frame, grids, notes = _benchmark_table(evals, tasks, "math", MATH_METRICS, columns, decimals=1)
     caption = [
         (f"**Table 3. Math accuracy and Exceed (% of responses over the length limit), base / GRPO / GDPO; "
@@ -376,13 +430,14 @@ def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple
         ("The paper: average pass@1 over 16 samples per question, length limit 4000 tokens; ours: the task's "
          "own sampling settings and length limit (see its config)."),
         *_mapping_lines(tasks, models, scale, "Columns"),
+        *_starting_point_lines(tasks, starting_points),
         *_run_lines(evals, tasks, ["base", "grpo", "gdpo"]),
     ]
     return frame, _assemble(caption, grids, notes)
 
 
 def table4_math_conditioned(
-    evals: pd.DataFrame, tasks: dict[str, str], scale: str
+    evals: pd.DataFrame, tasks: dict[str, str], scale: str, starting_points: dict[str, str] | None = None
 ) -> tuple[pd.DataFrame, str]:
     """Table 4: R1-7B with the length reward conditioned on correctness, GRPO vs GDPO (Acc, Exceed %).
 
@@ -404,7 +459,8 @@ def table4_math_conditioned(
     return frame, _assemble(caption, grids, notes)
 
 
-def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple[pd.DataFrame, str]:
+def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
+                starting_points: dict[str, str] | None = None) -> tuple[pd.DataFrame, str]:
     """Table 5: coding (R1-7B) Pass, Exceed and Bug ratio (%) with 2 and 3 objectives.
 
     Columns: ``block, benchmark, metric``, then base, GRPO 2obj, GDPO 2obj, GRPO 3obj, GDPO 3obj. Rows:
@@ -413,8 +469,11 @@ def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple
     evaluation (the 3obj task's if only that one is mapped).
     """
     _check_tasks(tasks, "table5_code")
+    starting_points = starting_points or {}
     evals = _prepare(evals)
-    columns = [_Column("base", ("2obj", "3obj"), "base", ("5", R1_7B, ""))]
+    base_task = next((tasks[key] for key in ("2obj", "3obj") if key in tasks), None)
+    columns = [_Column(_method_label("base", base_task, starting_points), ("2obj", "3obj"), "base",
+                       ("5", R1_7B, ""))]
     columns += [_Column(f"{METHOD_LABELS[method]} {setting}", (setting,), method, ("5", R1_7B, setting))
                 for setting in ("2obj", "3obj") for method in ("grpo", "gdpo")]
     frame, grids, notes = _benchmark_table(evals, tasks, "code", CODE_METRICS, columns, decimals=1)
@@ -427,6 +486,7 @@ def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str) -> tuple
         *_mapping_lines(tasks, ("2obj", "3obj"), scale, "Columns"),
         f"Base column: the base-model evaluation of `{tasks[base_source]}`." if base_source
         else f"Base column: {NO_RUN}.",
+        *_starting_point_lines({k: v for k, v in tasks.items() if k == base_source}, starting_points),
         *_run_lines(evals, tasks, ["base", "grpo", "gdpo"]),
     ]
     return frame, _assemble(caption, grids, notes)

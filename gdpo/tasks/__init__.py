@@ -4,8 +4,10 @@ A family module exposes ``REWARD_FUNCTIONS`` (name → ``(completions, **kwargs)
 ``build_dataset(split, size, seed, **options)`` returning a ``datasets.Dataset`` with a conversational
 ``prompt`` column and the columns its reward functions read (options are the task's config keys of
 :data:`DATA_OPTION_KEYS`), and ``evaluate(request)`` (:mod:`gdpo.evaluation`). Optional:
-``required_files(options)`` (data files made by a workflow rule) and ``reference_completion(row)``
-(answers for the format warm-up, :mod:`gdpo.training.warmup`).
+``required_files(options)`` (data files made by a workflow rule), ``reference_completion(row)``
+(answers for the format warm-up, :mod:`gdpo.training.warmup`) and
+``completion_diagnostics(completions, **columns)`` (name → per-completion indicator, 1.0/0.0/NaN: what the
+policy does, logged per training step as ``diagnostics/<name>``; the signs of a collapse).
 """
 
 from __future__ import annotations

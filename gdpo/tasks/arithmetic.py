@@ -100,6 +100,7 @@ def evaluate(request) -> dict:
     import json
 
     from gdpo.evaluation.generate import generate_for_request, load_policy
+    from gdpo.evaluation.health import TRUNCATED, health_record
 
     options = dict(request.options)
     length_limit = options.pop("length_limit", 64)
@@ -127,5 +128,8 @@ def evaluate(request) -> dict:
 
     metrics = {"acc": percent(correct), "format": percent(formatted), "exceed": percent(exceeded),
                "n_items": len(dataset)}
+    every = [c for completions in samples for c in completions]
+    health = {"answers": percent([1.0 if _ANSWER.search(c.text) else 0.0 for c in every]),
+              TRUNCATED: percent([1.0 if c.truncated else 0.0 for c in every])}
     return {"family": "arithmetic", "benchmarks": {"arithmetic": metrics}, "summary": dict(metrics), "not_run": {},
-            "settings": {"length_limit": length_limit}}
+            "health": health_record("arithmetic", health), "settings": {"length_limit": length_limit}}

@@ -264,6 +264,14 @@ def summarise(records: list[dict], reward_names: list[str]) -> dict:
     seconds = [r["seconds_per_step"] for r in records if "seconds_per_step" in r]
     if seconds:
         summary["median_seconds_per_step"] = sorted(seconds)[len(seconds) // 2]
+    # Did RL have anything to learn from? A step whose groups all got equal rewards has zero advantages.
+    spread = [r["advantages/std"] for r in records if "advantages/std" in r]
+    if spread:
+        summary["steps_with_signal"] = sum(value > 0 for value in spread) / len(spread)
+    diagnostics = sorted({key for r in records for key in r if key.startswith("diagnostics/")})
+    if diagnostics:
+        logged = {key: [r[key] for r in records if key in r] for key in diagnostics}
+        summary["diagnostics"] = {key: {"first": values[0], "last": values[-1]} for key, values in logged.items()}
     return summary
 
 
@@ -331,6 +339,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         advantage_convention=settings["convention"],
         fast_generation=settings.get("fast_generation", False),
         pack_prompts=settings.get("pack_prompts", False),
+        completion_diagnostics=getattr(family, "completion_diagnostics", None),
         callbacks=[_metrics_callback(live_metrics)],
     )
     accelerator = trainer.accelerator

@@ -59,15 +59,20 @@ class RegistryGRPOTrainer(GRPOTrainer):
         pack_prompts: score each micro-batch as one packed sequence with each shared prompt once, and cut
             micro-batches along group boundaries (``ValueError`` at construction for a model, attention
             implementation or setting that packing does not cover).
+        completion_diagnostics: a task family's ``completion_diagnostics(completions, **columns)``
+            (name → per-completion 1.0/0.0/NaN); the batch means over all processes are logged per step as
+            ``diagnostics/<name>`` (NaN entries left out), so a policy that stops calling tools, answering
+            or writing code shows in the metrics while it trains.
         *args, **kwargs: as for ``trl.GRPOTrainer``; ``args.reward_weights`` are the registry's weights.
     """
 
     def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", fast_generation: bool = False,
-                 pack_prompts: bool = False, **kwargs):
+                 pack_prompts: bool = False, completion_diagnostics=None, **kwargs):
         get_estimator(advantage_method)  # unknown names fail before any model is loaded
         self.advantage_method = advantage_method
         self.advantage_convention = get_convention(advantage_convention)
         self._captured_rewards: torch.Tensor | None = None
+        self.completion_diagnostics = completion_diagnostics
         self._generation_seconds = 0.0
         self._generated_tokens = 0
         super().__init__(*args, **kwargs)
@@ -154,7 +159,25 @@ class RegistryGRPOTrainer(GRPOTrainer):
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._captured_rewards = rewards_per_func  # (B_global, n), gathered over processes, NaN = None
+        if self.completion_diagnostics is not None:
+            self._log_completion_diagnostics(inputs, completions, completion_ids_list)
         return rewards_per_func
+
+    def _log_completion_diagnostics(self, inputs, completions, completion_ids_list):
+        columns = {key: [example[key] for example in inputs] for key in inputs[0]
+                   if key not in ("prompt", "completion", "completion_ids")}
+        indicators = self.completion_diagnostics(completions=completions, completion_ids=completion_ids_list,
+                                                 **columns)
+        names = sorted(indicators)
+        local = torch.tensor([[float(indicators[name][i]) for name in names] for i in range(len(completions))],
+                             dtype=torch.float32, device=self.accelerator.device).reshape(len(completions), len(names))
+        gathered = self.accelerator.gather(local)  # (B_global, k): every process logs the same batch means
+        metrics = self._metrics["train" if self.model.training else "eval"]
+        for k, name in enumerate(names):
+            column = gathered[:, k]
+            valid = ~torch.isnan(column)
+            if valid.any():
+                metrics[f"diagnostics/{name}"].append(column[valid].mean().item())
 
     def _generate(self, prompts: list):
         start = time.perf_counter()

@@ -20,8 +20,6 @@ import json
 import shutil
 from pathlib import Path
 
-import torch
-
 from gdpo.tasks import get_family
 
 #: Warm-up settings where the task's ``warmup`` block is silent.
@@ -73,6 +71,7 @@ def warmup_model(settings: dict, model_dir: str | Path, out_dir: str | Path, thr
     Returns the training losses per step and the trainable parameter count (also written to
     ``out_dir/warmup.json``).
     """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 

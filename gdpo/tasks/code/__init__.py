@@ -23,6 +23,7 @@ import random
 
 from datasets import Dataset
 
+from gdpo.tasks.code.diagnostics import completion_diagnostics
 from gdpo.tasks.code.evaluation import evaluate
 from gdpo.tasks.code.problems import humaneval_problems, procedural_problems
 from gdpo.tasks.code.rewards import REWARD_FUNCTIONS
@@ -33,7 +34,7 @@ from gdpo.tasks.code.sources import (
     eurus_train_problems,
 )
 
-__all__ = ["REWARD_FUNCTIONS", "build_dataset", "evaluate", "load_benchmark", "resolve_options"]
+__all__ = ["REWARD_FUNCTIONS", "build_dataset", "completion_diagnostics", "evaluate", "load_benchmark", "resolve_options"]
 
 TRAIN_DATA = ("procedural", "eurus2_rl")
 EVAL_DATA = ("procedural", "humaneval", *CODE_SOURCES)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from statistics import mean
 
+from gdpo.evaluation.health import TRUNCATED, health_record
+from gdpo.tasks.code.diagnostics import program_parses
 from gdpo.tasks.code.rewards import execute, extract_code, make_job
 from gdpo.tasks.code.sandbox import isolation_mode, sandbox_python
 from gdpo.tasks.code.sources import DataUnavailable
@@ -91,11 +93,15 @@ def evaluate(request) -> dict:
             handle.writelines(json.dumps(row) + "\n" for row in rows)
     run = [b for b in benchmarks.values() if b["n_items"]]
     summary = {name: mean(b[name] for b in run) for name in METRICS} if run else {}
+    # What the policy does, over every sampled completion: a program to run at all, and an end to it.
+    health = {"programs": 100.0 * mean(program_parses(extract_code(row["text"])) for row in completion_rows),
+              TRUNCATED: 100.0 * mean(row["truncated"] for row in completion_rows)} if completion_rows else {}
     return {
         "family": "code",
         "benchmarks": benchmarks,
         "summary": summary,
         "not_run": not_run,
+        "health": health_record("code", health),
         "settings": {
             "eval_data": options["eval_data"],
             "length_limit": length_limit,

@@ -8,7 +8,8 @@
 """
 
 from gdpo.tasks.math.data import build_dataset
+from gdpo.tasks.math.diagnostics import completion_diagnostics
 from gdpo.tasks.math.evaluation import evaluate
 from gdpo.tasks.math.rewards import REWARD_FUNCTIONS
 
-__all__ = ["REWARD_FUNCTIONS", "build_dataset", "evaluate"]
+__all__ = ["REWARD_FUNCTIONS", "build_dataset", "completion_diagnostics", "evaluate"]

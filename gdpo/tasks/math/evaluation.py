@@ -25,6 +25,7 @@ import os
 import time
 from pathlib import Path
 
+from gdpo.evaluation.health import TRUNCATED, health_record
 from gdpo.tasks.math import data as math_data
 
 #: The repository's lm-eval task files.
@@ -197,11 +198,19 @@ def sample_responses(sample: dict) -> list[str]:
 
 
 def benchmark_metrics(samples: list[dict], tokenizer, length_limit: int, max_new_tokens: int) -> dict:
-    """Acc and Exceed (percent) of one benchmark from its logged samples, plus counts and mean length."""
+    """Acc and Exceed (percent) of one benchmark from its logged samples, plus counts, mean length, the share
+    of responses with a final answer (``answers``) and of responses cut at ``max_new_tokens`` (``truncated``,
+    read as reaching the limit)."""
+    from gdpo.tasks.math.diagnostics import completion_diagnostics
+
     lengths = response_lengths(samples, tokenizer, max_new_tokens)
+    responses = [text for sample in samples for text in sample_responses(sample)]
+    answered = completion_diagnostics(responses)["answer_present"]
     return {
         "acc": 100.0 * sum(sample["acc"] for sample in samples) / len(samples),
         "exceed": 100.0 * sum(length > length_limit for length in lengths) / len(lengths),
+        "answers": 100.0 * sum(answered) / len(answered),
+        "truncated": 100.0 * sum(length >= max_new_tokens for length in lengths) / len(lengths),
         "mean_tokens": sum(lengths) / len(lengths),
         "n_items": len(samples),
         "n_responses": len(lengths),
@@ -284,11 +293,15 @@ def evaluate(request) -> dict:
     summary = {
         metric: sum(b[metric] for b in benchmarks.values()) / len(benchmarks) for metric in ("acc", "exceed")
     }
+    responses = sum(b["n_responses"] for b in benchmarks.values())
+    health = {indicator: sum(b[indicator] * b["n_responses"] for b in benchmarks.values()) / responses
+              for indicator in ("answers", TRUNCATED)}
     return {
         "family": "math",
         "benchmarks": benchmarks,
         "summary": summary,
         "not_run": not_run,
+        "health": health_record("math", health),
         "settings": {
             "evaluator": f"lm-eval {lm_eval.__version__}",
             "backend": model,

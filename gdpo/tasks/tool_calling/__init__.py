@@ -12,7 +12,8 @@ Importing the package needs only the standard library (the BFCL environment impo
 """
 
 from gdpo.tasks.tool_calling.data import build_dataset, reference_completion, required_files
+from gdpo.tasks.tool_calling.diagnostics import completion_diagnostics
 from gdpo.tasks.tool_calling.evaluation import evaluate
 from gdpo.tasks.tool_calling.rewards import REWARD_FUNCTIONS
 
-__all__ = ["REWARD_FUNCTIONS", "build_dataset", "evaluate", "reference_completion", "required_files"]
+__all__ = ["REWARD_FUNCTIONS", "build_dataset", "completion_diagnostics", "evaluate", "reference_completion", "required_files"]

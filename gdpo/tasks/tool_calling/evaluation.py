@@ -20,7 +20,9 @@ from gdpo.tasks.tool_calling.data import (
     select_items,
     validate_options,
 )
-from gdpo.tasks.tool_calling.output_format import build_prompt
+from gdpo.evaluation.health import TRUNCATED, health_record
+from gdpo.tasks.tool_calling.diagnostics import parsed_calls
+from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt
 
 BFCL_PYTHON_ENV = "GDPO_BFCL_PYTHON"
 BFCL_VENV_PYTHON = Path(".venv-bfcl") / "bin" / "python"
@@ -28,7 +30,44 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 #: The held-out subset depends on eval_size only, never on the run's seed, so every method and seed is
 #: evaluated on the same items.
 EVAL_SUBSET_SEED = 0
-SUMMARY_METRICS = ("live", "non_live", "avg", "format")
+SUMMARY_METRICS = ("live", "non_live", "avg", "format", "calls", "ast_calls")
+
+
+def _or_none(value: float) -> float | None:
+    return None if value != value else value  # NaN (nothing to count) is not valid JSON
+
+
+def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str, list[bool]]) -> dict:
+    """What the policy does beside BFCL's averages, in percent of samples (every sample of every item).
+
+    - ``calls``: a parsable tool call, on the items whose reference answer calls a tool;
+    - ``ast_calls``: BFCL's AST verdict "correct" on those same items (AST accuracy where a call is needed,
+      all categories pooled);
+    - ``declined``: no tool call, on the items that need none (BFCL's irrelevance categories pooled).
+
+    A policy that stops calling tools keeps (or raises) BFCL's irrelevance scores and ``declined``, and
+    drops ``calls`` to 0: the collapse :mod:`gdpo.evaluation.health` gates on.
+
+    Args:
+        rows: the evaluated BFCL split items; samples: their completions' texts, per item;
+        verdicts: item id → BFCL's per-sample correctness (``scores.json`` items).
+    """
+    needs_call, declines, correct = [], [], []
+    for row, texts in zip(rows, samples):
+        expects_call = row["answer_type"] in (ANSWER_TOOL_CALL, ANSWER_BOTH)
+        for index, text in enumerate(texts):
+            made = parsed_calls(text) is not None
+            if expects_call:
+                needs_call.append(made)
+                correct.append(bool(verdicts.get(row["id"], [False] * len(texts))[index]))
+            else:
+                declines.append(not made)
+
+    def percent(values: list[bool]) -> float:
+        return 100.0 * sum(values) / len(values) if values else float("nan")
+
+    return {"calls": percent(needs_call), "ast_calls": percent(correct), "declined": percent(declines),
+            "n_need_call": len({row["id"] for row in rows if row["answer_type"] in (ANSWER_TOOL_CALL, ANSWER_BOTH)})}
 
 
 def bfcl_python() -> Path:
@@ -128,7 +167,11 @@ def evaluate(request) -> dict:
     scores = run_bfcl_score(items_path, completions_path, work_dir / "scores.json", work_dir)
 
     metrics = {name: value for name, value in scores["metrics"].items() if value is not None}
+    verdicts = {item["id"]: item["correct"] for item in scores["items"]}
+    behaviour = call_metrics(rows, [[c.text for c in samples] for samples in generated], verdicts)
+    metrics.update({k: v for k, v in behaviour.items() if k != "n_need_call" and v == v})
     all_samples = [c for samples in generated for c in samples]
+    truncated_percent = 100.0 * sum(c.truncated for c in all_samples) / len(all_samples)
     not_run = {"multi_turn": scores["not_run"]["multi_turn"]}
     for category in scores["missing_categories"]:
         not_run[category] = f"no held-out item of this category among the {len(rows)} evaluated"
@@ -137,6 +180,8 @@ def evaluate(request) -> dict:
         "benchmarks": {"bfcl_v3": {**metrics, "n_items": scores["n_items"]}},
         "summary": {name: metrics[name] for name in SUMMARY_METRICS if name in metrics},
         "not_run": not_run,
+        "health": health_record("tool_calling", {"calls": _or_none(behaviour["calls"]), TRUNCATED: truncated_percent,
+                                                 "items_needing_a_call": behaviour["n_need_call"]}),
         "settings": {
             "eval_data": str(split_dir / "eval.jsonl"),
             "eval_size": request.eval_size,
@@ -148,7 +193,7 @@ def evaluate(request) -> dict:
             "bfcl_package_version": scores["package_version"],
             "checker_model_name": scores["checker_model_name"],
             "n_samples": scores["n_samples"],
-            "truncated_percent": 100.0 * sum(c.truncated for c in all_samples) / len(all_samples),
+            "truncated_percent": truncated_percent,
             "mean_completion_tokens": sum(c.num_tokens for c in all_samples) / len(all_samples),
             "avg_definition": "BFCL Overall Acc: mean(live, non_live, multi_turn), multi_turn counted as 0",
             "python": sys.version.split()[0],

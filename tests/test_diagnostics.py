@@ -1,0 +1,83 @@
+"""Per-completion diagnostics of each task family: what the policy does, the signs of a collapse."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from gdpo.tasks import code, math as math_family, tool_calling
+from gdpo.tasks.tool_calling.output_format import ANSWER_RESPONSE, ANSWER_TOOL_CALL
+
+CALL = {"name": "math.factorial", "parameters": {"number": 5}}
+CALL_TEXT = '<think>x</think>\n<tool_call>\n{"name": "math.factorial", "parameters": {"number": 5}}\n</tool_call>'
+
+
+def tool_diagnostics(text, answer_type, calls):
+    values = tool_calling.completion_diagnostics([text], [answer_type], [json.dumps(calls) if calls else None])
+    return {name: column[0] for name, column in values.items()}
+
+
+@pytest.mark.parametrize(
+    "text, answer_type, calls, expected",
+    [
+        # the exact reference call
+        (CALL_TEXT, ANSWER_TOOL_CALL, [CALL], {"call_made": 1, "call_when_expected": 1, "exact_call": 1}),
+        # a call with a wrong value: made, not exact
+        (CALL_TEXT.replace("5", "6"), ANSWER_TOOL_CALL, [CALL],
+         {"call_made": 1, "call_when_expected": 1, "exact_call": 0}),
+        # the collapse the issue found: thinking only, no call
+        ("<think>I can call the tools in the response</think>", ANSWER_TOOL_CALL, [CALL],
+         {"call_made": 0, "call_when_expected": 0, "exact_call": 0}),
+        # a block that does not parse is no call
+        ("<think>x</think>\n<tool_call>\nmath.factorial(5)\n</tool_call>", ANSWER_TOOL_CALL, [CALL],
+         {"call_made": 0, "call_when_expected": 0, "exact_call": 0}),
+        # an empty block is no call either
+        ("<think>x</think>\n<tool_call>\n\n</tool_call>", ANSWER_TOOL_CALL, [CALL],
+         {"call_made": 0, "call_when_expected": 0, "exact_call": 0}),
+        # irrelevance: declining is right, and the call indicators do not apply
+        ("<think>x</think>\n<response>no</response>", ANSWER_RESPONSE, None,
+         {"call_made": 0, "declined_when_expected": 1}),
+        (CALL_TEXT, ANSWER_RESPONSE, None, {"call_made": 1, "declined_when_expected": 0}),
+    ],
+)
+def test_tool_calling_indicators(text, answer_type, calls, expected):
+    values = tool_diagnostics(text, answer_type, calls)
+    for name, value in values.items():
+        if name in expected:
+            assert value == expected[name], name
+        else:
+            assert math.isnan(value), f"{name} should not apply here"
+
+
+def test_tool_calling_reads_conversational_completions():
+    values = tool_calling.completion_diagnostics([[{"role": "assistant", "content": CALL_TEXT}]],
+                                                 [ANSWER_TOOL_CALL], [json.dumps([CALL])])
+    assert values["exact_call"] == [1.0]
+
+
+def test_math_answer_present():
+    values = math_family.completion_diagnostics(["so it is \\boxed{42}", "I do not know", ""])
+    assert values["answer_present"] == [1.0, 0.0, 0.0]
+
+
+def test_code_block_and_parsing_program():
+    texts = ["```python\ndef f(x):\n    return x\n```", "Here is how: just add them.", "```python\ndef f(:\n```",
+             "def f(x):\n    return x\n", ""]
+    values = code.completion_diagnostics(texts)
+    assert values["code_block"] == [1.0, 0.0, 1.0, 0.0, 0.0]
+    # prose parses as no program ("Here is how: ..." is a syntax error); bare code without a fence still runs
+    assert values["program_parses"] == [1.0, 0.0, 0.0, 1.0, 0.0]
+
+
+def test_run_summary_says_how_many_steps_had_a_signal_and_what_the_policy_did():
+    from gdpo.training.run import summarise
+
+    records = [{"step": 1, "advantages/std": 0.0, "diagnostics/call_made": 0.25},
+               {"step": 2, "advantages/std": 0.9, "diagnostics/call_made": 0.5},
+               {"step": 3, "advantages/std": 0.7, "diagnostics/call_made": 0.0},
+               {"step": 4, "advantages/std": 0.0}]
+    summary = summarise(records, ["correct", "format"])
+    assert summary["steps_with_signal"] == 0.5
+    assert summary["diagnostics"] == {"diagnostics/call_made": {"first": 0.25, "last": 0.0}}
