@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gdpo.tasks.code._supervisor import output_matches, repr_matches
+from gdpo.tasks.code.comparison import output_matches, repr_matches
 from gdpo.tasks.code.sandbox import Job, RunResult, isolation_mode, run, run_many, sandbox_processes
 
 pytestmark = pytest.mark.skipif(

@@ -4,23 +4,23 @@ Started by :mod:`gdpo.tasks.code.sandbox` as ``python -I -S -B _supervisor.py JO
 network, PID and mount namespaces when the machine allows it. It never runs model code itself: it
 reads the job, seals the filesystem, compiles the program, and forks one *runner* per execution (one
 for all function-call tests, one per stdin/stdout test). A runner drops to the sandbox uid with
-resource limits before it touches model code. The supervisor alone decides which tests passed:
+resource limits before it touches model code. It decides no verdict and holds no expected answer:
 
-- value tests (``calls``): the runner only sends ``repr`` of each call's result; expected values live
-  in ``expected.bin``, which this process reads only after the runner and all its descendants are
-  dead, so model code never holds them in memory;
-- stdin/stdout tests: the supervisor compares the captured stdout with the expected text, read after
-  each runner is dead (a later runner of the same job could at most dig earlier tests' answers out of
-  freed memory it inherited);
-- assertion tests (``asserts``, e.g. HumanEval's ``check``): the runner reports each outcome on a
-  private pipe, stamped with a random nonce. This is the one channel model code could forge, and only
-  by finding the pipe and the nonce in its own process on purpose; ``sys.exit``, ``os._exit``,
-  printing, exceptions or a killed harness all end up as failures.
+- value tests (``calls``): the runner sends the ``repr`` of each call's result, for values of the
+  built-in literal types only (anything else, such as an object whose ``__eq__`` is always true, is sent
+  as ``<not a literal>``);
+- stdin/stdout tests: the captured stdout of each run that ended cleanly;
+- assertion tests (``asserts``): the runner's own "ok" per snippet. Model code shares that process and
+  can forge it, so these serve only reference runs of a benchmark's original asserts, never rewards.
+
+The caller (:mod:`gdpo.tasks.code.sandbox`, outside every namespace) compares the values and outputs
+with the expected answers, which never enter the sandbox (:mod:`gdpo.tasks.code.comparison`). Model code
+could at most forge records of values, and a forged value passes only if it is the right answer.
 
 Job and result travel as ``marshal`` data (format version 2, readable by every Python 3), which loads in
 microseconds where importing ``json`` would cost a sizeable part of the sandbox's start-up. Result on
-stdout: ``{"status", "passed", "total", "detail", "nonce"}``; a setup failure of the sandbox itself is
-reported as ``{"sandbox_error": ...}``.
+stdout: ``{"status", "values" | "outputs", "asserted", "total", "detail", "nonce"}``; a setup failure of
+the sandbox itself is reported as ``{"sandbox_error": ...}``.
 """
 
 import builtins
@@ -324,106 +324,6 @@ def _exit_kind(job, status, cpu_seconds):
     return "killed"
 
 
-def _read_expected(expected_fd, job, index, text=True):
-    offset, length = job["expected_spans"][index]
-    data = os.pread(expected_fd, length, offset)
-    return data.decode("utf-8") if text else data
-
-
-# --- value comparison -------------------------------------------------------------------------------
-
-
-def _nesting_depth(text):
-    depth = best = 0
-    for char in text:
-        if char in "([{":
-            depth += 1
-            best = max(best, depth)
-        elif char in ")]}":
-            depth -= 1
-    return best
-
-
-def _literal(text):
-    import ast
-
-    if _nesting_depth(text) > 50:
-        raise ValueError("too deeply nested")
-    return ast.literal_eval(text)
-
-
-def values_match(actual, expected):
-    """Equal Python literals: floats within 1e-6 (relative) or 1e-9 (absolute), lists ≡ tuples, and
-    no bool/int mix."""
-    import math
-
-    if isinstance(expected, float) and not isinstance(expected, bool):
-        return (
-            isinstance(actual, (int, float))
-            and not isinstance(actual, bool)
-            and math.isclose(actual, expected, rel_tol=1e-6, abs_tol=1e-9)
-        )
-    if isinstance(expected, (list, tuple)):
-        return (
-            isinstance(actual, (list, tuple))
-            and len(actual) == len(expected)
-            and all(values_match(a, e) for a, e in zip(actual, expected))
-        )
-    if isinstance(expected, dict):
-        return (
-            isinstance(actual, dict)
-            and actual.keys() == expected.keys()
-            and all(values_match(actual[k], v) for k, v in expected.items())
-        )
-    if isinstance(expected, bool) != isinstance(actual, bool):
-        return False
-    if type(actual) is not type(expected) and not (isinstance(actual, int) and isinstance(expected, int)):
-        return False
-    return actual == expected
-
-
-def repr_matches(actual_repr, accepted_reprs):
-    """Whether a returned value's repr matches one of the accepted expected values' reprs."""
-    if actual_repr in accepted_reprs:
-        return True
-    try:
-        actual = _literal(actual_repr)
-    except Exception:
-        return False
-    for accepted in accepted_reprs:
-        try:
-            if values_match(actual, _literal(accepted)):
-                return True
-        except Exception:
-            continue
-    return False
-
-
-def _float_token(token):
-    try:
-        return float(token)
-    except ValueError:
-        return None
-
-
-def output_matches(actual, expected):
-    """stdout equals the expected text up to trailing whitespace per line and trailing blank lines;
-    else token by token, numbers within 1e-6 (the usual judge tolerances)."""
-    normalise = lambda text: "\n".join(line.rstrip() for line in text.strip().splitlines())
-    if normalise(actual) == normalise(expected):
-        return True
-    got, want = actual.split(), expected.split()
-    if len(got) != len(want):
-        return False
-    for g, w in zip(got, want):
-        if g == w:
-            continue
-        gf, wf = _float_token(g), _float_token(w)
-        if gf is None or wf is None or abs(gf - wf) > 1e-6 * max(1.0, abs(wf)):
-            return False
-    return True
-
-
 # --- runners ----------------------------------------------------------------------------------------
 
 
@@ -457,7 +357,11 @@ def _literal_repr_function():
 
 
 def _function_runner(code_obj, call_codes, assert_codes, nonce):
-    """Body of the function-call runner: load the program, run every test, report on CHANNEL_FD."""
+    """Body of the function-call runner: load the program, run every test, report on CHANNEL_FD.
+
+    Value records carry data only (the literal ``repr`` of a result); whoever forges one must still
+    produce the right value, which the caller of the sandbox checks. Assertion records ("ok") are the
+    program's own claim: they serve reference runs of a benchmark's asserts, never rewards."""
     write, run_code, evaluate, exit_now = os.write, exec, eval, os._exit
     represent = _literal_repr_function()
     name_of = lambda error: type(error).__name__.encode("utf-8", "replace")
@@ -557,7 +461,10 @@ def _parse_records(buffer, nonce):
     return records
 
 
-def run_function_tests(job, code_obj, expected_fd):
+def run_function_tests(job, code_obj):
+    """Run the function-call runner; report each test's returned value (a literal ``repr``) or outcome.
+
+    Which values are right is decided by the caller, which alone knows the expected ones."""
     calls, asserts = job["calls"], job["asserts"]
     total = len(calls) + len(asserts)
     call_codes = [compile(c, "<test>", "eval", dont_inherit=True) for c in calls]
@@ -582,7 +489,8 @@ def run_function_tests(job, code_obj, expected_fd):
     os.close(channel_r)
     os.close(output_r)
     records = _parse_records(channel.data, nonce)
-    outcome = {}  # test index -> "pass" | "fail" | "error" | "memory"
+    outcome = {}  # test index -> "value" | "asserted" | "fail" | "error" | "memory"
+    values = {}  # call index -> repr of the returned value
     flags = set()
     for index, kind, payload in records:
         if index < 0:
@@ -591,15 +499,14 @@ def run_function_tests(job, code_obj, expected_fd):
         if index >= total or index in outcome:
             continue
         if kind == "value" and index < len(calls):
-            accepted = marshal.loads(_read_expected(expected_fd, job, index, text=False))
-            outcome[index] = "pass" if repr_matches(payload.decode("utf-8", "replace"), accepted) else "fail"
+            outcome[index] = "value"
+            values[index] = payload.decode("utf-8", "replace")
         elif kind == "ok" and index >= len(calls):
-            outcome[index] = "pass"
+            outcome[index] = "asserted"
         elif kind in ("fail", "error", "memory"):
             outcome[index] = kind
         else:
             outcome[index] = "fail"
-    passed = sum(1 for v in outcome.values() if v == "pass")
     detail = output.data.decode("utf-8", "replace")
     exit_kind = _exit_kind(job, status, cpu)
     if event is not None:
@@ -621,12 +528,15 @@ def run_function_tests(job, code_obj, expected_fd):
         )
     if errors:
         detail = "\n".join(errors[:3]) + ("\n" + detail if detail else "")
-    return {"status": state, "passed": passed, "total": total, "detail": detail}
+    asserted = sorted(i for i, kind in outcome.items() if kind == "asserted")
+    return {"status": state, "values": values, "asserted": asserted, "total": total, "detail": detail}
 
 
-def run_stdio_tests(job, code_obj, expected_fd):
+def run_stdio_tests(job, code_obj):
+    """Run the program once per stdin; report the stdout of each run that ended cleanly (the caller
+    compares it with the expected output)."""
     inputs = job["stdin"]
-    total, passed = len(inputs), 0
+    total, outputs = len(inputs), []
     states, detail = [], ""
     for index, text in enumerate(inputs):
         stdin_fd = os.memfd_create("stdin", 0)
@@ -653,8 +563,7 @@ def run_stdio_tests(job, code_obj, expected_fd):
             state = "runtime_error"
         else:
             state = "ok"
-            if output_matches(out.data.decode("utf-8", "replace"), _read_expected(expected_fd, job, index)):
-                passed += 1
+        outputs.append(out.data.decode("utf-8", "replace") if state == "ok" else None)
         if state != "ok" and not detail:
             detail = err.data.decode("utf-8", "replace") or state
         states.append(state)
@@ -663,7 +572,7 @@ def run_stdio_tests(job, code_obj, expected_fd):
     worst = next(
         (s for s in ("timeout", "memory", "output_limit", "killed", "runtime_error") if s in states), "ok"
     )
-    return {"status": worst, "passed": passed, "total": total, "detail": detail}
+    return {"status": worst, "outputs": outputs, "total": total, "detail": detail}
 
 
 def _emit(report):
@@ -676,7 +585,6 @@ def main():
     job_dir = sys.argv[1]
     with open(os.path.join(job_dir, "job.bin"), "rb") as handle:
         job = marshal.loads(handle.read())
-    expected_fd = os.open(os.path.join(job_dir, "expected.bin"), os.O_RDONLY | os.O_CLOEXEC)
     job["job_dir"] = job_dir
     try:
         if job["isolation"] != "none":
@@ -684,8 +592,7 @@ def main():
             owner = job["uid"] if job["uid"] is not None else 0
             _seal_filesystem(job_dir, owner, job["tmpfs_bytes"])
         else:
-            for name in ("job.bin", "expected.bin"):
-                os.unlink(os.path.join(job_dir, name))
+            os.unlink(os.path.join(job_dir, "job.bin"))
             if job["uid"] is not None:
                 os.chown(job_dir, job["uid"], job["uid"])
         os.chdir(job_dir)
@@ -702,14 +609,12 @@ def main():
     except Exception as error:
         result = {
             "status": "compile_error",
-            "passed": 0,
             "total": job["total"],
             "detail": f"{type(error).__name__}: {error}",
         }
     else:
-        result = (run_stdio_tests if job["stdin"] else run_function_tests)(job, code_obj, expected_fd)
-    nonce_span = job["expected_spans"][-1]
-    result["nonce"] = os.pread(expected_fd, nonce_span[1], nonce_span[0]).decode()
+        result = (run_stdio_tests if job["stdin"] else run_function_tests)(job, code_obj)
+    result["nonce"] = job["nonce"]
     result["detail"] = result["detail"][-DETAIL_CAP:]
     _emit(result)
 

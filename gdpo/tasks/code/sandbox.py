@@ -30,9 +30,11 @@ namespaces work (same namespaces; the runner keeps the caller's uid with all cap
 when root, and the audit hooks only — the filesystem's world-writable directories stay writable and the
 network barrier is the audit hook alone, which C code can bypass).
 
-How tests are scored is described in ``_supervisor.py``: value and stdin/stdout tests are compared by the
-supervisor against expected answers that model code never sees; assertion tests (HumanEval's ``check``)
-report through a nonce-stamped pipe which model code could only forge deliberately.
+Verdicts are decided here, outside the sandbox: the supervisor brings back the values the program
+returned (literal reprs) and the stdout it printed, and :func:`run` compares them with expected answers
+that never enter the sandbox (:mod:`comparison`). Assertion tests (``Job.asserts``) are the program's own
+claim and can be forged by it; they exist for reference runs of a benchmark's original asserts, and the
+rewards refuse them (:func:`gdpo.tasks.code.rewards.make_job`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gdpo.tasks.code._supervisor import wall_limit
+from gdpo.tasks.code.comparison import output_matches, repr_matches
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "memory", "output_limit", "killed")
@@ -88,7 +91,8 @@ class Job:
       (reprs, e.g. ``("5",)``); the program never sees ``accepted``.
     - ``asserts``: test snippets run in the program's namespace; pass if they raise nothing
       (HumanEval: ``test + "\\ncheck(entry_point)"``). An ``AssertionError`` is a failed test, any other
-      exception a runtime error.
+      exception a runtime error. The pass is reported by the program's own process, so a hostile program
+      can forge it: for reference runs only (rewards use value tests).
     - ``stdio``: ``(stdin, expected stdout)`` pairs; the program runs once per pair as ``__main__``.
 
     ``stdio`` cannot be mixed with ``calls``/``asserts``. Limits: ``time_limit`` seconds of CPU per
@@ -231,24 +235,14 @@ def _command(mode: str, python: str, job_dir: str) -> list[str]:
 
 
 def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload: bool, nonce: str) -> None:
-    secrets_blob, spans = bytearray(), []
-
-    def add(data: bytes) -> None:
-        spans.append((len(secrets_blob), len(data)))
-        secrets_blob.extend(data)
-
-    for _, accepted in job.calls:
-        add(marshal.dumps(list(accepted), 2))
-    for _, expected in job.stdio:
-        add(expected.encode("utf-8"))
-    add(nonce.encode("ascii"))
+    """The job as the supervisor reads it: the program and the test inputs, never an expected answer."""
     spec = {
         "code": job.code,
         "calls": [expression for expression, _ in job.calls],
         "asserts": list(job.asserts),
         "stdin": [stdin for stdin, _ in job.stdio],
         "total": job.total,
-        "expected_spans": spans,
+        "nonce": nonce,
         "time_limit": float(job.time_limit),
         "memory_bytes": int(job.memory_limit_mb) << 20,
         "output_limit": int(job.output_limit_bytes),
@@ -259,10 +253,29 @@ def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload
         "uid": uid,
         "preload": [] if preload else list(PRELOAD),
     }
-    for name, data in (("job.bin", marshal.dumps(spec, 2)), ("expected.bin", bytes(secrets_blob))):
-        fd = os.open(os.path.join(job_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+    fd = os.open(os.path.join(job_dir, "job.bin"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(marshal.dumps(spec, 2))
+
+
+def _count_passed(job: Job, report: dict) -> int:
+    """Tests passed, judged here from the data the sandbox brought back (values or outputs)."""
+    if job.stdio:
+        outputs = report.get("outputs")
+        outputs = outputs if isinstance(outputs, list) else []
+        return sum(
+            isinstance(actual, str) and output_matches(actual, expected)
+            for actual, (_, expected) in zip(outputs, job.stdio)
+        )
+    values = report.get("values")
+    values = values if isinstance(values, dict) else {}
+    passed = sum(
+        isinstance(values.get(index), str) and repr_matches(values[index], accepted)
+        for index, (_, accepted) in enumerate(job.calls)
+    )
+    asserted = report.get("asserted")
+    asserted = set(asserted) if isinstance(asserted, list) else set()
+    return passed + len(asserted & set(range(len(job.calls), job.total)))
 
 
 def _validate_tests(job: Job) -> None:
@@ -333,7 +346,7 @@ def run(job: Job) -> RunResult:
         if report.get("nonce") != nonce or report.get("status") not in STATUSES:
             detail = err.decode("utf-8", "replace")[-2000:] or f"supervisor exited with {process.returncode}"
             return RunResult(0, job.total, "killed", time.monotonic() - start, detail)
-        passed = max(0, min(int(report["passed"]), job.total))
+        passed = _count_passed(job, report)
         return RunResult(
             passed, job.total, report["status"], time.monotonic() - start, report.get("detail", "")
         )
