@@ -38,15 +38,15 @@ RECORD_PAYLOAD_CAP = 100_000  # characters of a returned value's repr sent back
 CHANNEL_CAP = 8 << 20  # bytes of records accepted from one runner
 DETAIL_CAP = 2000  # characters of stderr kept for the result's detail
 EXIT_MEMORY = 120  # runner exit code for an uncaught MemoryError (stdin/stdout mode)
-AF_BLOCKED = (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
+AF_UNIX, AF_BLOCKED = 1, (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
 # mount(2) flags, and mount_setattr(2), whose number (442) is the same on every architecture.
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 2, 4, 8, 1, 32, 4096, 16384
-SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 442, 0x8000, 0x1, 0x2
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME = 1, 2, 4, 8, 32, 1024, 2048
+MS_BIND, MS_MOVE, MS_RELATIME = 4096, 8192, 1 << 21
+IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
-CPU_POLL = 0.02  # seconds between CPU-time checks once a runner has run for time_limit
+WATCH_POLL = 0.02  # seconds between checks of the sandbox's memory and CPU time (see _tree_usage)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/run/shm")
 
 _libc = None
 
@@ -74,36 +74,126 @@ def _mount(source, target, fstype, flags, data=None):
     _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
-def _seal_filesystem(job_dir, owner, tmpfs_bytes):
-    """Make every mount read-only in this private mount namespace, then mount a fresh tmpfs on job_dir.
+def _view_paths():
+    """Host paths the sandbox sees, read-only: the interpreter, its standard library and the directories
+    of the shared libraries it has loaded (libc, libffi, lib-dynload...), and the loader's cache.
+    Nothing else of the host: no /home, /etc, /run (sockets), /tmp (FIFOs), no installed packages."""
+    executable = os.path.realpath(sys.executable)
+    paths = {executable, os.path.dirname(os.__file__), "/etc/ld.so.cache"}
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            fields = line.split(None, 5)
+            mapped = fields[5].rstrip("\n") if len(fields) == 6 else ""
+            if mapped.startswith("/") and mapped != executable and not mapped.endswith("(deleted)"):
+                paths.add(os.path.dirname(mapped))
+    chosen = []
+    for path in sorted(p for p in paths if os.path.exists(p)):  # parents sort before their children
+        if not any(path.startswith(parent.rstrip("/") + "/") for parent in chosen):
+            chosen.append(path)
+    return chosen
 
-    Runs as (namespace) root before any runner exists. Falls back to read-only bind mounts of the usual
-    world-writable directories on kernels without mount_setattr (< 5.12).
+
+def _elf_interpreter(executable):
+    """The program loader named in a 64-bit ELF executable (e.g. /lib64/ld-linux-x86-64.so.2), or None:
+    the sandbox needs it at that very path for model code to start the interpreter again."""
+    import struct
+
+    with open(executable, "rb") as handle:
+        header = handle.read(64)
+        if header[:5] != b"\x7fELF\x02":
+            return None
+        offset, size, count = struct.unpack_from("<Q", header, 32)[0], *struct.unpack_from("<HH", header, 54)
+        for index in range(count):
+            handle.seek(offset + index * size)
+            kind, _, position, _, _, length = struct.unpack("<IIQQQQ", handle.read(40))
+            if kind == 3:  # PT_INTERP
+                handle.seek(position)
+                return handle.read(length).rstrip(b"\0").decode()
+    return None
+
+
+def _locked_flags(path):
+    """Mount flags a read-only remount of a bind of ``path`` must keep (a user namespace may not clear
+    the flags of a mount it inherited)."""
+    flags, kept = os.statvfs(path).f_flag, 0
+    for st_flag, ms_flag in ((8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME)):
+        if flags & st_flag:
+            kept |= ms_flag
+    return kept
+
+
+def _bind_read_only(source, target, flags=MS_NOSUID | MS_NODEV):
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+    _mount(source, target, None, MS_BIND)
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags | _locked_flags(source))
+
+
+def _limit_ipc(job):
+    """System V shared memory and message queues of this run's private IPC namespace: a few MiB in all.
+    (POSIX queues are bounded by ``RLIMIT_MSGQUEUE`` and POSIX shared memory by the small /dev/shm.)"""
+    limits = {
+        "kernel/shmmax": IPC_BYTES,
+        "kernel/shmall": IPC_BYTES // os.sysconf("SC_PAGE_SIZE"),
+        "kernel/shmmni": 16,
+        "kernel/msgmnb": IPC_BYTES // 16,
+        "kernel/msgmni": 16,
+    }
+    for name, value in limits.items():
+        try:
+            with open(f"/proc/sys/{name}", "w") as handle:
+                handle.write(str(value))
+        except OSError:
+            pass  # a user namespace may not own these: then only the memory watchdog bounds them
+
+
+def _seal_filesystem(job, job_dir, owner):
+    """Replace the host's filesystem by a private, minimal one, then drop into it (chroot).
+
+    The new root is a tmpfs (mounted on ``job_dir``, which this mount namespace alone sees) holding
+    read-only binds of :func:`_view_paths`, /dev/{null,zero,random,urandom}, a /proc of the new PID
+    namespace (read-only), a small /dev/shm and, at ``job_dir``, the run's fresh size-limited tmpfs.
+    Runs as (namespace) root before any runner exists; runners cannot chroot back out (no capabilities).
     """
-    import ctypes
-
-    libc = _load_libc()
-
-    class MountAttr(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_uint64) for n in ("attr_set", "attr_clr", "propagation", "userns_fd")]
-
-    attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
-    if (
-        libc.syscall(SYS_MOUNT_SETATTR, -100, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
-        != 0
-    ):
-        for path in WORLD_WRITABLE_DIRS:
-            if os.path.isdir(path) and not os.path.islink(path):
-                _mount(path, path, None, MS_BIND | MS_REC)
-                _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    try:  # a /proc of the new PID namespace: the host's processes (and their environments) disappear
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    view = _view_paths()
+    root = job_dir
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(link):  # merged /usr: the loader's path goes through these
+            os.symlink(os.readlink(link), root + link)
+    for path in view:
+        _bind_read_only(path, root + path)
+    loader = _elf_interpreter(os.path.realpath(sys.executable))
+    if loader and os.path.exists(loader):
+        seen_at = os.path.join(os.path.realpath(os.path.dirname(loader)), os.path.basename(loader))
+        if not os.path.lexists(root + seen_at):
+            _bind_read_only(os.path.realpath(loader), root + seen_at)
+    for name in ("null", "zero", "random", "urandom"):
+        _bind_read_only(f"/dev/{name}", f"{root}/dev/{name}", MS_NOSUID | MS_NOEXEC)
+    if sys.executable != os.path.realpath(sys.executable) and not os.path.lexists(root + sys.executable):
+        os.makedirs(os.path.dirname(root + sys.executable), exist_ok=True)
+        os.symlink(os.path.realpath(sys.executable), root + sys.executable)
+    os.makedirs(root + "/dev/shm")
+    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={IPC_BYTES >> 10}k,mode=1777")
+    _limit_ipc(job)
+    os.makedirs(root + "/proc")
+    try:  # a /proc of the new PID namespace: only the sandbox's processes
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        _mount(None, root + "/proc", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError:
-        pass  # still hidden by uid (root mode); documented as weaker in user-namespace mode
-    size_kib = max(1, tmpfs_bytes >> 10)
-    _mount(
-        "tmpfs", job_dir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_kib}k,mode=0700,uid={owner},gid={owner}"
-    )
+        pass  # some user-namespace setups refuse a new /proc: the sandbox then has none
+    os.makedirs(root + job_dir)
+    size_kib = max(1, job["tmpfs_bytes"] >> 10)
+    options = f"size={size_kib}k,mode=0700,uid={owner},gid={owner}"
+    _mount("tmpfs", root + job_dir, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    os.chdir(root)
+    _mount(root, "/", None, MS_MOVE)
+    os.chroot(".")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _drop_capabilities():
@@ -124,6 +214,8 @@ def _confine(job):
     limit(resource.RLIMIT_CORE, 0)
     limit(resource.RLIMIT_FSIZE, job["file_size_limit"])
     limit(resource.RLIMIT_NOFILE, 256)
+    # POSIX message queues, counted per (namespaced) user; never above the inherited cap
+    limit(resource.RLIMIT_MSGQUEUE, min(IPC_BYTES, resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]))
     uid = job["uid"]
     if job["isolation"] != "none" or uid is not None:
         _load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -150,7 +242,7 @@ def _install_guards(job, supervisor_pid):
     no_namespaces = job["isolation"] == "none"
 
     def guard(event, args):
-        if event == "socket.__new__" and len(args) > 1 and args[1] in AF_BLOCKED:
+        if event == "socket.__new__" and len(args) > 1 and (args[1] in AF_BLOCKED or no_namespaces and args[1] == AF_UNIX):
             raise PermissionError("network access is disabled in the sandbox")
         if event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"):
             raise PermissionError("network access is disabled in the sandbox")
@@ -232,29 +324,70 @@ def wall_limit(time_limit):
     return WALL_FACTOR * time_limit + WALL_EXTRA
 
 
-def _cpu_seconds(pid):
-    """User + system CPU seconds of one live process so far (from /proc; 0 if it is gone)."""
+def _sandbox_pids(runner_pid):
+    """Processes of the sandbox: every process of our PID namespace but us (its init), or, without
+    namespaces or without a /proc of our own, the runner alone."""
+    if os.getpid() != 1:
+        return [runner_pid]
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    except (OSError, IndexError, ValueError):
-        return 0.0
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and entry != "1"]
+    except OSError:
+        return [runner_pid]
+
+
+def _tree_usage(runner_pid):
+    """(CPU seconds, bytes of memory) of the whole sandbox, from /proc.
+
+    CPU: user + system time of every process and of the children it reaped. Memory: anonymous and
+    shared-memory pages of every process, memfd files held open (each once, mapped or not), System V
+    segments and /dev/shm of the run's own IPC namespace and filesystem. Pages shared by processes count
+    in each of them: an upper bound, which only hostile programs come near."""
+    ticks = memory = 0
+    memfds = {}
+    for pid in _sandbox_pids(runner_pid):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            ticks += sum(int(value) for value in fields[11:15])
+            with open(f"/proc/{pid}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith((b"RssAnon:", b"RssShmem:")):
+                        memory += int(line.split()[1]) << 10
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                path = f"/proc/{pid}/fd/{fd}"
+                if os.readlink(path).startswith("/memfd:"):
+                    info = os.stat(path)
+                    memfds[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended meanwhile
+    memory += sum(memfds.values())
+    if os.getpid() == 1:
+        try:
+            with open("/proc/sysvipc/shm", "rb") as handle:
+                memory += sum(int(line.split()[14]) for line in handle.readlines()[1:])
+            usage = os.statvfs("/dev/shm")
+            memory += (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+        except (OSError, ValueError, IndexError):
+            pass
+    return ticks / CLOCK_TICKS, memory
 
 
 def _supervise(job, pid, streams):
     """Collect the runner's streams until it exits, exceeds its time or a stream overflows its cap.
 
-    Time: the runner is stopped once it has used ``time_limit`` seconds of CPU (checked every
-    ``CPU_POLL`` s after ``time_limit`` of wall clock), or after :func:`wall_limit` of wall clock. An
-    endless loop, which gets a core to itself, so ends after about ``time_limit``, while a correct
-    program on a machine busy with other work is not cut off for waiting for a core.
+    Time: the sandbox is stopped once its processes together have used ``time_limit`` seconds of CPU, or
+    after :func:`wall_limit` of wall clock. An endless loop, which gets a core to itself, so ends after
+    about ``time_limit``, while a correct program on a machine busy with other work is not cut off for
+    waiting for a core. Memory: stopped once the whole sandbox holds more than ``memory_bytes`` (checked
+    every ``WATCH_POLL`` s, so it may overshoot by what it allocates in that time; each process also has
+    ``RLIMIT_AS``).
 
-    Returns (event, wait_status, cpu_seconds) with event in {None, "timeout", "output_limit"}. Every
+    Returns (event, wait_status, cpu_seconds) with event in {None, "timeout", "memory", "output_limit"}. Every
     process of the sandbox is dead when this returns.
     """
     started = time.monotonic()
-    cpu_from, wall_deadline = started + job["time_limit"], started + wall_limit(job["time_limit"])
+    wall_deadline = started + wall_limit(job["time_limit"])
+    next_check = started + WATCH_POLL
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
@@ -277,10 +410,19 @@ def _supervise(job, pid, streams):
 
     while not exited and event is None:
         now = time.monotonic()
-        if now >= wall_deadline or (now >= cpu_from and _cpu_seconds(pid) >= job["time_limit"]):
+        if now >= wall_deadline:
             event = "timeout"
             break
-        wait = (cpu_from - now) if now < cpu_from else CPU_POLL
+        if now >= next_check:
+            cpu, memory = _tree_usage(pid)
+            if memory > job["memory_bytes"]:
+                event = "memory"
+                break
+            if cpu >= job["time_limit"]:
+                event = "timeout"
+                break
+            next_check = now + WATCH_POLL
+        wait = next_check - now
         for fd, _ in poller.poll(1000 * max(0.001, min(wait, wall_deadline - now))):
             if fd == pidfd:
                 exited = True
@@ -590,7 +732,8 @@ def main():
         if job["isolation"] != "none":
             _load_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
             owner = job["uid"] if job["uid"] is not None else 0
-            _seal_filesystem(job_dir, owner, job["tmpfs_bytes"])
+            _load_libc()  # ctypes is imported before the host's filesystem disappears
+            _seal_filesystem(job, job_dir, owner)
         else:
             os.unlink(os.path.join(job_dir, "job.bin"))
             if job["uid"] is not None:

@@ -178,7 +178,7 @@ def isolation_mode() -> str:
     unshare, true = shutil.which("unshare"), shutil.which("true")
     if not sys.platform.startswith("linux") or not unshare or not true:
         return "none"
-    flags = ["--net", "--pid", "--mount", "--fork", "--kill-child"]
+    flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
     if os.geteuid() == 0:
         return "root-namespaces" if _probe([unshare, *flags, true]) else "none"
     return "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
@@ -226,7 +226,7 @@ def sandbox_python() -> tuple[str, bool]:
 
 def _command(mode: str, python: str, job_dir: str) -> list[str]:
     supervisor = [python, "-I", "-S", "-B", str(SUPERVISOR), job_dir, f"{PROCESS_MARKER}:{os.getpid()}"]
-    namespaces = ["--net", "--pid", "--mount", "--fork", "--kill-child"]
+    namespaces = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
     if mode == "root-namespaces":
         return [shutil.which("unshare"), *namespaces, *supervisor]
     if mode == "user-namespaces":
