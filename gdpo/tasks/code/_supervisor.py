@@ -41,7 +41,8 @@ EXIT_MEMORY = 120  # runner exit code for an uncaught MemoryError (stdin/stdout 
 AF_UNIX, AF_BLOCKED = 1, (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
 # mount(2) flags, and mount_setattr(2), whose number (442) is the same on every architecture.
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME = 1, 2, 4, 8, 32, 1024, 2048
-MS_BIND, MS_MOVE, MS_RELATIME = 4096, 8192, 1 << 21
+MS_BIND, MS_RELATIME, MNT_DETACH = 4096, 1 << 21, 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
@@ -151,12 +152,12 @@ def _limit_ipc(job):
 
 
 def _seal_filesystem(job, job_dir, owner):
-    """Replace the host's filesystem by a private, minimal one, then drop into it (chroot).
+    """Replace the host's filesystem by a private, minimal one (pivot_root), the host's detached.
 
     The new root is a tmpfs (mounted on ``job_dir``, which this mount namespace alone sees) holding
     read-only binds of :func:`_view_paths`, /dev/{null,zero,random,urandom}, a /proc of the new PID
     namespace (read-only), a small /dev/shm and, at ``job_dir``, the run's fresh size-limited tmpfs.
-    Runs as (namespace) root before any runner exists; runners cannot chroot back out (no capabilities).
+    Runs as (namespace) root before any runner exists.
     """
     view = _view_paths()
     root = job_dir
@@ -177,7 +178,8 @@ def _seal_filesystem(job, job_dir, owner):
         os.makedirs(os.path.dirname(root + sys.executable), exist_ok=True)
         os.symlink(os.path.realpath(sys.executable), root + sys.executable)
     os.makedirs(root + "/dev/shm")
-    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={IPC_BYTES >> 10}k,mode=1777")
+    shm_options = f"size={IPC_BYTES >> 10}k,mode=1777"
+    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_options)
     _limit_ipc(job)
     os.makedirs(root + "/proc")
     try:  # a /proc of the new PID namespace: only the sandbox's processes
@@ -189,9 +191,16 @@ def _seal_filesystem(job, job_dir, owner):
     size_kib = max(1, job["tmpfs_bytes"] >> 10)
     options = f"size={size_kib}k,mode=0700,uid={owner},gid={owner}"
     _mount("tmpfs", root + job_dir, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    # pivot_root(".", ".") puts the old root on top of the new one, and detaching it leaves the host's
+    # filesystem out of this mount namespace altogether: unlike chroot, no nested namespace of model code
+    # can climb back to it.
     os.chdir(root)
-    _mount(root, "/", None, MS_MOVE)
-    os.chroot(".")
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        machine = os.uname().machine
+        raise OSError(f"no pivot_root syscall number known for {machine}; add it to SYS_PIVOT_ROOT")
+    _check(_load_libc().syscall(number, b".", b"."), "pivot_root")
+    _check(_load_libc().umount2(b".", MNT_DETACH), "umount2 of the host's root")
     os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
@@ -242,7 +251,8 @@ def _install_guards(job, supervisor_pid):
     no_namespaces = job["isolation"] == "none"
 
     def guard(event, args):
-        if event == "socket.__new__" and len(args) > 1 and (args[1] in AF_BLOCKED or no_namespaces and args[1] == AF_UNIX):
+        blocked = AF_BLOCKED + (AF_UNIX,) if no_namespaces else AF_BLOCKED  # else no host socket is in view
+        if event == "socket.__new__" and len(args) > 1 and args[1] in blocked:
             raise PermissionError("network access is disabled in the sandbox")
         if event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"):
             raise PermissionError("network access is disabled in the sandbox")
@@ -382,7 +392,8 @@ def _supervise(job, pid, streams):
     every ``WATCH_POLL`` s, so it may overshoot by what it allocates in that time; each process also has
     ``RLIMIT_AS``).
 
-    Returns (event, wait_status, cpu_seconds) with event in {None, "timeout", "memory", "output_limit"}. Every
+    Returns (event, wait_status, cpu_seconds, note) with event in {None, "timeout", "memory",
+    "output_limit"} and a note saying which limit stopped it. Every
     process of the sandbox is dead when this returns.
     """
     started = time.monotonic()
@@ -394,7 +405,7 @@ def _supervise(job, pid, streams):
     by_fd = {s.fd: s for s in streams}
     for fd in by_fd:
         poller.register(fd, select.POLLIN)
-    event, exited = None, False
+    event, exited, note = None, False, ""
 
     def read(fd):
         stream = by_fd[fd]
@@ -411,15 +422,16 @@ def _supervise(job, pid, streams):
     while not exited and event is None:
         now = time.monotonic()
         if now >= wall_deadline:
-            event = "timeout"
+            event, note = "timeout", f"stopped after {now - started:.1f} s of wall clock"
             break
         if now >= next_check:
             cpu, memory = _tree_usage(pid)
             if memory > job["memory_bytes"]:
                 event = "memory"
+                note = f"stopped holding {memory >> 20} MiB (limit {job['memory_bytes'] >> 20} MiB)"
                 break
             if cpu >= job["time_limit"]:
-                event = "timeout"
+                event, note = "timeout", f"stopped after {cpu:.2f} s of CPU (all its processes)"
                 break
             next_check = now + WATCH_POLL
         wait = next_check - now
@@ -444,7 +456,9 @@ def _supervise(job, pid, streams):
     _reap_orphans()
     if event is None and any(s.size > s.cap for s in streams):
         event = "output_limit"
-    return event, status, usage.ru_utime + usage.ru_stime
+    if event == "output_limit":
+        note = "stopped for writing more output than allowed"
+    return event, status, usage.ru_utime + usage.ru_stime, note
 
 
 def _reap_orphans():
@@ -627,7 +641,7 @@ def run_function_tests(job, code_obj):
         os.close(fd)
     channel = Stream(channel_r, CHANNEL_CAP, CHANNEL_CAP)
     output = Stream(output_r, DETAIL_CAP, job["output_limit"])
-    event, status, cpu = _supervise(job, pid, [channel, output])
+    event, status, cpu, note = _supervise(job, pid, [channel, output])
     os.close(channel_r)
     os.close(output_r)
     records = _parse_records(channel.data, nonce)
@@ -670,6 +684,8 @@ def run_function_tests(job, code_obj):
         )
     if errors:
         detail = "\n".join(errors[:3]) + ("\n" + detail if detail else "")
+    if note:
+        detail = f"{note}\n{detail}"
     asserted = sorted(i for i, kind in outcome.items() if kind == "asserted")
     return {"status": state, "values": values, "asserted": asserted, "total": total, "detail": detail}
 
@@ -691,7 +707,7 @@ def run_stdio_tests(job, code_obj):
             os.close(fd)
         out = Stream(out_r, job["output_limit"], job["output_limit"])
         err = Stream(err_r, DETAIL_CAP, job["output_limit"])
-        event, status, cpu = _supervise(job, pid, [out, err])
+        event, status, cpu, note = _supervise(job, pid, [out, err])
         os.close(out_r)
         os.close(err_r)
         exit_kind = _exit_kind(job, status, cpu)
@@ -707,7 +723,8 @@ def run_stdio_tests(job, code_obj):
             state = "ok"
         outputs.append(out.data.decode("utf-8", "replace") if state == "ok" else None)
         if state != "ok" and not detail:
-            detail = err.data.decode("utf-8", "replace") or state
+            stderr = err.data.decode("utf-8", "replace")
+            detail = f"{note}\n{stderr}" if note else stderr or state
         states.append(state)
         if state in ("timeout", "memory", "output_limit", "killed"):
             break  # the remaining tests count as failed; a second slow run would only cost time
