@@ -449,3 +449,24 @@ def test_leak_detector_finds_tagged_and_sandbox_uid_processes():
                 process.kill()
                 process.wait()
         sandbox._issued_uids.clear()
+
+
+def test_without_namespaces_verdicts_and_limits_still_hold(monkeypatch):
+    """The mode a machine without unshare or user namespaces gets: weaker isolation, same verdicts."""
+    from gdpo.tasks.code import sandbox
+
+    monkeypatch.setattr(sandbox, "isolation_mode", lambda: "none")
+    balloon = (
+        "import os, time\nheld = []\nfor _ in range(64):\n    fd = os.memfd_create('m')\n"
+        "    os.write(fd, b'm' * (8 << 20))\n    held.append(fd)\ntime.sleep(5)\n"
+    )
+    jobs = [
+        job("def add(a, b):\n    return a + b\n"),
+        job("def add(a, b):\n    return a * b\n"),
+        job("while True:\n    pass\n", time_limit=0.5),
+        job(balloon, memory_limit_mb=256, time_limit=8.0),
+    ]
+    results = run_many(jobs, max_workers=2)
+    assert [(r.status, r.passed) for r in results] == [("ok", 2), ("ok", 0), ("timeout", 0), ("memory", 0)]
+    assert "the runner's own" in results[2].detail  # says what it could count
+    assert_no_leaks()

@@ -431,7 +431,8 @@ def _supervise(job, pid, streams):
                 note = f"stopped holding {memory >> 20} MiB (limit {job['memory_bytes'] >> 20} MiB)"
                 break
             if cpu >= job["time_limit"]:
-                event, note = "timeout", f"stopped after {cpu:.2f} s of CPU (all its processes)"
+                counted = "all its processes" if os.getpid() == 1 else "the runner's own"
+                event, note = "timeout", f"stopped after {cpu:.2f} s of CPU ({counted})"
                 break
             next_check = now + WATCH_POLL
         wait = next_check - now
