@@ -7,28 +7,40 @@ on the project's machines (Linux 6.x, running as root; see :func:`isolation_mode
 ============================  ===============================================================================
 layer                         mechanism
 ============================  ===============================================================================
-network                       empty network namespace (``unshare --net``: no interface but a down loopback),
-                              plus an audit hook refusing internet sockets and name lookups
+network                       empty network namespace (``unshare --net``: no interface but a down loopback;
+                              abstract unix sockets are per namespace), plus an audit hook refusing internet
+                              sockets and name lookups
+IPC                           private IPC namespace (``--ipc``): System V shared memory and message queues
+                              of the run are invisible to the host, capped at 8 MiB, and die with it
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
                               process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
                               (enforced because that uid is not root) caps fork bombs
-filesystem                    mount namespace in which every mount is read-only (``mount_setattr``, recursive)
-                              and the run's directory is a fresh size-limited tmpfs (cwd, HOME, TMPDIR); the
-                              runner's uid owns nothing else; a new ``/proc`` shows only the sandbox
-time                          stopped after ``time_limit`` s of CPU (polled), or 3 × ``time_limit`` + 1 s of
-                              wall clock when sleeping or starved; ``RLIMIT_CPU`` as a backstop; on a
-                              timeout every process of the sandbox is killed
-memory                        ``RLIMIT_AS``
+filesystem                    a private root (``pivot_root``, the host's root detached): read-only binds of the
+                              interpreter, its standard library and the directories of its shared libraries,
+                              /dev/{null,zero,random,urandom}, a read-only ``/proc`` of the PID namespace, an
+                              8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR).
+                              Nothing else of the host exists in it: no sockets, FIFOs, /home, /etc, /run,
+                              installed packages or benchmark data
+time                          stopped once all processes of the sandbox together used ``time_limit`` s of CPU
+                              (polled every 20 ms), or after 3 × ``time_limit`` + 1 s of wall clock when
+                              sleeping or starved; ``RLIMIT_CPU`` per process as a backstop
+memory                        ``RLIMIT_AS`` per process, and a watchdog on the whole tree (every 20 ms):
+                              anonymous and shared pages of every process, memfd files held open, System V
+                              segments and /dev/shm; ``RLIMIT_FSIZE`` bounds each memfd and file,
+                              ``RLIMIT_MSGQUEUE`` POSIX queues
 output                        pipes read with a cap (overflow kills the run), ``RLIMIT_FSIZE`` for files
 environment                   only PATH, LANG, HOME and TMPDIR (both the run's directory); stdin is /dev/null
-signals                       other uid and PID namespace: the runner cannot signal the supervisor or us
+signals                       other uid and PID namespace: the runner cannot signal or ptrace the supervisor
+                              (not dumpable) or us
 ============================  ===============================================================================
 
 Modes: ``root-namespaces`` (all of the above), ``user-namespaces`` when not root but unprivileged user
-namespaces work (same namespaces; the runner keeps the caller's uid with all capabilities dropped, so
-``RLIMIT_NPROC`` counts the caller's own processes), and ``none`` (no namespaces: rlimits, a separate uid
-when root, and the audit hooks only — the filesystem's world-writable directories stay writable and the
-network barrier is the audit hook alone, which C code can bypass).
+namespaces work (the same namespaces and filesystem; the runner is uid 0 of its user namespace with every
+capability dropped, so ``RLIMIT_NPROC`` counts the caller's own processes across runs, and the System V
+caps apply only if the kernel lets a user namespace set them), and ``none`` (no namespaces: rlimits, a
+separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem,
+sockets and IPC stay reachable, and the network barrier is the audit hook, which C code bypasses).
+The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
 
 Verdicts are decided here, outside the sandbox: the supervisor brings back the values the program
 returned (literal reprs) and the stdout it printed, and :func:`run` compares them with expected answers
@@ -98,8 +110,9 @@ class Job:
     ``stdio`` cannot be mixed with ``calls``/``asserts``. Limits: ``time_limit`` seconds of CPU per
     stdin/stdout test, or for loading the program and all its function-call tests together (a runner that
     sleeps or waits is stopped after 3 × ``time_limit`` + 1 s of wall clock);
-    ``memory_limit_mb`` of address space; ``output_limit_bytes`` per stream; ``max_processes`` for the
-    sandbox uid (threads count).
+    ``memory_limit_mb`` (see the end); ``output_limit_bytes`` per stream; ``max_processes`` for the
+    sandbox uid (threads count). ``memory_limit_mb`` bounds each process's address space and the whole
+    sandbox's memory (see the module docstring).
     """
 
     code: str
