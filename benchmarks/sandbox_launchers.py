@@ -33,7 +33,8 @@ SEAL = IMPORT + (
 
 def bwrap_command(python: str, view: list[str]) -> list[str]:
     """bwrap with the sandbox's namespaces and the same read-only view (plus the supervisor's directory)."""
-    command = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+    command = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+    command.append("--new-session")
     for link in ("/bin", "/sbin", "/lib", "/lib64"):
         if os.path.islink(link):
             command += ["--symlink", os.readlink(link), link]
@@ -48,7 +49,9 @@ def bwrap_command(python: str, view: list[str]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=40, help="starts of each launcher (median reported)")
     args = parser.parse_args()
 

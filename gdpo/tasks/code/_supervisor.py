@@ -136,6 +136,8 @@ def _bind_read_only(source, target, flags=MS_NOSUID | MS_NODEV):
 def _limit_ipc(job):
     """System V shared memory and message queues of this run's private IPC namespace: a few MiB in all.
     (POSIX queues are bounded by ``RLIMIT_MSGQUEUE`` and POSIX shared memory by the small /dev/shm.)"""
+    if os.stat("/proc/self/ns/ipc").st_ino == job["host_ipc_namespace"]:  # never change the host's limits
+        raise OSError("the sandbox shares the host's IPC namespace; run it with unshare --ipc")
     limits = {
         "kernel/shmmax": IPC_BYTES,
         "kernel/shmall": IPC_BYTES // os.sysconf("SC_PAGE_SIZE"),
@@ -167,6 +169,10 @@ def _seal_filesystem(job, job_dir, owner):
             os.symlink(os.readlink(link), root + link)
     for path in view:
         _bind_read_only(path, root + path)
+    stdlib = os.path.dirname(os.__file__)
+    for packages in (f"{stdlib}/site-packages", f"{stdlib}/dist-packages"):
+        if os.path.isdir(packages):  # installed packages (benchmark data among them) stay out of view
+            _mount("tmpfs", root + packages, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0555")
     loader = _elf_interpreter(os.path.realpath(sys.executable))
     if loader and os.path.exists(loader):
         seen_at = os.path.join(os.path.realpath(os.path.dirname(loader)), os.path.basename(loader))

@@ -4,7 +4,10 @@ A problem is a dict with the columns the rewards read:
 
 - ``prompt``: chat messages (list of ``{"role", "content"}``);
 - ``tests``: JSON of ``{"calls": [[expression, [accepted repr, ...]], ...], "asserts": [snippet, ...],
-  "stdio": [[stdin, stdout], ...]}`` (see :class:`gdpo.tasks.code.sandbox.Job`);
+  "stdio": [[stdin, stdout], ...]}`` (see :class:`gdpo.tasks.code.sandbox.Job`). Rewards accept value
+  (``calls``) and stdin/stdout tests only, whose verdict the sandbox's caller decides; a benchmark that
+  ships ``check(candidate)`` asserts is converted to value tests (:func:`asserts_as_value_tests`), its
+  asserts kept for reference runs;
 - ``code_prefix``: source put before the extracted program (HumanEval's imports), often "";
 - ``time_limit``: seconds per stdin/stdout test, or for all function-call tests together;
 - ``benchmark`` and ``problem_id``: where the problem comes from.

@@ -15,8 +15,9 @@ IPC                           private IPC namespace (``--ipc``): System V shared
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
                               process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
                               (enforced because that uid is not root) caps fork bombs
-filesystem                    a private root (``pivot_root``, the host's root detached): read-only binds of the
-                              interpreter, its standard library and the directories of its shared libraries,
+filesystem                    a private root (``pivot_root``, the host's root detached): read-only binds of
+                              the interpreter, its standard library (``site-packages`` masked) and the
+                              directories of its shared libraries,
                               /dev/{null,zero,random,urandom}, a read-only ``/proc`` of the PID namespace, an
                               8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR).
                               Nothing else of the host exists in it: no sockets, FIFOs, /home, /etc, /run,
@@ -247,6 +248,15 @@ def _command(mode: str, python: str, job_dir: str) -> list[str]:
     return supervisor
 
 
+def _ipc_namespace() -> int | None:
+    """Inode of this process's IPC namespace: the supervisor checks that its own is another one before
+    it sets the namespace's limits."""
+    try:
+        return os.stat("/proc/self/ns/ipc").st_ino
+    except OSError:
+        return None
+
+
 def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload: bool, nonce: str) -> None:
     """The job as the supervisor reads it: the program and the test inputs, never an expected answer."""
     spec = {
@@ -263,6 +273,7 @@ def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload
         "file_size_limit": int(job.file_size_limit_bytes),
         "tmpfs_bytes": int(job.directory_limit_bytes),
         "isolation": mode,
+        "host_ipc_namespace": _ipc_namespace(),
         "uid": uid,
         "preload": [] if preload else list(PRELOAD),
     }
