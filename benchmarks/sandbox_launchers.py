@@ -3,11 +3,11 @@
 Each round starts, in turn: a plain interpreter; the sandbox's launcher (``unshare`` with network, PID,
 mount and IPC namespaces) importing the supervisor; the same plus the supervisor's private root
 (``_seal_filesystem``: read-only binds of the interpreter, its standard library and shared libraries,
-/dev nodes, /proc, /dev/shm, the job's tmpfs, then ``pivot_root``); and ``bwrap`` (Debian's bubblewrap,
-if installed) with the same namespaces and an equivalent view, importing the supervisor. Prints medians
-and ratios to the launcher without the private root.
+/dev nodes, /proc, /dev/shm, the job's tmpfs, then ``pivot_root``); ``bwrap`` (Debian's bubblewrap, if
+installed) and ``nsjail`` (if on PATH or given) with the same namespaces and an equivalent view, importing
+the supervisor. Prints medians and ratios to the launcher without the private root.
 
-    python benchmarks/sandbox_launchers.py --rounds 40
+    python benchmarks/sandbox_launchers.py --rounds 40 [--nsjail /path/to/nsjail]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ IMPORT = f"import sys; sys.path.insert(0, {str(CODE_DIR)!r}); import _supervisor
 # the job's directory in the (scratch) working directory, as the sandbox's own is made before the launch
 SEAL = IMPORT + (
     "; import os; job = f'{os.getcwd()}/job-{os.urandom(6).hex()}'; os.mkdir(job)"
-    "; s._seal_filesystem({'tmpfs_bytes': 32 << 20}, job, 0)"
+    "; s._seal_filesystem({'tmpfs_bytes': 32 << 20, 'host_ipc_namespace': None}, job, 0)"
 )
 
 
@@ -48,11 +48,29 @@ def bwrap_command(python: str, view: list[str]) -> list[str]:
     return [*command, "--remount-ro", "/", python, "-I", "-S", "-B", "-c", IMPORT]
 
 
+def nsjail_command(nsjail: str, python: str, view: list[str]) -> list[str]:
+    """nsjail (standalone mode, its default namespaces: network, PID, mount, IPC, UTS, cgroup) with the same
+    read-only view, importing the supervisor."""
+    command = [nsjail, "-Mo", "--quiet"]
+    for link in ("/bin", "/sbin", "/lib", "/lib64"):
+        if os.path.islink(link):
+            command += ["-s", f"{os.readlink(link)}:{link}"]
+    for path in [*view, str(CODE_DIR), *(f"/dev/{d}" for d in ("null", "zero", "random", "urandom"))]:
+        command += ["-R", path]
+    if os.path.realpath(python) != python:
+        command += ["-s", f"{os.path.realpath(python)}:{python}"]
+    command += ["-T", "/dev/shm", "-T", "/job", "-D", "/job"]
+    return [*command, "--", python, "-I", "-S", "-B", "-c", IMPORT]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=40, help="starts of each launcher (median reported)")
+    parser.add_argument(
+        "--nsjail", default=shutil.which("nsjail"), help="an nsjail binary to compare too (default: on PATH)"
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(CODE_DIR))
@@ -72,20 +90,24 @@ def main() -> None:
         "unshare launcher + supervisor import": [*unshare, python, "-I", "-S", "-B", "-c", IMPORT],
         "... + private root (the sandbox today)": [*unshare, python, "-I", "-S", "-B", "-c", SEAL],
     }
+    view = subprocess.run(
+        [python, "-I", "-S", "-B", "-c", IMPORT + "; print('\\n'.join(s._view_paths()))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    loader = _supervisor._elf_interpreter(os.path.realpath(python))
+    real_loader_dir = os.path.realpath(os.path.dirname(loader)) if loader else None
+    if real_loader_dir and not any(real_loader_dir.startswith(p) for p in view):
+        view.append(real_loader_dir)
     if shutil.which("bwrap"):
-        view = subprocess.run(
-            [python, "-I", "-S", "-B", "-c", IMPORT + "; print('\\n'.join(s._view_paths()))"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        loader = _supervisor._elf_interpreter(os.path.realpath(python))
-        real_loader_dir = os.path.realpath(os.path.dirname(loader)) if loader else None
-        if real_loader_dir and not any(real_loader_dir.startswith(p) for p in view):
-            view.append(real_loader_dir)
         cases["bwrap, same namespaces and view"] = bwrap_command(python, view)
     else:
         print("bwrap is not installed (apt-get install bubblewrap): its row is skipped")
+    if args.nsjail:
+        cases["nsjail, same view"] = nsjail_command(args.nsjail, python, view)
+    else:
+        print("no nsjail (give --nsjail PATH): its row is skipped")
     times = {name: [] for name in cases}
     with tempfile.TemporaryDirectory() as scratch:
         for _ in range(args.rounds):
