@@ -470,3 +470,18 @@ def test_without_namespaces_verdicts_and_limits_still_hold(monkeypatch):
     assert [(r.status, r.passed) for r in results] == [("ok", 2), ("ok", 0), ("timeout", 0), ("memory", 0)]
     assert "the runner's own" in results[2].detail  # says what it could count
     assert_no_leaks()
+
+
+def test_a_sandbox_that_cannot_be_sealed_falls_back_to_none_with_a_warning(monkeypatch, tmp_path):
+    from gdpo.tasks.code import sandbox
+
+    if sandbox.isolation_mode() == "none":
+        pytest.skip("no namespaces here: nothing to fall back from")
+    refusing = tmp_path / "refusing_supervisor.py"  # a supervisor whose mounts the machine refuses
+    report = {"sandbox_error": "OSError: mount refused"}
+    refusing.write_text(f"import marshal, sys\nsys.stdout.buffer.write(marshal.dumps({report!r}))\n")
+    refusing.chmod(0o644)
+    tmp_path.chmod(0o755)
+    monkeypatch.setattr(sandbox, "SUPERVISOR", refusing)
+    with pytest.warns(UserWarning, match="falls back to isolation mode 'none'.*mount refused"):
+        assert sandbox.isolation_mode.__wrapped__() == "none"

@@ -1,9 +1,10 @@
 """Trusted supervisor of one sandboxed program run (standard library only).
 
 Started by :mod:`gdpo.tasks.code.sandbox` as ``python -I -S -B _supervisor.py JOB_DIR``, inside fresh
-network, PID and mount namespaces when the machine allows it. It never runs model code itself: it
-reads the job, seals the filesystem, compiles the program, and forks one *runner* per execution (one
-for all function-call tests, one per stdin/stdout test). A runner drops to the sandbox uid with
+network, PID, mount and IPC namespaces when the machine allows it. It never runs model code itself: it
+reads the job, moves into a private minimal root (:func:`_seal_filesystem`), compiles the program, forks
+one *runner* per execution (one for all function-call tests, one per stdin/stdout test) and watches the
+whole process tree's CPU time and memory (:func:`_tree_usage`). A runner drops to the sandbox uid with
 resource limits before it touches model code. It decides no verdict and holds no expected answer:
 
 - value tests (``calls``): the runner sends the ``repr`` of each call's result, for values of the

@@ -63,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,14 +189,24 @@ def _probe(command: list[str]) -> bool:
 @functools.lru_cache(maxsize=1)
 def isolation_mode() -> str:
     """``root-namespaces``, ``user-namespaces`` or ``none``: the strongest mode that works here (probed
-    once per process)."""
+    once per process). A mode whose namespaces start but whose sandbox cannot be sealed (a kernel or
+    container that refuses the mounts, an architecture without a known ``pivot_root``) falls back to
+    ``none`` with a warning naming the reason, rather than failing every run."""
     unshare, true = shutil.which("unshare"), shutil.which("true")
     if not sys.platform.startswith("linux") or not unshare or not true:
         return "none"
     flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
     if os.geteuid() == 0:
-        return "root-namespaces" if _probe([unshare, *flags, true]) else "none"
-    return "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
+        mode = "root-namespaces" if _probe([unshare, *flags, true]) else "none"
+    else:
+        mode = "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
+    if mode != "none":
+        try:
+            _run_in_mode(Job("", calls=(("1", ("1",)),)), mode)
+        except RuntimeError as error:
+            warnings.warn(f"The code sandbox falls back to isolation mode 'none': {error}", stacklevel=2)
+            return "none"
+    return mode
 
 
 def _readable_by_others(path: str) -> bool:
@@ -328,8 +339,11 @@ def run(job: Job) -> RunResult:
     Raises ``RuntimeError`` if the sandbox itself cannot be set up (a broken sandbox must not score zero
     silently) and ``ValueError`` for malformed tests.
     """
+    return _run_in_mode(job, isolation_mode())
+
+
+def _run_in_mode(job: Job, mode: str) -> RunResult:
     _validate_tests(job)
-    mode = isolation_mode()
     python, stdlib_readable = sandbox_python()
     uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else None
     if uid is not None:
