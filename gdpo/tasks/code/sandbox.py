@@ -39,8 +39,10 @@ Modes: ``root-namespaces`` (all of the above), ``user-namespaces`` when not root
 namespaces work (the same namespaces and filesystem; the runner is uid 0 of its user namespace with every
 capability dropped, so ``RLIMIT_NPROC`` counts the caller's own processes across runs, and the System V
 caps apply only if the kernel lets a user namespace set them), and ``none`` (no namespaces: rlimits, a
-separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem,
-sockets and IPC stay reachable, and the network barrier is the audit hook, which C code bypasses).
+separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem
+(installed benchmark data and its canonical solutions included), sockets and IPC stay reachable, and the
+network barrier is the audit hook, which C code bypasses). :func:`isolation_mode` falls back to ``none``,
+with a warning, when namespaces start but the private root cannot be made.
 The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
 
 Verdicts are decided here, outside the sandbox: the supervisor brings back the values the program
