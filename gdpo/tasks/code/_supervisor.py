@@ -40,7 +40,7 @@ CHANNEL_CAP = 8 << 20  # bytes of records accepted from one runner
 DETAIL_CAP = 2000  # characters of stderr kept for the result's detail
 EXIT_MEMORY = 120  # runner exit code for an uncaught MemoryError (stdin/stdout mode)
 AF_UNIX, AF_BLOCKED = 1, (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
-# mount(2) flags, and mount_setattr(2), whose number (442) is the same on every architecture.
+# mount(2) and umount2(2) flags; pivot_root(2) has no libc wrapper, and its number differs by architecture.
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME = 1, 2, 4, 8, 32, 1024, 2048
 MS_BIND, MS_RELATIME, MNT_DETACH = 4096, 1 << 21, 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
