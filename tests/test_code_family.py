@@ -268,7 +268,9 @@ def test_humaneval_from_the_package():
         conversation(f"```python\n{solution}```"),
         conversation("```python\ndef has_close_elements(n, t):\n    return True\n```"),
     ]
-    assert REWARD_FUNCTIONS["pass"](completions, **columns) == [1.0, 0.0]
+    # a constant answer passes the converted cases it happens to match (4 of 7), never the problem
+    assert REWARD_FUNCTIONS["pass"](completions, **columns) == [1.0, 4 / 7]
+    assert [r.all_passed for r in rewards.score_completions(completions, **columns)] == [True, False]
 
 
 # --- evaluate() -------------------------------------------------------------------------------------------
@@ -333,3 +335,102 @@ def test_evaluate_end_to_end_with_tiny_model(tmp_path):
     bench = result["benchmarks"]["procedural"]
     assert bench["n_items"] == 4 and bench["pass"] == 0.0  # a random model writes no working code
     assert 0.0 <= bench["bug"] <= 100.0 and result["not_run"] == {}
+
+
+# --- HumanEval as value tests -----------------------------------------------------------------------------
+
+
+def humaneval_jobs(program_of, reference_asserts=False):
+    """Jobs of every HumanEval problem for the program ``program_of(row)`` (row: the benchmark's record)."""
+    from gdpo.tasks.code.problems import humaneval_rows
+
+    rows = {row["task_id"]: row for row in humaneval_rows()}
+    problems = humaneval_problems(reference_asserts=reference_asserts)
+    return [
+        make_job(
+            program_of(rows[p["problem_id"]]),
+            p["tests"],
+            p["time_limit"],
+            p["code_prefix"],
+            reference_asserts=reference_asserts,
+        )
+        for p in problems
+    ]
+
+
+def canonical(row):
+    return row["prompt"] + row["canonical_solution"]
+
+
+def always_equal(row):
+    """Returns an object equal to everything (a forger of ``assert candidate(x) == y``)."""
+    return (
+        "class Always:\n    def __eq__(self, other):\n        return True\n"
+        "    def __ne__(self, other):\n        return False\n"
+        f"def {row['entry_point']}(*args, **kwargs):\n    return Always()\n"
+    )
+
+
+def frame_walker(row):
+    """Finds the harness's reporter in the calling frames, reports every test as passed and leaves."""
+    return (
+        "import os, sys\n"
+        f"def {row['entry_point']}(*args, **kwargs):\n"
+        "    frame = sys._getframe(1)\n"
+        "    while 'send' not in frame.f_locals:\n        frame = frame.f_back\n"
+        "    send = frame.f_locals['send']\n"
+        "    for index in range(2000):\n"
+        "        send(index, b'ok')\n        send(index, b'value', b'0')\n"
+        "    send(-1, b'done')\n    os._exit(0)\n"
+    )
+
+
+def test_humaneval_canonical_solutions_pass_every_converted_case():
+    problems = humaneval_problems()
+    assert len(problems) == 164 and all(json.loads(p["tests"])["calls"] for p in problems)
+    assert sum(len(json.loads(p["tests"])["calls"]) for p in problems) >= 1000
+    results = run_many(humaneval_jobs(canonical))
+    failed = [(p["problem_id"], r.status, r.detail[:200]) for p, r in zip(problems, results)]
+    failed = [row for row, result in zip(failed, results) if not result.all_passed]
+    assert failed == []
+
+
+def test_humaneval_conversion_is_the_same_every_time():
+    assert humaneval_problems() == humaneval_problems()  # random inputs are drawn from a fixed seed
+
+
+@pytest.mark.parametrize("forger", [always_equal, frame_walker])
+def test_forged_programs_fail_converted_humaneval(forger):
+    # the first 24 problems here; every problem in the slow test below
+    results = run_many(humaneval_jobs(forger)[:24])
+    assert [r.passed for r in results] == [0] * 24
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forger", [always_equal, frame_walker])
+def test_forged_programs_fail_all_of_humaneval(forger):
+    assert sum(r.passed for r in run_many(humaneval_jobs(forger))) == 0
+
+
+def test_reference_asserts_are_kept_but_refused_as_rewards():
+    reference = humaneval_problems(reference_asserts=True)
+    assert all(json.loads(p["tests"])["asserts"] for p in reference)
+    with pytest.raises(ValueError, match="could forge"):
+        make_job("pass", reference[0]["tests"], 5.0)
+    # the reason: on the original asserts a forger claims passes from inside its own process
+    forged = run_many(humaneval_jobs(frame_walker, reference_asserts=True)[:4])
+    assert all(r.all_passed for r in forged)
+
+
+def test_assert_conversion_reports_bad_benchmark_data():
+    from gdpo.tasks.code.problems import asserts_as_value_tests
+
+    check = "def check(candidate):\n    assert candidate(2) == 4\n"
+    converted = asserts_as_value_tests("def f(x):\n    return x * 2\n", check, "f", "T/0")
+    assert converted == [("f(*(2,))", ("4",))]
+    with pytest.raises(ValueError, match="T/1: the canonical solution fails its own asserts"):
+        asserts_as_value_tests("def f(x):\n    return x\n", check, "f", "T/1")
+    with pytest.raises(ValueError, match="T/2: result .* is not a Python literal"):
+        asserts_as_value_tests("def f(x):\n    return object()\n", "def check(c):\n    c(1)\n", "f", "T/2")
+    with pytest.raises(ValueError, match="never call"):
+        asserts_as_value_tests("def f(x):\n    return x\n", "def check(c):\n    pass\n", "f", "T/3")

