@@ -701,3 +701,11 @@ def test_forgers_score_nothing_on_all_of_humaneval(name):
         ))
         jobs.append(make_job(code, problem["tests"], 5.0, problem["code_prefix"]))
     assert sum(result.passed for result in run_many(jobs)) == 0
+
+
+def test_nan_does_not_match_a_number():
+    # NaN compares false with everything, so a tolerance check written as "too far apart" let it through
+    result = run(Job("print('nan')", stdio=(("5\n", "25\n"), ("3\n", "9\n")), time_limit=2.0))
+    assert result.passed == 0, result
+    forged = run(Job("print('nan nan')", stdio=(("", "1.5 -2\n"),), time_limit=2.0))
+    assert forged.passed == 0, forged
