@@ -574,6 +574,33 @@ def test_nested_namespaces_cannot_climb_to_the_host():
     assert result.all_passed, result.detail
 
 
+@needs_namespaces
+def test_nested_ipc_namespaces_cannot_hide_memory():
+    # a nested user namespace would give the capability to make a private IPC namespace, whose System V
+    # segments (attached, filled, detached) the memory watch does not see: 256 MiB against a 64 MiB limit
+    code = """
+    import ctypes, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmat.restype = ctypes.c_void_p
+        if libc.unshare(0x10000000 | 0x08000000) != 0:  # CLONE_NEWUSER | CLONE_NEWIPC
+            return []
+        held = 0
+        for _ in range(8):
+            segment = libc.shmget(0, 32 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+            if segment < 0:
+                break
+            address = libc.shmat(segment, None, 0)
+            ctypes.memset(address, 1, 32 << 20)
+            libc.shmdt(ctypes.c_void_p(address))
+            held += 32
+        return ["unshare", held]
+    """
+    result = run(attack(code, memory_limit_mb=64, time_limit=8.0))
+    assert result.all_passed or result.status == "memory", result
+    assert no_sandbox_left()
+
+
 # --- forging the rewards ---------------------------------------------------------------------------------
 
 

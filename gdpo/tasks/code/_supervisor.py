@@ -157,14 +157,16 @@ def _limit_ipc(job):
 def _seal_filesystem(job, job_dir, owner):
     """Replace the host's filesystem by a private, minimal one (pivot_root), the host's detached.
 
-    The new root is a tmpfs (mounted on ``job_dir``, which this mount namespace alone sees) holding
+    The new root is a tmpfs (mounted on ``job_dir``, which this mount namespace alone sees) whose
+    directory ``root``, the sandbox's "/" (a chroot, which refuses nested user namespaces), holds
     read-only binds of :func:`_view_paths`, /dev/{null,zero,random,urandom}, a /proc of the new PID
     namespace (read-only), a small /dev/shm and, at ``job_dir``, the run's fresh size-limited tmpfs.
     Runs as (namespace) root before any runner exists.
     """
     view = _view_paths()
-    root = job_dir
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    _mount("tmpfs", job_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    root = job_dir + "/root"  # the sandbox's "/": a directory below the new root, see the chroot below
+    os.mkdir(root, 0o755)
     for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(link):  # merged /usr: the loader's path goes through these
             os.symlink(os.readlink(link), root + link)
@@ -201,15 +203,19 @@ def _seal_filesystem(job, job_dir, owner):
     # pivot_root(".", ".") puts the old root on top of the new one, and detaching it leaves the host's
     # filesystem out of this mount namespace altogether: unlike chroot, no nested namespace of model code
     # can climb back to it.
-    os.chdir(root)
+    os.chdir(job_dir)
     number = SYS_PIVOT_ROOT.get(os.uname().machine)
     if number is None:
         machine = os.uname().machine
         raise OSError(f"no pivot_root syscall number known for {machine}; add it to SYS_PIVOT_ROOT")
     _check(_load_libc().syscall(number, b".", b"."), "pivot_root")
     _check(_load_libc().umount2(b".", MNT_DETACH), "umount2 of the host's root")
-    os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # Every process of the sandbox is chrooted below its mount namespace's root, and the kernel refuses
+    # a new user namespace to a chrooted process: model code cannot gain capabilities in a nested user
+    # namespace, so no private IPC namespace or mount whose memory the watchdog would not see.
+    os.chroot("root")
+    os.chdir("/")
 
 
 def _drop_capabilities():

@@ -21,7 +21,8 @@ filesystem                    a private root (``pivot_root``, the host's root de
                               /dev/{null,zero,random,urandom}, a read-only ``/proc`` of the PID namespace, an
                               8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR).
                               Nothing else of the host exists in it: no sockets, FIFOs, /home, /etc, /run,
-                              installed packages or benchmark data
+                              installed packages or benchmark data. It is a chroot below the mount
+                              namespace's root, so the kernel refuses model code a nested user namespace
 time                          stopped once all processes of the sandbox together used ``time_limit`` s of CPU
                               (polled every 20 ms), or after 3 × ``time_limit`` + 1 s of wall clock when
                               sleeping or starved; ``RLIMIT_CPU`` per process as a backstop
