@@ -438,6 +438,8 @@ def test_socket_buffers_count_as_memory():
             time.sleep(5)
             os._exit(0)
     time.sleep(5)
+    def attack():
+        return []
     """
     result = run(attack(code, memory_limit_mb=128, time_limit=8.0))
     assert result.status == "memory" and result.passed == 0, result
