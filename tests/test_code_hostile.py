@@ -298,6 +298,31 @@ def host_sysv_keys(kind: str) -> set[int]:
         return {int(line.split()[0]) for line in handle.readlines()[1:]}
 
 
+def test_only_unix_sockets_can_be_made():
+    # a network namespace does not cover AF_VSOCK, which reaches a virtual machine's hypervisor from any
+    # namespace; nothing is connected here: making the socket must already fail, as must the ways round a
+    # filter on socket(2) (io_uring's IORING_OP_SOCKET)
+    code = """
+    import ctypes, socket
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = [family for family in (40, 2, 10, 16, 17) if libc.socket(family, 2, 0) >= 0]  # VSOCK, INET...
+        try:
+            socket.socket(40, socket.SOCK_STREAM)
+            done.append("python vsock")
+        except OSError:
+            pass
+        if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0:  # io_uring_setup
+            done.append("io_uring")
+        socket.socketpair()  # unix sockets stay available (multiprocessing uses them)
+        return done
+    """
+    if os.uname().machine not in ("x86_64", "aarch64", "riscv64", "ppc64le", "s390x"):
+        pytest.skip("the socket filter knows the syscall numbers of these architectures only")
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
 @needs_namespaces
 def test_system_v_objects_stay_private_and_small():
     key = 0x67000000 + secrets.randbelow(1 << 20)

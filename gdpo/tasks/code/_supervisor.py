@@ -45,7 +45,17 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME
 MS_BIND, MS_RELATIME, MNT_DETACH = 4096, 1 << 21, 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
-PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
+# The seccomp filter of runners (see _socket_filter): each architecture's audit tag and the numbers of
+# socket(2) and, where it exists, socketcall(2); io_uring_setup(2) is 425 on all of them.
+SECCOMP_ARCH = {
+    "x86_64": (0xC000003E, 41, None),
+    "aarch64": (0xC00000B7, 198, None),
+    "riscv64": (0xC00000F3, 198, None),
+    "ppc64le": (0xC0000015, 326, 102),
+    "s390x": (0x80000016, 359, 102),
+}
+SYS_IO_URING_SETUP = 425
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
 WATCH_POLL = 0.02  # seconds between checks of the sandbox's memory and CPU time (see _tree_usage)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -228,6 +238,60 @@ def _drop_capabilities():
     _check(libc.capset(header, data), "capset")
 
 
+def _socket_filter():
+    """Install a seccomp filter that lets the runner (and its children) create unix sockets only.
+
+    A network namespace does not cover every address family: AF_VSOCK reaches the hypervisor of a virtual
+    machine from any namespace. So socket(2) with another family fails with EAFNOSUPPORT, and what could
+    create a socket out of the filter's sight fails too: socketcall(2) (arguments in memory), io_uring
+    (IORING_OP_SOCKET), the other ABIs of the machine (i386 or x32 calls from a 64-bit process). Returns
+    False, installing nothing, on an architecture not in :data:`SECCOMP_ARCH`."""
+    import ctypes
+
+    machine = os.uname().machine
+    if machine not in SECCOMP_ARCH:
+        return False
+    arch, socket_nr, socketcall_nr = SECCOMP_ARCH[machine]
+    big_endian = sys.byteorder == "big"
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, eperm, eafnosupport = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 97  # SECCOMP_RET_ALLOW, _ERRNO
+    other = socketcall_nr if socketcall_nr is not None else SYS_IO_URING_SETUP
+    program = [  # (code, jump if true, jump if false, k); jumps count the instructions skipped
+        (ld, 0, 0, 4),  # 0: the call's architecture
+        (jeq, 1, 0, arch),
+        (ret, 0, 0, eperm),  # 2: another ABI
+        (ld, 0, 0, 0),  # 3: the syscall number
+        (jge, 0, 1, 0x40000000),  # x32 calls on x86_64 (no other architecture has numbers this high)
+        (ret, 0, 0, eperm),
+        (jeq, 0, 4, socket_nr),  # 6
+        (ld, 0, 0, 16 + 4 * big_endian),  # 7: low 32 bits of the first argument, the address family
+        (jeq, 0, 1, AF_UNIX),
+        (ret, 0, 0, allow),  # 9
+        (ret, 0, 0, eafnosupport),  # 10
+        (jeq, 1, 0, SYS_IO_URING_SETUP),  # 11
+        (jeq, 0, 1, other),
+        (ret, 0, 0, eperm),  # 13
+        (ret, 0, 0, allow),  # 14
+    ]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*instruction) for instruction in program])
+    prog = Program(len(program), filters)
+    libc = _load_libc()
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
+    return True
+
+
 def _confine(job):
     """Resource limits and privilege drop of a freshly forked runner (still before any model code)."""
     limit = lambda kind, value: resource.setrlimit(kind, (value, value))
@@ -239,8 +303,8 @@ def _confine(job):
     # POSIX message queues, counted per (namespaced) user; never above the inherited cap
     limit(resource.RLIMIT_MSGQUEUE, min(IPC_BYTES, resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]))
     uid = job["uid"]
-    if job["isolation"] != "none" or uid is not None:
-        _load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _check(_load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _socket_filter()
     if uid is not None:
         # RLIMIT_NPROC counts the processes of the real uid: a uid of its own per run makes it a
         # per-run limit, and it is enforced because that uid is not root.

@@ -9,7 +9,8 @@ layer                         mechanism
 ============================  ===============================================================================
 network                       empty network namespace (``unshare --net``: no interface but a down loopback;
                               abstract unix sockets are per namespace), plus an audit hook refusing internet
-                              sockets and name lookups
+                              sockets and name lookups, and a seccomp filter (every mode): runners make unix
+                              sockets only (AF_VSOCK, which no namespace covers, reaches a VM's hypervisor)
 IPC                           private IPC namespace (``--ipc``): System V shared memory and message queues
                               of the run are invisible to the host, capped at 8 MiB, and die with it
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
