@@ -46,14 +46,15 @@ MS_BIND, MS_RELATIME, MNT_DETACH = 4096, 1 << 21, 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
-# The seccomp filter of runners (see _socket_filter): each architecture's audit tag and the numbers of
-# socket(2) and, where it exists, socketcall(2); io_uring_setup(2) is 425 on all of them.
+# The seccomp filter of runners (see _runner_filter): each architecture's audit tag, the numbers of
+# socket(2) and rt_sigaction(2), and of the calls refused outright: socketcall(2) and the old signal(2)
+# and sigaction(2) where they exist; io_uring_setup(2) is 425 on all of them.
 SECCOMP_ARCH = {
-    "x86_64": (0xC000003E, 41, None),
-    "aarch64": (0xC00000B7, 198, None),
-    "riscv64": (0xC00000F3, 198, None),
-    "ppc64le": (0xC0000015, 326, 102),
-    "s390x": (0x80000016, 359, 102),
+    "x86_64": (0xC000003E, 41, 13, ()),
+    "aarch64": (0xC00000B7, 198, 134, ()),
+    "riscv64": (0xC00000F3, 198, 134, ()),
+    "ppc64le": (0xC0000015, 326, 173, (102, 48, 67)),
+    "s390x": (0x80000016, 359, 174, (102, 48, 67)),
 }
 SYS_IO_URING_SETUP = 425
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
@@ -238,41 +239,61 @@ def _drop_capabilities():
     _check(libc.capset(header, data), "capset")
 
 
-def _socket_filter():
-    """Install a seccomp filter that lets the runner (and its children) create unix sockets only.
+def _runner_filter():
+    """Install a seccomp filter on the runner (inherited by its children). Returns False, installing
+    nothing, on an architecture not in :data:`SECCOMP_ARCH`.
 
-    A network namespace does not cover every address family: AF_VSOCK reaches the hypervisor of a virtual
-    machine from any namespace. So socket(2) with another family fails with EAFNOSUPPORT, and what could
-    create a socket out of the filter's sight fails too: socketcall(2) (arguments in memory), io_uring
-    (IORING_OP_SOCKET), the other ABIs of the machine (i386 or x32 calls from a 64-bit process). Returns
-    False, installing nothing, on an architecture not in :data:`SECCOMP_ARCH`."""
+    - Unix sockets only: a network namespace does not cover every address family (AF_VSOCK reaches the
+      hypervisor of a virtual machine from any namespace), so socket(2) with another family fails with
+      EAFNOSUPPORT, and what would create one out of the filter's sight fails with EPERM: socketcall(2)
+      (arguments in memory), io_uring (IORING_OP_SOCKET), calls of another ABI (i386 or x32 from a 64-bit
+      process).
+    - No handler for SIGCHLD (EPERM): ignoring it, or SA_NOCLDWAIT, has the kernel reap children, whose
+      CPU time then vanishes from every /proc count the watchdog sums; waited-for children stay counted.
+    """
     import ctypes
 
     machine = os.uname().machine
     if machine not in SECCOMP_ARCH:
         return False
-    arch, socket_nr, socketcall_nr = SECCOMP_ARCH[machine]
-    big_endian = sys.byteorder == "big"
+    arch, socket_nr, sigaction_nr, refused = SECCOMP_ARCH[machine]
+    low = lambda index: 16 + 8 * index + 4 * (sys.byteorder == "big")  # low 32 bits of an argument
+    high = lambda index: 16 + 8 * index + 4 * (sys.byteorder == "little")
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
-    allow, eperm, eafnosupport = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 97  # SECCOMP_RET_ALLOW, _ERRNO
-    other = socketcall_nr if socketcall_nr is not None else SYS_IO_URING_SETUP
-    program = [  # (code, jump if true, jump if false, k); jumps count the instructions skipped
-        (ld, 0, 0, 4),  # 0: the call's architecture
-        (jeq, 1, 0, arch),
-        (ret, 0, 0, eperm),  # 2: another ABI
-        (ld, 0, 0, 0),  # 3: the syscall number
-        (jge, 0, 1, 0x40000000),  # x32 calls on x86_64 (no other architecture has numbers this high)
-        (ret, 0, 0, eperm),
-        (jeq, 0, 4, socket_nr),  # 6
-        (ld, 0, 0, 16 + 4 * big_endian),  # 7: low 32 bits of the first argument, the address family
-        (jeq, 0, 1, AF_UNIX),
-        (ret, 0, 0, allow),  # 9
-        (ret, 0, 0, eafnosupport),  # 10
-        (jeq, 1, 0, SYS_IO_URING_SETUP),  # 11
-        (jeq, 0, 1, other),
-        (ret, 0, 0, eperm),  # 13
-        (ret, 0, 0, allow),  # 14
+    # (code, k, label if true, label if false); None goes on to the next instruction
+    program = [
+        (ld, 4, None, None),  # the call's architecture
+        (jeq, arch, None, "deny"),
+        (ld, 0, None, None),  # the syscall number
+        (jge, 0x40000000, "deny", None),  # x32 calls on x86_64 (no other architecture numbers this high)
+        (jeq, socket_nr, "socket", None),
+        (jeq, sigaction_nr, "sigaction", None),
+        *[(jeq, number, "deny", None) for number in (SYS_IO_URING_SETUP, *refused)],
+        (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
+        ("socket", None, None, None),
+        (ld, low(0), None, None),  # the address family
+        (jeq, AF_UNIX, "allow", "no family"),
+        ("sigaction", None, None, None),
+        (ld, low(0), None, None),  # the signal
+        (jeq, signal.SIGCHLD, None, "allow"),
+        (ld, low(1), None, None),  # the new action: NULL (a query) is allowed
+        (jeq, 0, None, "deny"),
+        (ld, high(1), None, None),
+        (jeq, 0, "allow", "deny"),
+        ("allow", None, None, None),
+        (ret, 0x7FFF0000, None, None),
+        ("deny", None, None, None),
+        (ret, 0x00050000 | 1, None, None),  # SECCOMP_RET_ERRNO | EPERM
+        ("no family", None, None, None),
+        (ret, 0x00050000 | 97, None, None),  # EAFNOSUPPORT
     ]
+    labels, instructions = {}, []
+    for code, k, if_true, if_false in program:
+        if isinstance(code, str):
+            labels[code] = len(instructions)
+        else:
+            instructions.append((code, k, if_true, if_false))
+    jump = lambda index, label: 0 if label is None else labels[label] - index - 1
 
     class Filter(ctypes.Structure):
         _fields_ = [
@@ -285,10 +306,11 @@ def _socket_filter():
     class Program(ctypes.Structure):
         _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Filter))]
 
-    filters = (Filter * len(program))(*[Filter(*instruction) for instruction in program])
-    prog = Program(len(program), filters)
-    libc = _load_libc()
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
+    filters = (Filter * len(instructions))(
+        *[Filter(code, jump(i, t), jump(i, f), k) for i, (code, k, t, f) in enumerate(instructions)]
+    )
+    prog = Program(len(instructions), filters)
+    _check(_load_libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
     return True
 
 
@@ -304,7 +326,7 @@ def _confine(job):
     limit(resource.RLIMIT_MSGQUEUE, min(IPC_BYTES, resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]))
     uid = job["uid"]
     _check(_load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _socket_filter()
+    _runner_filter()
     if uid is not None:
         # RLIMIT_NPROC counts the processes of the real uid: a uid of its own per run makes it a
         # per-run limit, and it is enforced because that uid is not root.

@@ -25,8 +25,10 @@ filesystem                    a private root (``pivot_root``, the host's root de
                               installed packages or benchmark data. It is a chroot below the mount
                               namespace's root, so the kernel refuses model code a nested user namespace
 time                          stopped once all processes of the sandbox together used ``time_limit`` s of CPU
-                              (polled every 20 ms), or after 3 × ``time_limit`` + 1 s of wall clock when
-                              sleeping or starved; ``RLIMIT_CPU`` per process as a backstop
+                              (polled every 20 ms; the seccomp filter refuses a SIGCHLD handler, since
+                              children the kernel reaps would leave the count), or after 3 × ``time_limit``
+                              + 1 s of wall clock when sleeping or starved; ``RLIMIT_CPU`` per process as
+                              a backstop
 memory                        ``RLIMIT_AS`` per process, and a watchdog on the whole tree (every 20 ms):
                               anonymous and shared pages of every process, memfd files held open, System V
                               segments and /dev/shm; ``RLIMIT_FSIZE`` bounds each memfd and file,
