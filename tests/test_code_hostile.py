@@ -641,6 +641,29 @@ def test_privileges_cannot_be_gained():
     assert result.all_passed, result.detail
 
 
+def test_kernel_keys_cannot_outlive_the_run():
+    # a key added to the user keyring stays in the host's kernel after the run (one user keyring per
+    # sandbox uid, never freed): kernel memory every run could leave behind
+    numbers = {"x86_64": (248, 250), "aarch64": (217, 219), "riscv64": (217, 219), "ppc64le": (269, 271)}
+    numbers["s390x"] = (278, 280)
+    if os.uname().machine not in numbers:
+        pytest.skip("the seccomp filter knows the syscall numbers of these architectures only")
+    add_key, keyctl = numbers[os.uname().machine]
+    code = f"""
+    import ctypes
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = []
+        if libc.syscall({add_key}, b"user", b"gdpo-hostile", b"key", 3, ctypes.c_int(-4)) >= 0:  # to @u
+            done.append("add_key")
+        if libc.syscall({keyctl}, 0, ctypes.c_int(-4), 1) >= 0:  # KEYCTL_GET_KEYRING_ID, create @u
+            done.append("keyctl")
+        return done
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
 @needs_namespaces
 def test_nested_namespaces_cannot_climb_to_the_host():
     # a new user namespace gives capabilities in it; with them, chroot's classic escape would reach the

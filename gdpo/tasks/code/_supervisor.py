@@ -47,14 +47,15 @@ SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "
 IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
 # The seccomp filter of runners (see _runner_filter): each architecture's audit tag, the numbers of
-# socket(2) and rt_sigaction(2), and of the calls refused outright: socketcall(2) and the old signal(2)
-# and sigaction(2) where they exist; io_uring_setup(2) is 425 on all of them.
+# socket(2) and rt_sigaction(2), and of the calls refused outright: add_key(2), request_key(2) and
+# keyctl(2), then socketcall(2) and the old signal(2) and sigaction(2) where they exist;
+# io_uring_setup(2) is 425 on all of them.
 SECCOMP_ARCH = {
-    "x86_64": (0xC000003E, 41, 13, ()),
-    "aarch64": (0xC00000B7, 198, 134, ()),
-    "riscv64": (0xC00000F3, 198, 134, ()),
-    "ppc64le": (0xC0000015, 326, 173, (102, 48, 67)),
-    "s390x": (0x80000016, 359, 174, (102, 48, 67)),
+    "x86_64": (0xC000003E, 41, 13, (248, 249, 250)),
+    "aarch64": (0xC00000B7, 198, 134, (217, 218, 219)),
+    "riscv64": (0xC00000F3, 198, 134, (217, 218, 219)),
+    "ppc64le": (0xC0000015, 326, 173, (269, 270, 271, 102, 48, 67)),
+    "s390x": (0x80000016, 359, 174, (278, 279, 280, 102, 48, 67)),
 }
 SYS_IO_URING_SETUP = 425
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
@@ -250,6 +251,7 @@ def _runner_filter():
       process).
     - No handler for SIGCHLD (EPERM): ignoring it, or SA_NOCLDWAIT, has the kernel reap children, whose
       CPU time then vanishes from every /proc count the watchdog sums; waited-for children stay counted.
+    - No kernel keys (EPERM): a key in a user keyring outlives the run in the host's kernel.
     """
     import ctypes
 
