@@ -471,6 +471,30 @@ def test_socket_buffers_count_as_memory():
     assert no_sandbox_left()
 
 
+@needs_namespaces
+def test_empty_files_cannot_hold_kernel_memory():
+    # an empty file takes no block of a size-limited tmpfs, but an inode and a dentry of kernel memory
+    # (about 1 KiB, never in a process's pages): 150,000 of them held 150 MiB, under a 64 MiB limit
+    code = """
+    import os
+    def attack():
+        made = []
+        for directory in (".", "/dev/shm"):
+            count = 0
+            try:
+                while count < 20000:
+                    os.close(os.open(f"{directory}/f{count}", os.O_CREAT | os.O_WRONLY, 0o600))
+                    count += 1
+            except OSError:
+                pass
+            if count > 5000:
+                made.append((directory, count))
+        return made
+    """
+    result = run(attack(code, memory_limit_mb=64))
+    assert result.all_passed, result.detail
+
+
 def test_fork_storm_is_bounded():
     code = """
     import os, time

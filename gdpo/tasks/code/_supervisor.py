@@ -45,6 +45,9 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME
 MS_BIND, MS_RELATIME, MNT_DETACH = 4096, 1 << 21, 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
+# Files (and links) in the run's directory and in /dev/shm, each: an empty file takes no block of a tmpfs
+# but about 1 KiB of kernel memory, which no limit in blocks and no process's pages count.
+TMPFS_INODES = 4096
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
 # The seccomp filter of runners (see _runner_filter): each architecture's audit tag, the numbers of
 # socket(2) and rt_sigaction(2), and of the calls refused outright: add_key(2), request_key(2) and
@@ -199,7 +202,7 @@ def _seal_filesystem(job, job_dir, owner):
         os.makedirs(os.path.dirname(root + sys.executable), exist_ok=True)
         os.symlink(os.path.realpath(sys.executable), root + sys.executable)
     os.makedirs(root + "/dev/shm")
-    shm_options = f"size={IPC_BYTES >> 10}k,mode=1777"
+    shm_options = f"size={IPC_BYTES >> 10}k,nr_inodes={TMPFS_INODES},mode=1777"
     _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_options)
     _limit_ipc(job)
     os.makedirs(root + "/proc")
@@ -210,7 +213,7 @@ def _seal_filesystem(job, job_dir, owner):
         pass  # some user-namespace setups refuse a new /proc: the sandbox then has none
     os.makedirs(root + job_dir)
     size_kib = max(1, job["tmpfs_bytes"] >> 10)
-    options = f"size={size_kib}k,mode=0700,uid={owner},gid={owner}"
+    options = f"size={size_kib}k,nr_inodes={TMPFS_INODES},mode=0700,uid={owner},gid={owner}"
     _mount("tmpfs", root + job_dir, "tmpfs", MS_NOSUID | MS_NODEV, options)
     # pivot_root(".", ".") puts the old root on top of the new one, and detaching it leaves the host's
     # filesystem out of this mount namespace altogether: unlike chroot, no nested namespace of model code
