@@ -361,6 +361,26 @@ def test_system_v_objects_stay_private_and_small():
 
 
 @needs_namespaces
+def test_system_v_semaphores_stay_few():
+    # a semaphore is about 64 bytes of kernel memory that no process's pages count; the defaults allow
+    # 32,000 sets of 32,000: 60 such sets held 120 MiB under a 64 MiB limit
+    code = """
+    import ctypes
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        made = 0
+        for size in (32000, 250):
+            for _ in range(60 if size > 250 else 2000):
+                if libc.semget(0, size, 0o1600) < 0:  # IPC_PRIVATE, IPC_CREAT | 0600
+                    break
+                made += size
+        return ["semaphores", made] if made > 100000 else []
+    """
+    result = run(attack(code, memory_limit_mb=64, time_limit=8.0))
+    assert result.all_passed, result.detail
+
+
+@needs_namespaces
 def test_posix_shared_memory_and_queues_stay_private():
     name = f"gdpo-hostile-{secrets.token_hex(6)}"
     code = f"""
@@ -493,6 +513,36 @@ def test_empty_files_cannot_hold_kernel_memory():
     """
     result = run(attack(code, memory_limit_mb=64))
     assert result.all_passed, result.detail
+
+
+def test_secret_memory_is_refused():
+    # memfd_secret's pages are in no process's counts and its files are not memfds: 24 files x 8 MiB
+    # (each mapped, filled and unmapped under RLIMIT_MEMLOCK) would hold 192 MiB under a 64 MiB limit
+    code = """
+    import ctypes, mmap, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        held, files = 0, []
+        for _ in range(24):
+            fd = libc.syscall(447, 0)  # memfd_secret
+            if fd < 0:
+                break
+            try:
+                os.ftruncate(fd, 8 << 20)
+                window = mmap.mmap(fd, 8 << 20)
+                window.write(b"s" * (8 << 20))
+                window.close()
+            except OSError:
+                break
+            files.append(fd)
+            held += 8
+        return ["secret memory", held] if held > 64 else []
+    """
+    if os.uname().machine not in ("x86_64", "aarch64", "riscv64", "ppc64le", "s390x"):
+        pytest.skip("the seccomp filter knows the syscall numbers of these architectures only")
+    result = run(attack(code, memory_limit_mb=64, time_limit=8.0))
+    assert result.all_passed or result.status == "memory", result
+    assert no_sandbox_left()
 
 
 def test_fork_storm_is_bounded():

@@ -52,7 +52,7 @@ PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 3
 # The seccomp filter of runners (see _runner_filter): each architecture's audit tag, the numbers of
 # socket(2) and rt_sigaction(2), and of the calls refused outright: add_key(2), request_key(2) and
 # keyctl(2), then socketcall(2) and the old signal(2) and sigaction(2) where they exist;
-# io_uring_setup(2) is 425 on all of them.
+# io_uring_setup(2) and memfd_secret(2) are 425 and 447 on all of them.
 SECCOMP_ARCH = {
     "x86_64": (0xC000003E, 41, 13, (248, 249, 250)),
     "aarch64": (0xC00000B7, 198, 134, (217, 218, 219)),
@@ -60,7 +60,7 @@ SECCOMP_ARCH = {
     "ppc64le": (0xC0000015, 326, 173, (269, 270, 271, 102, 48, 67)),
     "s390x": (0x80000016, 359, 174, (278, 279, 280, 102, 48, 67)),
 }
-SYS_IO_URING_SETUP = 425
+SYS_IO_URING_SETUP, SYS_MEMFD_SECRET = 425, 447
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
 WATCH_POLL = 0.02  # seconds between checks of the sandbox's memory and CPU time (see _tree_usage)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -150,7 +150,8 @@ def _bind_read_only(source, target, flags=MS_NOSUID | MS_NODEV):
 
 
 def _limit_ipc(job):
-    """System V shared memory and message queues of this run's private IPC namespace: a few MiB in all.
+    """System V shared memory, message queues and semaphores of this run's private IPC namespace: a few
+    MiB in all.
     (POSIX queues are bounded by ``RLIMIT_MSGQUEUE`` and POSIX shared memory by the small /dev/shm.)"""
     if os.stat("/proc/self/ns/ipc").st_ino == job["host_ipc_namespace"]:  # never change the host's limits
         raise OSError("the sandbox shares the host's IPC namespace; run it with unshare --ipc")
@@ -160,6 +161,7 @@ def _limit_ipc(job):
         "kernel/shmmni": 16,
         "kernel/msgmnb": IPC_BYTES // 16,
         "kernel/msgmni": 16,
+        "kernel/sem": "250 4096 32 16",  # semaphores per set, in all, per semop call, sets: about 256 KiB
     }
     for name, value in limits.items():
         try:
@@ -255,6 +257,7 @@ def _runner_filter():
     - No handler for SIGCHLD (EPERM): ignoring it, or SA_NOCLDWAIT, has the kernel reap children, whose
       CPU time then vanishes from every /proc count the watchdog sums; waited-for children stay counted.
     - No kernel keys (EPERM): a key in a user keyring outlives the run in the host's kernel.
+    - No memfd_secret(2) (EPERM): its pages are in no process's counts and its files are not memfds.
     """
     import ctypes
 
@@ -273,7 +276,7 @@ def _runner_filter():
         (jge, 0x40000000, "deny", None),  # x32 calls on x86_64 (no other architecture numbers this high)
         (jeq, socket_nr, "socket", None),
         (jeq, sigaction_nr, "sigaction", None),
-        *[(jeq, number, "deny", None) for number in (SYS_IO_URING_SETUP, *refused)],
+        *[(jeq, number, "deny", None) for number in (SYS_IO_URING_SETUP, SYS_MEMFD_SECRET, *refused)],
         (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
         ("socket", None, None, None),
         (ld, low(0), None, None),  # the address family

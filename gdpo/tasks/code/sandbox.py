@@ -12,7 +12,8 @@ network                       empty network namespace (``unshare --net``: no int
                               sockets and name lookups, and a seccomp filter (every mode): runners make unix
                               sockets only (AF_VSOCK, which no namespace covers, reaches a VM's hypervisor)
 IPC                           private IPC namespace (``--ipc``): System V shared memory and message queues
-                              of the run are invisible to the host, capped at 8 MiB, and die with it
+                              of the run are invisible to the host, capped at 8 MiB (semaphores at 4096),
+                              and die with it
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
                               process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
                               (enforced because that uid is not root) caps fork bombs
