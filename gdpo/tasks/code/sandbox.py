@@ -45,8 +45,9 @@ namespaces work (the same namespaces and filesystem; the runner is uid 0 of its 
 capability dropped, so ``RLIMIT_NPROC`` counts the caller's own processes across runs, and the System V
 caps apply only if the kernel lets a user namespace set them), and ``none`` (no namespaces: rlimits, a
 separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem
-(installed benchmark data and its canonical solutions included), sockets and IPC stay reachable, and the
-network barrier is the audit hook, which C code bypasses). :func:`isolation_mode` falls back to ``none``,
+(installed benchmark data and its canonical solutions included), unix sockets and IPC stay reachable:
+host unix sockets are refused by the audit hook only, which C code bypasses; other families by the seccomp
+filter). :func:`isolation_mode` falls back to ``none``,
 with a warning, when namespaces start but the private root cannot be made.
 The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
 
