@@ -21,10 +21,11 @@ filesystem                    a private root (``pivot_root``, the host's root de
                               the interpreter, its standard library (``site-packages`` masked) and the
                               directories of its shared libraries,
                               /dev/{null,zero,random,urandom}, a read-only ``/proc`` of the PID namespace, an
-                              8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR), 4096 files each.
-                              Nothing else of the host exists in it: no sockets, FIFOs, /home, /etc, /run,
-                              installed packages or benchmark data. It is a chroot below the mount
-                              namespace's root, so the kernel refuses model code a nested user namespace
+                              8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR), each
+                              of 4096 files at most. Nothing else of the host exists in it: no sockets,
+                              FIFOs, /home, /etc, /run, installed packages or benchmark data. It is a chroot
+                              below the mount namespace's root, so the kernel refuses model code a nested
+                              user namespace
 time                          stopped once all processes of the sandbox together used ``time_limit`` s of CPU
                               (polled every 20 ms; the seccomp filter refuses a SIGCHLD handler, since
                               children the kernel reaps would leave the count), or after 3 × ``time_limit``
