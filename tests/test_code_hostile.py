@@ -894,6 +894,24 @@ def test_a_forged_value_is_worth_no_more_than_returning_it(humaneval_first):
     assert forged.passed == honest.passed > 0 and not forged.all_passed
 
 
+def test_a_forged_record_cannot_tie_up_the_caller():
+    # the caller parses each returned value's repr; a record forged past the runner's cut (7 MB of an
+    # expression the parser must nest) cost the caller about 3 s of CPU, beyond the job's own limits
+    code = """
+    import os, sys
+    def f():
+        frame = sys._getframe(1)
+        while "send" not in frame.f_locals:
+            frame = frame.f_back
+        frame.f_locals["send"](0, b"value", b"1+" * 3500000 + b"1")
+        frame.f_locals["send"](-1, b"done")
+        os._exit(0)
+    """
+    started = time.process_time()
+    result = run(attack(code, calls=(("f()", ("5",)),)))
+    assert result.passed == 0 and time.process_time() - started < 1.5, result
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FORGERS))
 def test_forgers_score_nothing_on_all_of_humaneval(name):
