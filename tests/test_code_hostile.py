@@ -303,7 +303,7 @@ def test_only_unix_sockets_can_be_made():
     # namespace; nothing is connected here: making the socket must already fail, as must the ways round a
     # filter on socket(2) (io_uring's IORING_OP_SOCKET)
     code = """
-    import ctypes, socket
+    import ctypes, mmap, os, socket
     def attack():
         libc = ctypes.CDLL(None, use_errno=True)
         done = [family for family in (40, 2, 10, 16, 17) if libc.socket(family, 2, 0) >= 0]  # VSOCK, INET...
@@ -314,6 +314,12 @@ def test_only_unix_sockets_can_be_made():
             pass
         if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0:  # io_uring_setup
             done.append("io_uring")
+        if os.uname().machine == "x86_64":  # the i386 ABI from a 64-bit process: socket(AF_VSOCK) by int 0x80
+            code = bytes.fromhex("53" "b867010000" "bb28000000" "b901000000" "31d2" "cd80" "5b" "c3")
+            page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+            page.write(code)
+            if ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))() >= 0:
+                done.append("i386 vsock")
         socket.socketpair()  # unix sockets stay available (multiprocessing uses them)
         return done
     """
