@@ -298,6 +298,37 @@ def host_sysv_keys(kind: str) -> set[int]:
         return {int(line.split()[0]) for line in handle.readlines()[1:]}
 
 
+def test_only_unix_sockets_can_be_made():
+    # a network namespace does not cover AF_VSOCK, which reaches a virtual machine's hypervisor from any
+    # namespace; nothing is connected here: making the socket must already fail, as must the ways round a
+    # filter on socket(2) (io_uring's IORING_OP_SOCKET)
+    code = """
+    import ctypes, mmap, os, socket
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = [family for family in (40, 2, 10, 16, 17) if libc.socket(family, 2, 0) >= 0]  # VSOCK, INET...
+        try:
+            socket.socket(40, socket.SOCK_STREAM)
+            done.append("python vsock")
+        except OSError:
+            pass
+        if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0:  # io_uring_setup
+            done.append("io_uring")
+        if os.uname().machine == "x86_64":  # the i386 ABI from a 64-bit process: socket(AF_VSOCK) by int 0x80
+            code = bytes.fromhex("53" "b867010000" "bb28000000" "b901000000" "31d2" "cd80" "5b" "c3")
+            page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+            page.write(code)
+            if ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))() >= 0:
+                done.append("i386 vsock")
+        socket.socketpair()  # unix sockets stay available (multiprocessing uses them)
+        return done
+    """
+    if os.uname().machine not in ("x86_64", "aarch64", "riscv64", "ppc64le", "s390x"):
+        pytest.skip("the socket filter knows the syscall numbers of these architectures only")
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
 @needs_namespaces
 def test_system_v_objects_stay_private_and_small():
     key = 0x67000000 + secrets.randbelow(1 << 20)
@@ -333,6 +364,26 @@ def test_system_v_objects_stay_private_and_small():
         LIBC.msgctl(LIBC.msgget(k, 0), 0, None)
     assert result.all_passed, result.detail
     assert shm_left == set() and msg_left == set()
+
+
+@needs_namespaces
+def test_system_v_semaphores_stay_few():
+    # a semaphore is about 64 bytes of kernel memory that no process's pages count; the defaults allow
+    # 32,000 sets of 32,000: 60 such sets held 120 MiB under a 64 MiB limit
+    code = """
+    import ctypes
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        made = 0
+        for size in (32000, 250):
+            for _ in range(60 if size > 250 else 2000):
+                if libc.semget(0, size, 0o1600) < 0:  # IPC_PRIVATE, IPC_CREAT | 0600
+                    break
+                made += size
+        return ["semaphores", made] if made > 100000 else []
+    """
+    result = run(attack(code, memory_limit_mb=64, time_limit=8.0))
+    assert result.all_passed, result.detail
 
 
 @needs_namespaces
@@ -415,6 +466,91 @@ def test_memory_balloons_are_stopped(name):
     assert no_sandbox_left()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the kernel buffers of socket pairs and pipes belong to no process's pages, so the memory "
+    "watch does not see them (about 25 MiB per process with 256 descriptors); only a cgroup would",
+)
+def test_socket_buffers_count_as_memory():
+    code = """
+    import os, socket, time
+    for _ in range(8):  # 8 processes x 120 socket pairs with full send buffers: about 200 MiB
+        if os.fork() == 0:
+            held = []
+            for _ in range(120):
+                a, b = socket.socketpair()
+                a.setblocking(False)
+                try:
+                    while True:
+                        a.send(b"x" * 65536)
+                except BlockingIOError:
+                    pass
+                held.append((a, b))
+            time.sleep(5)
+            os._exit(0)
+    time.sleep(5)
+    def attack():
+        return []
+    """
+    result = run(attack(code, memory_limit_mb=128, time_limit=8.0))
+    assert result.status == "memory" and result.passed == 0, result
+    assert no_sandbox_left()
+
+
+@needs_namespaces
+def test_empty_files_cannot_hold_kernel_memory():
+    # an empty file takes no block of a size-limited tmpfs, but an inode and a dentry of kernel memory
+    # (about 1 KiB, never in a process's pages): 150,000 of them held 150 MiB, under a 64 MiB limit
+    code = """
+    import os
+    def attack():
+        made = []
+        for directory in (".", "/dev/shm"):
+            count = 0
+            try:
+                while count < 20000:
+                    os.close(os.open(f"{directory}/f{count}", os.O_CREAT | os.O_WRONLY, 0o600))
+                    count += 1
+            except OSError:
+                pass
+            if count > 5000:
+                made.append((directory, count))
+        return made
+    """
+    result = run(attack(code, memory_limit_mb=64))
+    assert result.all_passed, result.detail
+
+
+def test_secret_memory_is_refused():
+    # memfd_secret's pages are in no process's counts and its files are not memfds: 24 files x 8 MiB
+    # (each mapped, filled and unmapped under RLIMIT_MEMLOCK) would hold 192 MiB under a 64 MiB limit
+    code = """
+    import ctypes, mmap, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        held, files = 0, []
+        for _ in range(24):
+            fd = libc.syscall(447, 0)  # memfd_secret
+            if fd < 0:
+                break
+            try:
+                os.ftruncate(fd, 8 << 20)
+                window = mmap.mmap(fd, 8 << 20)
+                window.write(b"s" * (8 << 20))
+                window.close()
+            except OSError:
+                break
+            files.append(fd)
+            held += 8
+        return ["secret memory", held] if held > 64 else []
+    """
+    if os.uname().machine not in ("x86_64", "aarch64", "riscv64", "ppc64le", "s390x"):
+        pytest.skip("the seccomp filter knows the syscall numbers of these architectures only")
+    result = run(attack(code, memory_limit_mb=64, time_limit=8.0))
+    assert result.all_passed or result.status == "memory", result
+    assert no_sandbox_left()
+
+
 def test_fork_storm_is_bounded():
     code = """
     import os, time
@@ -452,6 +588,38 @@ def test_cpu_of_children_counts():
     # the CPU limit trips first even on a loaded machine; only the runner's own CPU (which sleeps) never would
     result = run(attack(code, time_limit=0.3))
     assert result.status == "timeout" and "CPU" in result.detail, result
+    assert no_sandbox_left()
+
+
+@needs_namespaces
+def test_cpu_of_auto_reaped_children_counts():
+    # children reaped by the kernel (their parent ignores SIGCHLD or sets SA_NOCLDWAIT) would take their
+    # CPU time out of every /proc count: either the handler is refused or the children's CPU must count
+    code = """
+    import ctypes, os, signal, time
+    ignoring = []
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        ignoring.append("python")
+    except OSError:
+        pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.signal.restype = ctypes.c_void_p
+    if libc.signal(signal.SIGCHLD, ctypes.c_void_p(1)) != ctypes.c_void_p(-1).value:  # SIG_IGN
+        ignoring.append("libc")
+    for _ in range(300 if ignoring else 0):  # up to 3 s of CPU, in 10 ms pieces
+        if os.fork() == 0:
+            end = time.process_time() + 0.01
+            while time.process_time() < end:
+                pass
+            os._exit(0)
+        time.sleep(0.012)
+    def attack():
+        return ignoring
+    """
+    # 1 s of CPU for the whole tree; the children's 3 s would trip it long before the 4 s wall clock
+    result = run(attack(code, time_limit=1.0))
+    assert result.all_passed or (result.status == "timeout" and "CPU" in result.detail), result
     assert no_sandbox_left()
 
 
@@ -553,6 +721,29 @@ def test_privileges_cannot_be_gained():
     assert result.all_passed, result.detail
 
 
+def test_kernel_keys_cannot_outlive_the_run():
+    # a key added to the user keyring stays in the host's kernel after the run (one user keyring per
+    # sandbox uid, never freed): kernel memory every run could leave behind
+    numbers = {"x86_64": (248, 250), "aarch64": (217, 219), "riscv64": (217, 219), "ppc64le": (269, 271)}
+    numbers["s390x"] = (278, 280)
+    if os.uname().machine not in numbers:
+        pytest.skip("the seccomp filter knows the syscall numbers of these architectures only")
+    add_key, keyctl = numbers[os.uname().machine]
+    code = f"""
+    import ctypes
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = []
+        if libc.syscall({add_key}, b"user", b"gdpo-hostile", b"key", 3, ctypes.c_int(-4)) >= 0:  # to @u
+            done.append("add_key")
+        if libc.syscall({keyctl}, 0, ctypes.c_int(-4), 1) >= 0:  # KEYCTL_GET_KEYRING_ID, create @u
+            done.append("keyctl")
+        return done
+    """
+    result = run(attack(code))
+    assert result.all_passed, result.detail
+
+
 @needs_namespaces
 def test_nested_namespaces_cannot_climb_to_the_host():
     # a new user namespace gives capabilities in it; with them, chroot's classic escape would reach the
@@ -572,6 +763,33 @@ def test_nested_namespaces_cannot_climb_to_the_host():
     """
     result = run(attack(code))
     assert result.all_passed, result.detail
+
+
+@needs_namespaces
+def test_nested_ipc_namespaces_cannot_hide_memory():
+    # a nested user namespace would give the capability to make a private IPC namespace, whose System V
+    # segments (attached, filled, detached) the memory watch does not see: 256 MiB against a 64 MiB limit
+    code = """
+    import ctypes, os
+    def attack():
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmat.restype = ctypes.c_void_p
+        if libc.unshare(0x10000000 | 0x08000000) != 0:  # CLONE_NEWUSER | CLONE_NEWIPC
+            return []
+        held = 0
+        for _ in range(8):
+            segment = libc.shmget(0, 32 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+            if segment < 0:
+                break
+            address = libc.shmat(segment, None, 0)
+            ctypes.memset(address, 1, 32 << 20)
+            libc.shmdt(ctypes.c_void_p(address))
+            held += 32
+        return ["unshare", held]
+    """
+    result = run(attack(code, memory_limit_mb=64, time_limit=8.0))
+    assert result.all_passed or result.status == "memory", result
+    assert no_sandbox_left()
 
 
 # --- forging the rewards ---------------------------------------------------------------------------------
@@ -682,6 +900,24 @@ def test_a_forged_value_is_worth_no_more_than_returning_it(humaneval_first):
     assert forged.passed == honest.passed > 0 and not forged.all_passed
 
 
+def test_a_forged_record_cannot_tie_up_the_caller():
+    # the caller parses each returned value's repr; a record forged past the runner's cut (7 MB of an
+    # expression the parser must nest) cost the caller about 3 s of CPU, beyond the job's own limits
+    code = """
+    import os, sys
+    def f():
+        frame = sys._getframe(1)
+        while "send" not in frame.f_locals:
+            frame = frame.f_back
+        frame.f_locals["send"](0, b"value", b"1+" * 3500000 + b"1")
+        frame.f_locals["send"](-1, b"done")
+        os._exit(0)
+    """
+    started = time.process_time()
+    result = run(attack(code, calls=(("f()", ("5",)),)))
+    assert result.passed == 0 and time.process_time() - started < 1.5, result
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FORGERS))
 def test_forgers_score_nothing_on_all_of_humaneval(name):
@@ -701,3 +937,11 @@ def test_forgers_score_nothing_on_all_of_humaneval(name):
         ))
         jobs.append(make_job(code, problem["tests"], 5.0, problem["code_prefix"]))
     assert sum(result.passed for result in run_many(jobs)) == 0
+
+
+def test_nan_does_not_match_a_number():
+    # NaN compares false with everything, so a tolerance check written as "too far apart" let it through
+    result = run(Job("print('nan')", stdio=(("5\n", "25\n"), ("3\n", "9\n")), time_limit=2.0))
+    assert result.passed == 0, result
+    forged = run(Job("print('nan nan')", stdio=(("", "1.5 -2\n"),), time_limit=2.0))
+    assert forged.passed == 0, forged

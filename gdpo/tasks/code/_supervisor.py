@@ -45,7 +45,22 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME
 MS_BIND, MS_RELATIME, MNT_DETACH = 4096, 1 << 21, 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 IPC_BYTES = 8 << 20  # System V shared memory, message queues and /dev/shm of one run, each
-PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+# Files (and links) in the run's directory and in /dev/shm, each: an empty file takes no block of a tmpfs
+# but about 1 KiB of kernel memory, which no limit in blocks and no process's pages count.
+TMPFS_INODES = 4096
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
+# The seccomp filter of runners (see _runner_filter): each architecture's audit tag, the numbers of
+# socket(2) and rt_sigaction(2), and of the calls refused outright: add_key(2), request_key(2) and
+# keyctl(2), then socketcall(2) and the old signal(2) and sigaction(2) where they exist;
+# io_uring_setup(2) and memfd_secret(2) are 425 and 447 on all of them.
+SECCOMP_ARCH = {
+    "x86_64": (0xC000003E, 41, 13, (248, 249, 250)),
+    "aarch64": (0xC00000B7, 198, 134, (217, 218, 219)),
+    "riscv64": (0xC00000F3, 198, 134, (217, 218, 219)),
+    "ppc64le": (0xC0000015, 326, 173, (269, 270, 271, 102, 48, 67)),
+    "s390x": (0x80000016, 359, 174, (278, 279, 280, 102, 48, 67)),
+}
+SYS_IO_URING_SETUP, SYS_MEMFD_SECRET = 425, 447
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
 WATCH_POLL = 0.02  # seconds between checks of the sandbox's memory and CPU time (see _tree_usage)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -135,7 +150,8 @@ def _bind_read_only(source, target, flags=MS_NOSUID | MS_NODEV):
 
 
 def _limit_ipc(job):
-    """System V shared memory and message queues of this run's private IPC namespace: a few MiB in all.
+    """System V shared memory, message queues and semaphores of this run's private IPC namespace: a few
+    MiB in all.
     (POSIX queues are bounded by ``RLIMIT_MSGQUEUE`` and POSIX shared memory by the small /dev/shm.)"""
     if os.stat("/proc/self/ns/ipc").st_ino == job["host_ipc_namespace"]:  # never change the host's limits
         raise OSError("the sandbox shares the host's IPC namespace; run it with unshare --ipc")
@@ -145,6 +161,7 @@ def _limit_ipc(job):
         "kernel/shmmni": 16,
         "kernel/msgmnb": IPC_BYTES // 16,
         "kernel/msgmni": 16,
+        "kernel/sem": "250 4096 32 16",  # semaphores per set, in all, per semop call, sets: about 256 KiB
     }
     for name, value in limits.items():
         try:
@@ -157,14 +174,16 @@ def _limit_ipc(job):
 def _seal_filesystem(job, job_dir, owner):
     """Replace the host's filesystem by a private, minimal one (pivot_root), the host's detached.
 
-    The new root is a tmpfs (mounted on ``job_dir``, which this mount namespace alone sees) holding
+    The new root is a tmpfs (mounted on ``job_dir``, which this mount namespace alone sees) whose
+    directory ``root``, the sandbox's "/" (a chroot, which refuses nested user namespaces), holds
     read-only binds of :func:`_view_paths`, /dev/{null,zero,random,urandom}, a /proc of the new PID
     namespace (read-only), a small /dev/shm and, at ``job_dir``, the run's fresh size-limited tmpfs.
     Runs as (namespace) root before any runner exists.
     """
     view = _view_paths()
-    root = job_dir
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    _mount("tmpfs", job_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    root = job_dir + "/root"  # the sandbox's "/": a directory below the new root, see the chroot below
+    os.mkdir(root, 0o755)
     for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(link):  # merged /usr: the loader's path goes through these
             os.symlink(os.readlink(link), root + link)
@@ -185,7 +204,7 @@ def _seal_filesystem(job, job_dir, owner):
         os.makedirs(os.path.dirname(root + sys.executable), exist_ok=True)
         os.symlink(os.path.realpath(sys.executable), root + sys.executable)
     os.makedirs(root + "/dev/shm")
-    shm_options = f"size={IPC_BYTES >> 10}k,mode=1777"
+    shm_options = f"size={IPC_BYTES >> 10}k,nr_inodes={TMPFS_INODES},mode=1777"
     _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_options)
     _limit_ipc(job)
     os.makedirs(root + "/proc")
@@ -196,20 +215,24 @@ def _seal_filesystem(job, job_dir, owner):
         pass  # some user-namespace setups refuse a new /proc: the sandbox then has none
     os.makedirs(root + job_dir)
     size_kib = max(1, job["tmpfs_bytes"] >> 10)
-    options = f"size={size_kib}k,mode=0700,uid={owner},gid={owner}"
+    options = f"size={size_kib}k,nr_inodes={TMPFS_INODES},mode=0700,uid={owner},gid={owner}"
     _mount("tmpfs", root + job_dir, "tmpfs", MS_NOSUID | MS_NODEV, options)
     # pivot_root(".", ".") puts the old root on top of the new one, and detaching it leaves the host's
     # filesystem out of this mount namespace altogether: unlike chroot, no nested namespace of model code
     # can climb back to it.
-    os.chdir(root)
+    os.chdir(job_dir)
     number = SYS_PIVOT_ROOT.get(os.uname().machine)
     if number is None:
         machine = os.uname().machine
         raise OSError(f"no pivot_root syscall number known for {machine}; add it to SYS_PIVOT_ROOT")
     _check(_load_libc().syscall(number, b".", b"."), "pivot_root")
     _check(_load_libc().umount2(b".", MNT_DETACH), "umount2 of the host's root")
-    os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # Every process of the sandbox is chrooted below its mount namespace's root, and the kernel refuses
+    # a new user namespace to a chrooted process: model code cannot gain capabilities in a nested user
+    # namespace, so no private IPC namespace or mount whose memory the watchdog would not see.
+    os.chroot("root")
+    os.chdir("/")
 
 
 def _drop_capabilities():
@@ -220,6 +243,83 @@ def _drop_capabilities():
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)
     data = (ctypes.c_uint32 * 6)()
     _check(libc.capset(header, data), "capset")
+
+
+def _runner_filter():
+    """Install a seccomp filter on the runner (inherited by its children). Returns False, installing
+    nothing, on an architecture not in :data:`SECCOMP_ARCH`.
+
+    - Unix sockets only: a network namespace does not cover every address family (AF_VSOCK reaches the
+      hypervisor of a virtual machine from any namespace), so socket(2) with another family fails with
+      EAFNOSUPPORT, and what would create one out of the filter's sight fails with EPERM: socketcall(2)
+      (arguments in memory), io_uring (IORING_OP_SOCKET), calls of another ABI (i386 or x32 from a 64-bit
+      process).
+    - No handler for SIGCHLD (EPERM): ignoring it, or SA_NOCLDWAIT, has the kernel reap children, whose
+      CPU time then vanishes from every /proc count the watchdog sums; waited-for children stay counted.
+    - No kernel keys (EPERM): a key in a user keyring outlives the run in the host's kernel.
+    - No memfd_secret(2) (EPERM): its pages are in no process's counts and its files are not memfds.
+    """
+    import ctypes
+
+    machine = os.uname().machine
+    if machine not in SECCOMP_ARCH:
+        return False
+    arch, socket_nr, sigaction_nr, refused = SECCOMP_ARCH[machine]
+    low = lambda index: 16 + 8 * index + 4 * (sys.byteorder == "big")  # low 32 bits of an argument
+    high = lambda index: 16 + 8 * index + 4 * (sys.byteorder == "little")
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    # (code, k, label if true, label if false); None goes on to the next instruction
+    program = [
+        (ld, 4, None, None),  # the call's architecture
+        (jeq, arch, None, "deny"),
+        (ld, 0, None, None),  # the syscall number
+        (jge, 0x40000000, "deny", None),  # x32 calls on x86_64 (no other architecture numbers this high)
+        (jeq, socket_nr, "socket", None),
+        (jeq, sigaction_nr, "sigaction", None),
+        *[(jeq, number, "deny", None) for number in (SYS_IO_URING_SETUP, SYS_MEMFD_SECRET, *refused)],
+        (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
+        ("socket", None, None, None),
+        (ld, low(0), None, None),  # the address family
+        (jeq, AF_UNIX, "allow", "no family"),
+        ("sigaction", None, None, None),
+        (ld, low(0), None, None),  # the signal
+        (jeq, signal.SIGCHLD, None, "allow"),
+        (ld, low(1), None, None),  # the new action: NULL (a query) is allowed
+        (jeq, 0, None, "deny"),
+        (ld, high(1), None, None),
+        (jeq, 0, "allow", "deny"),
+        ("allow", None, None, None),
+        (ret, 0x7FFF0000, None, None),
+        ("deny", None, None, None),
+        (ret, 0x00050000 | 1, None, None),  # SECCOMP_RET_ERRNO | EPERM
+        ("no family", None, None, None),
+        (ret, 0x00050000 | 97, None, None),  # EAFNOSUPPORT
+    ]
+    labels, instructions = {}, []
+    for code, k, if_true, if_false in program:
+        if isinstance(code, str):
+            labels[code] = len(instructions)
+        else:
+            instructions.append((code, k, if_true, if_false))
+    jump = lambda index, label: 0 if label is None else labels[label] - index - 1
+
+    class Filter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(instructions))(
+        *[Filter(code, jump(i, t), jump(i, f), k) for i, (code, k, t, f) in enumerate(instructions)]
+    )
+    prog = Program(len(instructions), filters)
+    _check(_load_libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+    return True
 
 
 def _confine(job):
@@ -233,8 +333,8 @@ def _confine(job):
     # POSIX message queues, counted per (namespaced) user; never above the inherited cap
     limit(resource.RLIMIT_MSGQUEUE, min(IPC_BYTES, resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]))
     uid = job["uid"]
-    if job["isolation"] != "none" or uid is not None:
-        _load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _check(_load_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _runner_filter()
     if uid is not None:
         # RLIMIT_NPROC counts the processes of the real uid: a uid of its own per run makes it a
         # per-run limit, and it is enforced because that uid is not root.
@@ -664,7 +764,8 @@ def run_function_tests(job, code_obj):
             continue
         if kind == "value" and index < len(calls):
             outcome[index] = "value"
-            values[index] = payload.decode("utf-8", "replace")
+            # cut here too: a record written by model code skips the runner's cut, and the caller parses it
+            values[index] = payload.decode("utf-8", "replace")[:RECORD_PAYLOAD_CAP]
         elif kind == "ok" and index >= len(calls):
             outcome[index] = "asserted"
         elif kind in ("fail", "error", "memory"):

@@ -92,7 +92,8 @@ def output_matches(actual, expected):
         if g == w:
             continue
         gf, wf = _float_token(g), _float_token(w)
-        if gf is None or wf is None or abs(gf - wf) > 1e-6 * max(1.0, abs(wf)):
+        # written so that NaN (which compares false with everything) fails rather than passes
+        if gf is None or wf is None or not abs(gf - wf) <= 1e-6 * max(1.0, abs(wf)):
             return False
     return True
 

@@ -9,9 +9,11 @@ layer                         mechanism
 ============================  ===============================================================================
 network                       empty network namespace (``unshare --net``: no interface but a down loopback;
                               abstract unix sockets are per namespace), plus an audit hook refusing internet
-                              sockets and name lookups
+                              sockets and name lookups, and a seccomp filter (every mode): runners make unix
+                              sockets only (AF_VSOCK, which no namespace covers, reaches a VM's hypervisor)
 IPC                           private IPC namespace (``--ipc``): System V shared memory and message queues
-                              of the run are invisible to the host, capped at 8 MiB, and die with it
+                              of the run are invisible to the host, capped at 8 MiB (semaphores at 4096),
+                              and die with it
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
                               process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
                               (enforced because that uid is not root) caps fork bombs
@@ -19,12 +21,16 @@ filesystem                    a private root (``pivot_root``, the host's root de
                               the interpreter, its standard library (``site-packages`` masked) and the
                               directories of its shared libraries,
                               /dev/{null,zero,random,urandom}, a read-only ``/proc`` of the PID namespace, an
-                              8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR).
-                              Nothing else of the host exists in it: no sockets, FIFOs, /home, /etc, /run,
-                              installed packages or benchmark data
+                              8 MiB /dev/shm and the run's fresh size-limited tmpfs (cwd, HOME, TMPDIR), each
+                              of 4096 files at most. Nothing else of the host exists in it: no sockets,
+                              FIFOs, /home, /etc, /run, installed packages or benchmark data. It is a chroot
+                              below the mount namespace's root, so the kernel refuses model code a nested
+                              user namespace
 time                          stopped once all processes of the sandbox together used ``time_limit`` s of CPU
-                              (polled every 20 ms), or after 3 × ``time_limit`` + 1 s of wall clock when
-                              sleeping or starved; ``RLIMIT_CPU`` per process as a backstop
+                              (polled every 20 ms; the seccomp filter refuses a SIGCHLD handler, since
+                              children the kernel reaps would leave the count), or after 3 × ``time_limit``
+                              + 1 s of wall clock when sleeping or starved; ``RLIMIT_CPU`` per process as
+                              a backstop
 memory                        ``RLIMIT_AS`` per process, and a watchdog on the whole tree (every 20 ms):
                               anonymous and shared pages of every process, memfd files held open, System V
                               segments and /dev/shm; ``RLIMIT_FSIZE`` bounds each memfd and file,
@@ -40,8 +46,9 @@ namespaces work (the same namespaces and filesystem; the runner is uid 0 of its 
 capability dropped, so ``RLIMIT_NPROC`` counts the caller's own processes across runs, and the System V
 caps apply only if the kernel lets a user namespace set them), and ``none`` (no namespaces: rlimits, a
 separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem
-(installed benchmark data and its canonical solutions included), sockets and IPC stay reachable, and the
-network barrier is the audit hook, which C code bypasses). :func:`isolation_mode` falls back to ``none``,
+(installed benchmark data and its canonical solutions included), unix sockets and IPC stay reachable:
+host unix sockets are refused by the audit hook only, which C code bypasses; other families by the seccomp
+filter). :func:`isolation_mode` falls back to ``none``,
 with a warning, when namespaces start but the private root cannot be made.
 The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
 
