@@ -321,6 +321,20 @@ def _apply_overrides(check: _Checker, base: Mapping, overrides: Any) -> dict:
     return merged
 
 
+def _grid_label(key: str, value: Any) -> str:
+    """``key=value`` of one grid coordinate: ``base.off_template=0.1`` for a patch of the base policy,
+    ``conditioning=length|correctness`` (easy|hard) or ``conditioning=none`` for the conditioning."""
+    if value is None:
+        return f"{key}=none"
+    if key == "conditioning" and isinstance(value, Mapping):
+        easy = value.get("easy")
+        easy = "+".join(easy) if isinstance(easy, (list, tuple)) else easy
+        return f"{key}={easy}|{value.get('hard')}"
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}.{k}={_format_grid_value(v)}" for k, v in value.items())
+    return f"{key}={_format_grid_value(value)}"
+
+
 def parse_sequence_study(data: Mapping, path: str = "<study>"):
     """Validate a ``bench: sequence`` study mapping; returns a :class:`gdpo.sim.config.Study` whose variants are
     :class:`SequenceRunConfig`. A grid's variant names are ``key=value,...`` in grid order."""
@@ -350,7 +364,7 @@ def parse_sequence_study(data: Mapping, path: str = "<study>"):
     if grid_raw:
         keys = list(grid_raw)
         for combination in itertools.product(*(grid_raw[k] for k in keys)):
-            label = ",".join(f"{k}={_format_grid_value(v)}" for k, v in zip(keys, combination))
+            label = ",".join(_grid_label(k, v) for k, v in zip(keys, combination))
             overrides.append((label, dict(zip(keys, combination))))
     for variant_name, value in variants_raw.items():
         if not isinstance(variant_name, str) or not variant_name:
