@@ -201,3 +201,12 @@ def test_run_study_outcomes_for_sequence_studies():
 def test_bad_sequence_study_names_the_key(change, message):
     with pytest.raises(ValueError, match=message):
         parse_study(sequence_study(**change), "study.yaml")
+
+
+def test_sequence_study_figure_adds_the_maximum_length(tmp_path):
+    from gdpo.sim import plot_study
+
+    frame = run_study(parse_study(sequence_study(steps=4, seeds=3)))
+    assert (frame["bench"] == "sequence").all()
+    png, pdf = plot_study(frame, tmp_path / "tiny.png")
+    assert png.stat().st_size > 1000 and pdf.exists()

@@ -115,17 +115,17 @@ class SequenceBench:
         for position in range(T):
             table = (static.view(S, P, V + 1, V) + self.habit[:, None, position]).view(-1, V)
             logits = table.index_select(0, (row_base + previous).view(-1)).view(S, P * G, V)
-            weights = (logits - logits.amax(-1, keepdim=True)).exp_()
+            weights = torch.exp(logits - logits.amax(-1, keepdim=True), out=probabilities[position])
             cumulative = weights.cumsum(-1)
-            total = cumulative[..., -1:]
-            drawn = (cumulative < uniforms[:, position, :, None] * total).sum(-1).clamp_(max=V - 1)
-            drawn = torch.where(alive, drawn, torch.full_like(drawn, END))
+            # u < 1, so u·total < the last cumulative sum: the draw is at most V − 1.
+            drawn = (cumulative < uniforms[:, position, :, None] * cumulative[..., -1:]).sum(-1)
             tokens[position] = drawn
             states[position] = previous
             in_response[position] = alive
-            torch.div(weights, total, out=probabilities[position])
             alive = alive & (drawn != END)
             previous = drawn
+        probabilities /= probabilities.sum(-1, keepdim=True)
+        tokens.masked_fill_(~in_response, END)
         to_rollouts = lambda values: values.movedim(0, 2).reshape(S, P, G, T, *values.shape[3:])  # noqa: E731
         return to_rollouts(tokens), to_rollouts(states), to_rollouts(in_response), to_rollouts(probabilities)
 

@@ -112,6 +112,7 @@ def _trace_frame(study: Study, variant: str, method: str, config: RunConfig, tra
              if config.exact_counts and weights_are_one and config.conditioning is None else math.nan)
     frame = pd.DataFrame({
         "study": study.name,
+        "bench": config.bench,
         "variant": variant,
         "method": method,
         "seed": np.asarray(config.seeds)[seed_index],
@@ -150,7 +151,8 @@ def run_study(study: Study, variant: str | None = None, method: str | None = Non
             multi-threaded runs badly; run studies side by side instead.
 
     Returns:
-        One row per (study, variant, method, seed, step, reward) with columns ``study, variant, method,
+        One row per (study, variant, method, seed, step, reward) with columns ``study, bench`` (``bernoulli`` or
+        ``sequence``), ``variant, method,
         seed, step, reward, weight, mean`` (reward as paid, reward units), ``success`` (graded value in
         [0, 1] before conditioning), ``zero_std_fraction`` (of groups, for this reward),
         ``distinct_per_group``, ``distinct_in_batch``, ``distinct_groups_in_batch`` (advantages rounded to
