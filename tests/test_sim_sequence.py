@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -209,4 +210,32 @@ def test_sequence_study_figure_adds_the_maximum_length(tmp_path):
     frame = run_study(parse_study(sequence_study(steps=4, seeds=3)))
     assert (frame["bench"] == "sequence").all()
     png, pdf = plot_study(frame, tmp_path / "tiny.png")
+    assert png.stat().st_size > 1000 and pdf.exists()
+
+
+def test_noise_law_measures_the_estimators_variance():
+    """At ρ = 0 with two fair coins, the decoupled advantage is A ≈ 2(s1 + s2) (s = a − 1/2) for large G, so
+    m·Var(g) = E‖A·s‖² − ‖E[A·s]‖² = 1 − 1/2 while the law predicts τ²·wᵀCw = 1/2 · 2 = 1: measured / predicted
+    is 1/2, and the measurement must find it."""
+    from gdpo.sim.noise_law import law_row, measure_cell
+
+    cell = measure_cell(32, 0.0, replicates=128, prompts=8)
+    assert cell["predicted"] == pytest.approx(1.0 / (8 * 32))
+    assert cell["ratio_low"] < cell["ratio"] < cell["ratio_high"]
+    assert abs(cell["ratio"] - 0.5) < 0.06, cell
+    correlated = measure_cell(32, 0.8, replicates=128, prompts=8)
+    assert correlated["measured_correlation"] == pytest.approx(0.8, abs=0.05)
+    row = law_row(pd.DataFrame([cell, correlated]))
+    assert row["verdict"] == "disagrees" and row["cells"] == 2
+
+
+def test_noise_law_row_agrees_only_inside_the_band(tmp_path):
+    from gdpo.sim.noise_law import law_row, plot_law
+
+    cells = pd.DataFrame({"generations": [4, 8], "correlation": [0.0, 0.4], "m": [32, 64],
+                          "predicted": [1.0, 0.5], "measured": [1.0, 0.52], "ratio": [1.0, 1.04],
+                          "ratio_low": [0.95, 0.92], "ratio_high": [1.05, 1.12]})
+    assert law_row(cells)["verdict"] == "agrees in part"
+    assert law_row(cells.iloc[:1])["verdict"] == "agrees"
+    png, pdf = plot_law(cells, tmp_path / "law.png")
     assert png.stat().st_size > 1000 and pdf.exists()
