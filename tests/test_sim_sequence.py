@@ -239,3 +239,17 @@ def test_noise_law_row_agrees_only_inside_the_band(tmp_path):
     assert law_row(cells.iloc[:1])["verdict"] == "agrees"
     png, pdf = plot_law(cells, tmp_path / "law.png")
     assert png.stat().st_size > 1000 and pdf.exists()
+
+
+@pytest.mark.parametrize("loss", ["token_mean", "sequence_mean"])
+def test_response_only_gradients_are_bit_identical_to_the_full_ones(loss):
+    config = config_of(loss=loss)
+    bench = SequenceBench(config, "gdpo")
+    torch.manual_seed(1)
+    bench.knowledge.normal_(0, 0.5)
+    tokens, states, in_response, probabilities = bench.sample(2)
+    advantages = torch.randn(tokens.shape[:3], dtype=torch.float64)
+    full = bench.parameter_gradients(bench.logit_gradient(tokens, in_response, advantages, probabilities), states)
+    fast = bench.response_gradients(tokens, states, in_response, advantages, probabilities)
+    for a, b in zip(full, fast):
+        assert torch.equal(a, b)

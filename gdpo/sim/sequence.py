@@ -198,6 +198,27 @@ class SequenceBench:
         knowledge = torch.zeros(S * P * (V + 1), V, dtype=torch.float64).index_add_(0, knowledge_index, rows)
         return habit.view_as(self.habit), knowledge.view_as(self.knowledge)
 
+    def response_gradients(self, tokens, states, in_response, advantages, probabilities):
+        """The first epoch's (ρ = 1) parameter gradients computed on the response's positions only: the same
+        numbers as :meth:`parameter_gradients` of :meth:`logit_gradient` (the positions after a response have
+        weight 0, and dropping zeros from the sums in their order changes no bit), without the work on them.
+
+        Returns:
+            (habit (S, T, V + 1, V), knowledge (S, P, V + 1, V)) gradients.
+        """
+        S, P, G, T, V = probabilities.shape
+        seed, prompt, rollout, position = in_response.nonzero(as_tuple=True)  # row-major: the sums' order
+        weights = self.token_weights(in_response)[seed, prompt, rollout, position]
+        coefficient = weights * advantages[seed, prompt, rollout]
+        rows = coefficient[:, None] * probabilities[seed, prompt, rollout, position]
+        rows[torch.arange(len(rows)), tokens[seed, prompt, rollout, position]] -= coefficient
+        state = states[seed, prompt, rollout, position]
+        habit_index = (seed * T + position) * (V + 1) + state
+        knowledge_index = (seed * P + prompt) * (V + 1) + state
+        habit = torch.zeros(S * T * (V + 1), V, dtype=torch.float64).index_add_(0, habit_index, rows)
+        knowledge = torch.zeros(S * P * (V + 1), V, dtype=torch.float64).index_add_(0, knowledge_index, rows)
+        return habit.view_as(self.habit), knowledge.view_as(self.knowledge)
+
     def _optimizer_step(self, gradients) -> None:
         learning_rate = self.config.learning_rate
         parameters = (self.habit, self.knowledge)
@@ -219,10 +240,11 @@ class SequenceBench:
         """``inner_epochs`` optimizer steps on one sampled batch (ratio against the sampling policy)."""
         for epoch in range(self.config.inner_epochs):
             if epoch == 0:  # the parameters are still the sampling ones: ρ = 1 exactly
-                gradient = self.logit_gradient(tokens, in_response, advantages, sampling_probabilities)
-            else:
-                current = torch.softmax(self.token_logits(states), dim=-1)
-                gradient = self.logit_gradient(tokens, in_response, advantages, current, sampling_probabilities)
+                self._optimizer_step(self.response_gradients(tokens, states, in_response, advantages,
+                                                             sampling_probabilities))
+                continue
+            current = torch.softmax(self.token_logits(states), dim=-1)
+            gradient = self.logit_gradient(tokens, in_response, advantages, current, sampling_probabilities)
             self._optimizer_step(self.parameter_gradients(gradient, states))
 
     def step(self, step: int) -> dict[str, torch.Tensor]:
