@@ -38,7 +38,7 @@ rule all:
         rules.aggregate.output,
         PAPER_OUTPUTS,
         expand("paper_figures/sim/{study}.png", study=SIM_STUDIES),
-        ["results/sim/summary.csv"] if SIM_STUDIES else [],
+        ["results/sim/summary.csv", "paper_figures/sim/noise_law.csv"] if SIM_STUDIES else [],
         f"paper_figures/{SCALE}/claims.csv",
         f"paper_figures/{SCALE}/CLAIMS.md",
 

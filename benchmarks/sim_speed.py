@@ -3,7 +3,8 @@
 Prints (1) policy updates per second summed over seeds at the default study size (32 seeds, 64 prompts x
 G = 8, n = 3 rewards; one update = one optimizer step of one seed), per advantage method, median over
 --repeats runs, for the batched advantage path and (GDPO) the one-registry-call-per-seed reference path;
-(2) the wall time of every study in config/sim/ (all variants and methods, as `run_study` runs them).
+(2) the wall time of every Bernoulli study in config/sim/ (all variants and methods, as `run_study` runs them;
+the sequence studies: benchmarks/sim_sequence_speed.py).
 Target: >= 1,000 updates/s summed over seeds on 2 cores.
 
     python benchmarks/sim_speed.py                 # both parts
@@ -80,6 +81,8 @@ def main() -> None:
     total = 0.0
     for path in sorted(STUDY_DIR.glob("*.yaml")):
         study = load_study(path)
+        if study.variants[0][1].bench != "bernoulli":
+            continue  # the sequence bench's studies: benchmarks/sim_sequence_speed.py
         start = time.perf_counter()
         run_study(study, num_threads=1)
         elapsed = time.perf_counter() - start

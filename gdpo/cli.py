@@ -243,6 +243,21 @@ def cmd_sim_figure(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sim_noise_law(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from gdpo.sim.noise_law import law_row, measure_law, plot_law
+
+    cells = measure_law()
+    Path(args.cells).parent.mkdir(parents=True, exist_ok=True)
+    cells.to_csv(args.cells, index=False)
+    Path(args.row).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([law_row(cells)]).to_csv(args.row, index=False)
+    for path in [args.cells, args.row, *plot_law(cells, args.figure)]:
+        print(f"wrote {path}")
+    return 0
+
+
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
 
@@ -430,6 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--input", required=True, help="study CSV from `gdpo sim-run`")
     sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
     sub.set_defaults(handler=cmd_sim_figure)
+
+    sub = commands.add_parser("sim-noise-law", help="measure the decoupled estimator's gradient-noise law (beyond the paper)")
+    sub.add_argument("--cells", required=True, help="output CSV: measured and predicted floor per (G, rho) cell")
+    sub.add_argument("--row", required=True, help="output CSV: the ledger-style row")
+    sub.add_argument("--figure", required=True, help="output PNG (the PDF is written beside it)")
+    sub.set_defaults(handler=cmd_sim_noise_law)
 
     sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
     sub.add_argument("files", nargs="+", help="config YAML files")

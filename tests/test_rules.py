@@ -9,7 +9,7 @@ import pytest
 
 from gdpo.reporting import calibration, ledger, rules
 from gdpo.reporting.contract import (
-    INCONCLUSIVE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED,
+    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED,
 )
 from gdpo.reporting.rules import Evidence
 
@@ -365,7 +365,7 @@ def test_sim_c7_gives_each_verdict(length_by_weight, verdict):
     assert rules.sim_verdict_c7(pd.DataFrame(rows), "x").verdict == verdict
 
 
-def test_sim_rows_say_what_the_bench_does_not_model(tmp_path):
+def test_sim_rows_name_the_study_each_reads(tmp_path):
     table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
         ("grpo", "correctness"): 0.7, ("grpo", "format"): 0.7, ("gdpo", "correctness"): 0.8,
         ("gdpo", "format"): 0.9}))
@@ -375,8 +375,9 @@ def test_sim_rows_say_what_the_bench_does_not_model(tmp_path):
     sim = built[built.scale == "sim"].set_index("claim_id")
     assert set(sim.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
     assert sim.loc["C3", "verdict"] == REPRODUCED
-    for claim in ("C4", "C5", "C10"):
-        assert sim.loc[claim, "verdict"] == NOT_MODELLED and rules.SIM_NOT_MODELLED[claim] in sim.loc[claim, "evidence"]
+    # C4, C5, C8, C10 read the sequence bench's studies, absent here
+    for claim in ("C4", "C5", "C8", "C10"):
+        assert sim.loc[claim, "verdict"] == NOT_RUN and rules.SEQUENCE_STUDIES[claim] in sim.loc[claim, "evidence"]
     assert sim.loc["C7", "verdict"] == NOT_RUN and "missing study 'easy_vs_hard_weights'" in sim.loc["C7", "evidence"]
     assert (built[built.scale == "mini"]["verdict"] == NOT_RUN).all()
 

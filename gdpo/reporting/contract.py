@@ -91,8 +91,8 @@ class Interval:
 
 
 @functools.lru_cache(maxsize=512)
-def _t_quantile(dof: int) -> float:
-    return float(stats.t.ppf(0.5 + LEVEL / 2, dof))
+def _t_quantile(dof: int, level: float = LEVEL) -> float:
+    return float(stats.t.ppf(0.5 + level / 2, dof))
 
 
 _Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
@@ -109,7 +109,7 @@ def binomial_variance(percent: float | np.ndarray, n_items: float | np.ndarray) 
 
 
 def paired_interval(differences: Sequence[float], item_variances: Sequence[float],
-                    common_variance: float = 0.0, resolution: float = 0.0) -> Interval:
+                    common_variance: float = 0.0, resolution: float = 0.0, level: float = LEVEL) -> Interval:
     """Interval of the mean of per-seed paired differences (points).
 
     Args:
@@ -121,6 +121,8 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
             added to the variance of the mean.
         resolution: the smallest difference the evaluation can show (points; one item's worth, 100 / n).
             Differences spread less than half of it apart are ties: CSV rounding or float noise is not spread.
+        level: two-sided confidence level (default :data:`LEVEL`; lower it per comparison when a rule
+            decides on any of several comparisons, Bonferroni).
 
     With spread between seeds (k ≥ 2, differences not all equal) the interval is Student's t with k − 1
     degrees of freedom. Where the seeds tie (no spread, or one seed), the variance of one difference is the
@@ -134,27 +136,30 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
     mean = float(d.mean())
     spread = float(d.std(ddof=1)) if d.size > 1 else 0.0
     if spread > max(resolution / 2, 1e-9 * max(1.0, abs(mean))):
-        half = _t_quantile(d.size - 1) * math.sqrt(spread**2 / d.size + common_variance)
+        half = _t_quantile(d.size - 1, level) * math.sqrt(spread**2 / d.size + common_variance)
         return Interval(mean, mean - half, mean + half, f"t over {d.size} seeds")
-    half = _Z * math.sqrt(float(v.mean()))  # NaN when an item count is missing: no decision
+    z = _Z if level == LEVEL else float(stats.norm.ppf(0.5 + level / 2))
+    half = z * math.sqrt(float(v.mean()))  # NaN when an item count is missing: no decision
     why = "one seed" if d.size == 1 else f"{d.size} seeds tie"
     return Interval(mean, mean - half, mean + half, f"evaluated items ({why})")
 
 
-def rate_interval(events: int, trials: int) -> Interval:
-    """Wilson score interval of ``events / trials`` (statsmodels), as a fraction."""
+def rate_interval(events: int, trials: int, level: float = LEVEL) -> Interval:
+    """Wilson score interval of ``events / trials`` (statsmodels), as a fraction, at two-sided ``level``."""
     from statsmodels.stats.proportion import proportion_confint
 
-    low, high = proportion_confint(events, trials, alpha=1 - LEVEL, method="wilson")
+    low, high = proportion_confint(events, trials, alpha=1 - level, method="wilson")
     return Interval(events / trials, float(low), float(high), f"Wilson, {trials} seeds")
 
 
-def rate_difference_interval(events_a: int, trials_a: int, events_b: int, trials_b: int) -> Interval:
-    """Newcombe's hybrid score interval of the difference of two rates a − b (statsmodels, ``newcomb``)."""
+def rate_difference_interval(events_a: int, trials_a: int, events_b: int, trials_b: int,
+                             level: float = LEVEL) -> Interval:
+    """Newcombe's hybrid score interval of the difference of two rates a − b (statsmodels, ``newcomb``), at
+    two-sided ``level``."""
     from statsmodels.stats.proportion import confint_proportions_2indep
 
     low, high = confint_proportions_2indep(events_a, trials_a, events_b, trials_b, method="newcomb",
-                                           compare="diff", alpha=1 - LEVEL)
+                                           compare="diff", alpha=1 - level)
     return Interval(events_a / trials_a - events_b / trials_b, float(low), float(high),
                     f"Newcombe, {trials_a} vs {trials_b} seeds")
 

@@ -3,7 +3,8 @@
 Three kinds of evidence:
 
 - scale ``exact``: ``distinct_counts.csv`` of the exact analysis (C1, C2): counts, no uncertainty;
-- scale ``sim``: the bench's ``per_seed.csv`` (C3, C7, C8 decided; C4, C5, C10 *not modelled*);
+- scale ``sim``: the bench's ``per_seed.csv``: C3, C7 from the Bernoulli bench; C4, C5, C8, C10 from the sequence
+  bench, each a failure mode looked for over a grid of settings;
 - the language-model scales (smoke, mini, paper): ``eval.csv`` and ``steps.csv`` of the workflow
   (:mod:`gdpo.reporting.aggregate`) and the config's ``reporting:`` block, which says which task stands for
   which paper setup.
@@ -25,9 +26,9 @@ import pandas as pd
 
 from gdpo.reporting.aggregate import COLLAPSED
 from gdpo.reporting.contract import (
-    BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
+    BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, LEVEL, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
     PARITY_MARGIN, REPRODUCED, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
-    paired_interval, paper_effect, rate_difference_interval,
+    paired_interval, paper_effect, rate_difference_interval, rate_interval,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -58,7 +59,7 @@ class Sample:
         return 100.0 / float(np.nanmax(self.items))
 
 
-def paired(a: Sample, b: Sample) -> Interval:
+def paired(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
     """Interval of a − b over the seeds both have (:func:`gdpo.reporting.contract.paired_interval`).
     A reference evaluated once (``once``) pairs with every seed of the other side; its item variance is shared
     by every difference and does not average out. Any other sample pairs only on common seeds."""
@@ -75,12 +76,13 @@ def paired(a: Sample, b: Sample) -> Interval:
     ia = [a.seeds.index(s) for s in common]
     ib = [b.seeds.index(s) for s in common]
     return paired_interval(a.values[ia] - b.values[ib], a.variances[ia] + b.variances[ib], common_variance,
-                           resolution=min(a.resolution(), b.resolution()) or max(a.resolution(), b.resolution()))
+                           resolution=min(a.resolution(), b.resolution()) or max(a.resolution(), b.resolution()),
+                           level=level)
 
 
-def shifted(a: Sample, by: float) -> Interval:
+def shifted(a: Sample, by: float, level: float = LEVEL) -> Interval:
     """Interval of the mean of ``a`` − ``by`` (one sample against a fixed level)."""
-    return paired_interval(a.values - by, a.variances, resolution=a.resolution())
+    return paired_interval(a.values - by, a.variances, resolution=a.resolution(), level=level)
 
 
 def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Interval:
@@ -154,7 +156,7 @@ def c4_criteria(setup: str) -> dict[str, Criterion]:
             "parity": Criterion("same", margin=PARITY_MARGIN)}
 
 
-def decide_c4(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+def decide_c4(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> tuple[str, dict[str, str], str]:
     """C4, per Table 1 setup that trains GRPO w/o std: its format falls from the base model's (interval of
     w/o std − base below 0; refuted below the paper's fall), stays near 0 % (interval of its rate below
     :data:`NO_FORMAT_RATE`; refuted when above it: it learned format), and its avg accuracy matches GRPO's
@@ -163,9 +165,9 @@ def decide_c4(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str],
     for setup in setups:
         criteria = c4_criteria(setup)
         nostd = cells[(setup, "grpo_nostd", "format")]
-        parts = [("format − base", paired(nostd, cells[(setup, "base", "format")]), criteria["fall"]),
-                 (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE), criteria["rate"]),
-                 ("avg − GRPO's", paired(cells[(setup, "grpo_nostd", "avg")], cells[(setup, "grpo", "avg")]),
+        parts = [("format − base", paired(nostd, cells[(setup, "base", "format")], level), criteria["fall"]),
+                 (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE, level), criteria["rate"]),
+                 ("avg − GRPO's", paired(cells[(setup, "grpo_nostd", "avg")], cells[(setup, "grpo", "avg")], level),
                   criteria["parity"])]
         outcomes[setup], text = _judge(parts)
         texts.append(f"{setup}: GRPO w/o std {text}")
@@ -251,11 +253,12 @@ def decide_c7(cells: Cells) -> tuple[str, dict[str, str], str]:
 EVENT_EFFECTS = {"C5": 0.5, "C10": 0.2}
 
 
-def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bool]) -> tuple[str, Interval]:
-    """C5 / C10: the event rate of a (GRPO; gdpo_nobn) minus b's (GDPO; gdpo), Newcombe interval over seeds:
-    above 0 reproduces; below :data:`EVENT_EFFECTS` refutes."""
+def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bool],
+                  level: float = LEVEL) -> tuple[str, Interval]:
+    """C5 / C10: the event rate of a (GRPO; gdpo_nobn) minus b's (GDPO; gdpo), Newcombe interval over seeds at
+    ``level``: above 0 reproduces; below :data:`EVENT_EFFECTS` refutes."""
     a, b = np.asarray(events_a, dtype=bool), np.asarray(events_b, dtype=bool)
-    interval = rate_difference_interval(int(a.sum()), a.size, int(b.sum()), b.size)
+    interval = rate_difference_interval(int(a.sum()), a.size, int(b.sum()), b.size, level)
     return Criterion("better", +1, EVENT_EFFECTS[claim_id]).decide(interval), interval
 
 
@@ -878,15 +881,9 @@ EXACT_RULES: dict[str, Callable[[pd.DataFrame, str], Verdict]] = {"C1": verdict_
 # Scale sim: the bench's per-seed outcomes
 # --------------------------------------------------------------------------------------------------
 
-#: Why the bench cannot show a claim (the bench's mechanisms, not a measurement).
-SIM_NOT_MODELLED = {
-    "C4": "the bench's format and correctness are private, uncorrelated Bernoulli behaviours, so the format "
-          "gradient cannot depend on correctness as it does when one completion earns both (ToolRL's scales)",
-    "C5": "the bench's length is 1 + violations, bounded at 4: it cannot spike; correctness and length share a "
-          "gate, and the task is solvable within its 200 steps",
-    "C10": "the bench's batch step rescales one scalar per batch, which Adam's scale-freeness removes, over two "
-           "groups per batch; its 'failure' is slowness, not non-convergence",
-}
+#: Why the bench cannot show a claim (the bench's mechanisms, not a measurement), by claim id. Empty since the
+#: sequence bench (gdpo.sim.sequence) models C4, C5, C8 and C10; the Bernoulli bench modelled none of C4, C5, C10.
+SIM_NOT_MODELLED: dict[str, str] = {}
 
 
 def _sim_sample(per_seed: pd.DataFrame, study: str, variant: str, method: str, reward: str) -> Sample:
@@ -987,6 +984,202 @@ def sim_verdict_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     return Verdict(text, "both paired differences above 0", verdict, evidence, run=run)
 
 
+# --------------------------------------------------------------------------------------------------
+# Scale sim, sequence bench (gdpo.sim.sequence): a failure mode looked for over a grid of settings
+# --------------------------------------------------------------------------------------------------
+
+#: The sequence-bench study each claim's sim row reads.
+SEQUENCE_STUDIES = {"C4": "seq_tool_calling", "C5": "seq_math_length", "C8": "seq_conditioned_length",
+                    "C10": "seq_batch_step"}
+
+
+def bonferroni_level(cells: int) -> float:
+    """Confidence level of each of ``cells`` comparisons when a rule decides on any one of them: the chance
+    that any cell's interval misses stays below 1 − :data:`LEVEL`."""
+    return 1 - (1 - LEVEL) / max(1, cells)
+
+
+def shown_in_any_cell(outcomes: Mapping[str, str]) -> str:
+    """A failure mode looked for over a grid of settings: shown (``reproduced``) where any cell shows it at the
+    Bonferroni level; ruled out (``not reproduced``) only where every cell rules it out; else inconclusive."""
+    values = list(outcomes.values())
+    if REPRODUCED in values:
+        return REPRODUCED
+    if values and all(v == NOT_REPRODUCED for v in values):
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+def _sim_initial_sample(per_seed: pd.DataFrame, study: str, variant: str, method: str, reward: str) -> Sample:
+    """Success at step 0 (percent) of one (variant, method, reward) over seeds; items: one step's completions."""
+    from gdpo.sim.study import final_window
+
+    rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant) & (per_seed["method"] == method)
+                    & (per_seed["reward"] == reward)].sort_values("seed")
+    values = 100 * rows["initial_success"].to_numpy(dtype=float)
+    items = rows["n_final_samples"].to_numpy(dtype=float) / np.array([final_window(int(n)) for n in rows["steps"]])
+    return Sample(tuple(int(s) for s in rows["seed"]), values, binomial_variance(values, items), items)
+
+
+def _sim_events(per_seed: pd.DataFrame, study: str, variant: str, method: str) -> pd.Series:
+    """Per-seed outcome events (bool, by seed) of one (variant, method)."""
+    rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant) & (per_seed["method"] == method)]
+    return rows.groupby("seed")["outcome_event"].first().astype(bool)
+
+
+def _shortfall(claim_id: str, per_seed: pd.DataFrame, study: str, seeds: int) -> list[str]:
+    rows = per_seed[per_seed["study"] == study]
+    minimum = CLAIMS_BY_ID[claim_id].minimum
+    steps = float(rows["steps"].min()) if "steps" in rows else None
+    prompts = float(rows["prompts"].min()) if "prompts" in rows else None
+    return minimum.shortfall(seeds, steps=steps, prompts_per_batch=prompts)
+
+
+def event_power(trials_a: int, trials_b: int, rate_a: float, level: float = LEVEL) -> float:
+    """Probability that :func:`decide_events` reproduces when a's event rate is ``rate_a`` and b never has the
+    event (exact: a sum over a's binomial outcomes)."""
+    from scipy.stats import binom
+
+    return float(sum(binom.pmf(k, trials_a, rate_a) for k in range(trials_a + 1)
+                     if rate_difference_interval(k, trials_a, 0, trials_b, level).low > 0))
+
+
+def smallest_detectable_rate(trials_a: int, trials_b: int, level: float = LEVEL, power: float = 0.8) -> float:
+    """Smallest event rate of a (b: none) that :func:`decide_events` reproduces with probability ≥ ``power``
+    (searched in steps of 0.01)."""
+    from scipy.stats import binom
+
+    detected = [k for k in range(trials_a + 1) if rate_difference_interval(k, trials_a, 0, trials_b, level).low > 0]
+    for rate in np.arange(0.01, 1.0001, 0.01):
+        if binom.pmf(detected, trials_a, rate).sum() >= power:
+            return float(rate)
+    return math.nan
+
+
+def decide_sim_events(claim_id: str, events: Mapping[str, tuple[pd.Series, pd.Series]]) -> tuple[str, dict, str]:
+    """C5 / C10 over a grid: per cell, :func:`decide_events` (a − b, paired nothing: rates over seeds) at the
+    Bonferroni level of the grid; :func:`shown_in_any_cell` across cells. ``events``: cell → (a's, b's)."""
+    level = bonferroni_level(len(events))
+    outcomes, parts = {}, []
+    for cell, (a, b) in events.items():
+        outcomes[cell], interval = decide_events(claim_id, a.to_numpy(), b.to_numpy(), level)
+        parts.append(f"{cell}: {int(a.sum())}/{len(a)} vs {int(b.sum())}/{len(b)}, difference "
+                     f"{interval.text('', 2)}")
+    return shown_in_any_cell(outcomes), outcomes, "; ".join(parts)
+
+
+def _sim_events_verdict(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods: tuple[str, str],
+                        event_name: str) -> Verdict:
+    study = SEQUENCE_STUDIES[claim_id]
+    a_name, b_name = methods
+    events = {v: (_sim_events(per_seed, study, v, a_name), _sim_events(per_seed, study, v, b_name))
+              for v in _variants(per_seed, study)}
+    outcome, outcomes, text = decide_sim_events(claim_id, events)
+    cells = len(events)
+    level = bonferroni_level(cells)
+    seeds = min(min(len(a), len(b)) for a, b in events.values())
+    bounds = []
+    for index, name in enumerate(methods):
+        total = sum(int(pair[index].sum()) for pair in events.values())
+        runs = sum(len(pair[index]) for pair in events.values())
+        bounds.append(f"{name} {total}/{runs} runs, rate ≤ {rate_interval(total, runs).high:.3f}")
+    shown = [cell for cell, o in outcomes.items() if o == REPRODUCED]
+    detectable = smallest_detectable_rate(seeds, seeds, level)
+    power = event_power(seeds, seeds, EVENT_EFFECTS[claim_id], level)
+    measured = (f"{event_name} {a_name} vs {b_name} per cell ({cells} cells, {seeds} seeds each, intervals at "
+                f"{100 * level:.2f} %): {text}. Shown in {len(shown)}/{cells} cells"
+                + (f" ({', '.join(shown)})" if shown else "")
+                + f". Over the grid: {'; '.join(bounds)} (95 % Wilson upper bounds). Per cell the design detects a "
+                f"{a_name} rate ≥ {detectable:.2f} (with none for {b_name}) with 80 % power")
+    comparison = (f"{event_name} rate {a_name} − {b_name} (Newcombe, Bonferroni over the grid's cells): above 0 in "
+                  f"any cell shows the mechanism; below {EVENT_EFFECTS[claim_id]:g} in every cell rules it out")
+    run = f"sequence bench, study {study}, {cells} cells × {seeds} seeds per method"
+    shortfall = _shortfall(claim_id, per_seed, study, seeds)
+    if shortfall:
+        return Verdict(f"{measured} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED, evidence,
+                       power=power, run=run)
+    return Verdict(measured, comparison, outcome, evidence, power=power, run=run)
+
+
+def sim_verdict_c5(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C5 at scale sim (study ``seq_math_length``): per cell, the collapse rate (the training scale's divergence
+    detector on correctness against the maximum response length) of GRPO minus GDPO; see
+    :func:`decide_sim_events`. The power column: probability of ``reproduced`` in one cell if GRPO collapsed
+    in half its runs and GDPO never (the claim's effect, :data:`EVENT_EFFECTS`)."""
+    return _sim_events_verdict("C5", per_seed, evidence, ("grpo", "gdpo"), "collapse")
+
+
+def sim_verdict_c10(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C10 at scale sim (study ``seq_batch_step``): per cell, the failure-to-converge rate
+    (:func:`fails_to_converge` on correctness) of gdpo_nobn minus gdpo; see :func:`decide_sim_events`. The
+    power column: probability of ``reproduced`` in one cell if gdpo_nobn failed in a fifth of its runs and
+    gdpo never."""
+    return _sim_events_verdict("C10", per_seed, evidence, ("gdpo_nobn", "gdpo"), "failure to converge")
+
+
+def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C4 at scale sim (study ``seq_tool_calling``): per cell, :func:`decide_c4` with GRPO w/o std's final format
+    success against its step-0 format (the base model) and :data:`NO_FORMAT_RATE`, and its correctness credit
+    (graded, points) against GRPO's within ±:data:`PARITY_MARGIN`, at the grid's Bonferroni level;
+    :func:`shown_in_any_cell` across cells."""
+    study = SEQUENCE_STUDIES["C4"]
+    variants = _variants(per_seed, study)
+    cells: dict[tuple[str, str, str], Sample] = {}
+    for v in variants:
+        cells[(v, "grpo_nostd", "format")] = _sim_sample(per_seed, study, v, "grpo_nostd", "format")
+        cells[(v, "base", "format")] = _sim_initial_sample(per_seed, study, v, "grpo_nostd", "format")
+        cells[(v, "grpo_nostd", "avg")] = _sim_sample(per_seed, study, v, "grpo_nostd", "correctness")
+        cells[(v, "grpo", "avg")] = _sim_sample(per_seed, study, v, "grpo", "correctness")
+    level = bonferroni_level(len(variants))
+    _, outcomes, text = decide_c4(cells, variants, level)
+    outcome = shown_in_any_cell(outcomes)
+    shown = [v for v, o in outcomes.items() if o == REPRODUCED]
+    seeds = _sim_pairs(*((cells[(v, "grpo_nostd", "avg")], cells[(v, "grpo", "avg")]) for v in variants))
+    measured = (f"per cell ({len(variants)} cells, intervals at {100 * level:.2f} %; avg = correctness credit): "
+                f"{text.replace('GRPO w/o std', 'w/o std')}. Shown in {len(shown)}/{len(variants)} cells"
+                + (f" ({', '.join(shown)})" if shown else ""))
+    comparison = (f"in a cell: w/o std's format below the base's and below {NO_FORMAT_RATE:g} %, its correctness "
+                  f"within ±{PARITY_MARGIN:g} pts of GRPO's; any cell shows the mechanism, every cell refuting "
+                  "rules it out")
+    run = f"sequence bench, study {study}, {len(variants)} cells × {seeds} seeds per method"
+    shortfall = _shortfall("C4", per_seed, study, seeds)
+    shortfall = [s for s in shortfall if "items" not in s]
+    if shortfall:
+        return Verdict(f"{measured} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED,
+                       evidence, run=run)
+    return Verdict(measured, comparison, outcome, evidence, run=run)
+
+
+def sim_verdict_c8_sequence(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C8 at scale sim (study ``seq_conditioned_length``): in every cell whose length reward is conditioned on
+    correctness (Eq. 8), GDPO − GRPO of the final success of correctness and of the length reward (share of
+    responses within the limit, whether paid or not), paired by seed: both above 0 reproduce, either below 0
+    refutes; the cells must agree. The unconditioned cells are reported beside them."""
+    study = SEQUENCE_STUDIES["C8"]
+    better = Criterion("better", +1, 0.0)
+    outcomes, parts, plain, pairs = [], [], [], []
+    for variant in _variants(per_seed, study):
+        samples = {r: (_sim_sample(per_seed, study, variant, "gdpo", r), _sim_sample(per_seed, study, variant, "grpo", r))
+                   for r in ("correctness", "length")}
+        intervals = {r: paired(*pair) for r, pair in samples.items()}
+        described = f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items())
+        if "conditioning=none" in variant:
+            plain.append(described)
+            continue
+        pairs.append(_sim_pairs(*samples.values()))
+        outcomes.append(combine([better.decide(i) for i in intervals.values()]))
+        parts.append(described)
+    comparison = "conditioned length: both paired differences above 0 in every conditioned cell"
+    run = f"sequence bench, study {study}, {len(parts) + len(plain)} cells"
+    if not parts:
+        return Verdict("", comparison, NOT_RUN, f"{evidence}: no cell of {study} conditions the length reward")
+    text = ("GDPO − GRPO final success, conditioned length: " + "; ".join(parts)
+            + ("; plain length (for comparison): " + "; ".join(plain) if plain else ""))
+    if min(pairs) < MIN_SEEDS:
+        return _sim_underpowered(min(pairs), text, comparison, evidence, run)
+    return Verdict(text, comparison, _sim_combine(outcomes), evidence, run=run)
+
+
 def sim_not_modelled(claim_id: str) -> Callable[[pd.DataFrame, str], Verdict]:
     def rule(per_seed: pd.DataFrame, evidence: str) -> Verdict:
         return Verdict("", "", NOT_MODELLED, f"{evidence}: {SIM_NOT_MODELLED[claim_id]}")
@@ -997,9 +1190,9 @@ def sim_not_modelled(claim_id: str) -> Callable[[pd.DataFrame, str], Verdict]:
 #: Sim-scale rules by claim, with the study each reads (None: the claim is not modelled by the bench).
 SIM_RULES: dict[str, tuple[str | None, Callable[[pd.DataFrame, str], Verdict]]] = {
     "C3": ("format_vs_correctness", sim_verdict_c3),
-    "C4": (None, sim_not_modelled("C4")),
-    "C5": (None, sim_not_modelled("C5")),
+    "C4": (SEQUENCE_STUDIES["C4"], sim_verdict_c4),
+    "C5": (SEQUENCE_STUDIES["C5"], sim_verdict_c5),
     "C7": ("easy_vs_hard_weights", sim_verdict_c7),
-    "C8": ("easy_vs_hard_weights", sim_verdict_c8),
-    "C10": (None, sim_not_modelled("C10")),
+    "C8": (SEQUENCE_STUDIES["C8"], sim_verdict_c8_sequence),
+    "C10": (SEQUENCE_STUDIES["C10"], sim_verdict_c10),
 }

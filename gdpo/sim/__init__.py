@@ -5,6 +5,11 @@ rewards defined in a study file (config/sim/*.yaml); the policy is updated with 
 objective and an advantage from :func:`gdpo.advantages.compute_advantages` (every registered method and
 convention). Vectorised over seeds, deterministic by seed.
 
+A study file with ``bench: sequence`` runs the sequence bench instead (:mod:`gdpo.sim.sequence`: a token policy
+with an end token and a length cap, rewards read from the sampled sequence by :mod:`gdpo.sim.sequence_rewards`,
+study keys in :mod:`gdpo.sim.sequence_config`); :mod:`gdpo.sim.noise_law` measures the decoupled estimator's
+gradient-noise law on the Bernoulli bench.
+
 Public API:
 
 - :func:`load_study` (path) → :class:`Study`

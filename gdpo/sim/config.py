@@ -43,6 +43,7 @@ _REWARD_KEYS = {
 }
 _TOP_KEYS = {
     "name": "study name",
+    "bench": "bernoulli (this bench, the default) or sequence (gdpo.sim.sequence_config)",
     "description": "the question the study asks",
     "claims": "paper claim ids the study speaks to",
     "seeds": "number of seeds (seeds 0..N−1) or a list of distinct seeds ≥ 0",
@@ -68,7 +69,7 @@ _TOP_KEYS = {
     "variants": "mapping variant name → overrides of the keys above",
     "grid": "mapping key → list of values; every combination is a variant",
 }
-_NOT_OVERRIDABLE = {"name", "description", "claims", "variants", "grid"}
+_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid"}
 _DEFAULTS: dict[str, Any] = {
     "description": "",
     "claims": [],
@@ -148,6 +149,9 @@ class RunConfig:
 
     S = len(seeds), P = prompts, G = generations, n = len(rewards).
     """
+
+    #: Which bench runs it (the sequence bench's configs say "sequence").
+    bench = "bernoulli"
 
     seeds: tuple[int, ...]
     steps: int
@@ -479,6 +483,13 @@ def parse_study(data: Any, path: str = "<study>") -> Study:
     check = _Checker(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: a study file must be a YAML mapping of keys ({', '.join(_TOP_KEYS)}).")
+    bench = data.get("bench", "bernoulli")
+    if bench == "sequence":
+        from gdpo.sim.sequence_config import parse_sequence_study
+
+        return parse_sequence_study(data, path)
+    if bench != "bernoulli":
+        check.fail("bench", bench, "bernoulli or sequence")
     check.unknown_keys(data, _TOP_KEYS)
     name = data.get("name")
     if not isinstance(name, str) or not name:
@@ -538,6 +549,8 @@ def load_study(path: str | Path) -> Study:
     except yaml.YAMLError as error:
         raise ValueError(f"{file} is not valid YAML: {error}") from None
     study = parse_study(data, str(file))
+    if any(config.bench != "bernoulli" for _, config in study.variants):
+        return study
     # Calibration can fail (e.g. a correlation the two difficulties do not allow): refuse now, not mid-run.
     from gdpo.sim.rewards import build_reward_model
 

@@ -151,6 +151,33 @@ class BenchTrace:
     length_max: np.ndarray
 
 
+
+def batch_metrics(graded: torch.Tensor, paid: torch.Tensor, lengths: torch.Tensor, advantages: torch.Tensor,
+                  hash_positions: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per-seed metrics of one batch, as :class:`BenchTrace` without the step axis.
+
+    Args:
+        graded, paid: (S, P, G, n); lengths: (S, P, G); advantages: (S, P, G);
+        hash_positions: (G,) :func:`gdpo.sim.rng.counter_offsets` of G (to fingerprint sorted groups).
+    """
+    distinct_per_group, distinct_in_batch = distinct_advantage_counts(advantages)
+    sorted_groups = torch.round(advantages * 10**DISTINCT_DECIMALS).to(torch.int64).sort(dim=2).values
+    # A 64-bit fingerprint per sorted tuple; two different tuples collide with probability ~2^-64.
+    fingerprints = rng.mix64(sorted_groups * rng.GOLDEN_GAMMA + hash_positions).sum(dim=2)
+    fingerprints = fingerprints.sort(dim=1).values
+    distinct_groups = 1 + (fingerprints.diff(dim=1) != 0).sum(dim=1)
+    return {
+        "reward_mean": paid.mean(dim=(1, 2)),
+        "success": graded.mean(dim=(1, 2)),
+        "zero_std_fraction": (paid.amax(dim=2) == paid.amin(dim=2)).to(torch.float64).mean(dim=1),
+        "distinct_per_group": distinct_per_group.to(torch.float64).mean(dim=1),
+        "distinct_in_batch": distinct_in_batch.to(torch.float64),
+        "distinct_groups_in_batch": distinct_groups.to(torch.float64),
+        "length_mean": lengths.mean(dim=(1, 2)),
+        "length_max": lengths.amax(dim=(1, 2)),
+    }
+
+
 class PolicyGradientBench:
     """One (config, method) run over all of ``config.seeds`` at once (see the module docstring).
 
@@ -317,23 +344,7 @@ class PolicyGradientBench:
 
     def measure(self, graded, paid, lengths, advantages) -> dict[str, torch.Tensor]:
         """Per-seed metrics of one batch; shapes as :class:`BenchTrace` without the step axis."""
-        S, P, G = advantages.shape
-        distinct_per_group, distinct_in_batch = distinct_advantage_counts(advantages)
-        sorted_groups = torch.round(advantages * 10**DISTINCT_DECIMALS).to(torch.int64).sort(dim=2).values
-        # A 64-bit fingerprint per sorted tuple; two different tuples collide with probability ~2^-64.
-        fingerprints = rng.mix64(sorted_groups * rng.GOLDEN_GAMMA + self._hash_positions).sum(dim=2)
-        fingerprints = fingerprints.sort(dim=1).values
-        distinct_groups = 1 + (fingerprints.diff(dim=1) != 0).sum(dim=1)
-        return {
-            "reward_mean": paid.mean(dim=(1, 2)),
-            "success": graded.mean(dim=(1, 2)),
-            "zero_std_fraction": (paid.amax(dim=2) == paid.amin(dim=2)).to(torch.float64).mean(dim=1),
-            "distinct_per_group": distinct_per_group.to(torch.float64).mean(dim=1),
-            "distinct_in_batch": distinct_in_batch.to(torch.float64),
-            "distinct_groups_in_batch": distinct_groups.to(torch.float64),
-            "length_mean": lengths.mean(dim=(1, 2)),
-            "length_max": lengths.amax(dim=(1, 2)),
-        }
+        return batch_metrics(graded, paid, lengths, advantages, self._hash_positions)
 
     def run(self, steps: int | None = None) -> BenchTrace:
         """Train for ``steps`` (default ``config.steps``) and return the metrics of every step."""

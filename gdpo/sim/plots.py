@@ -29,8 +29,9 @@ def _ordered(values: pd.Series) -> list:
     return list(dict.fromkeys(values))
 
 
-def _curves(df: pd.DataFrame, variants: list, rewards: list, methods: list) -> plt.Figure:
-    figure, axes = plt.subplots(len(variants), len(rewards), figsize=(3.6 * len(rewards), 2.6 * len(variants) + 0.6),
+def _curves(df: pd.DataFrame, variants: list, rewards: list, methods: list, with_length: bool = False) -> plt.Figure:
+    columns = len(rewards) + int(with_length)
+    figure, axes = plt.subplots(len(variants), columns, figsize=(3.6 * columns, 2.6 * len(variants) + 0.6),
                                 squeeze=False, sharex=True)
     quartiles = (df.groupby(["variant", "method", "reward", "step"], sort=False)["success"]
                  .quantile([0.25, 0.5, 0.75]).unstack())
@@ -51,6 +52,24 @@ def _curves(df: pd.DataFrame, variants: list, rewards: list, methods: list) -> p
                 axis.set_title(f"{reward}", fontsize=10)
             if column == 0:
                 axis.set_ylabel(f"{variant}\nsuccess" if len(variants) > 1 else "success", fontsize=9)
+            if row == len(variants) - 1:
+                axis.set_xlabel("policy update (step)")
+    if with_length:
+        lengths = (df.drop_duplicates(["variant", "method", "seed", "step"])
+                   .groupby(["variant", "method", "step"], sort=False)["length_max"]
+                   .quantile([0.25, 0.5, 0.75]).unstack())
+        for row, variant in enumerate(variants):
+            axis = axes[row][-1]
+            for index, method in enumerate(methods):
+                if (variant, method) not in lengths.index.droplevel("step"):
+                    continue
+                curve = lengths.loc[(variant, method)]
+                axis.plot(curve.index, curve[0.5], color=_color(method, index), linewidth=1.2)
+                axis.fill_between(curve.index, curve[0.25], curve[0.75], color=_color(method, index), alpha=0.2,
+                                  linewidth=0)
+            axis.grid(True, alpha=0.3)
+            if row == 0:
+                axis.set_title("max response length (tokens)", fontsize=10)
             if row == len(variants) - 1:
                 axis.set_xlabel("policy update (step)")
     axes[0][0].legend(fontsize=8, loc="best")
@@ -100,7 +119,8 @@ def plot_study(df: pd.DataFrame, out_png: str | Path) -> list[Path]:
     """One figure of one study's results (``df`` from :func:`gdpo.sim.run_study`), as PNG and PDF beside it.
 
     Up to 8 variants and 4 reward names: a grid of panels (rows = variants, columns = rewards) with each
-    method's success over steps, median line and IQR band over seeds. More: per variant, the final success
+    method's success over steps, median line and IQR band over seeds (a sequence study adds a column: the
+    batch's maximum response length in tokens). More: per variant, the final success
     (mean over rewards), the live distinct advantages per group and the distinct advantage groups per batch
     (with the exact analysis' count where attached), medians and IQRs over seeds.
 
@@ -115,13 +135,16 @@ def plot_study(df: pd.DataFrame, out_png: str | Path) -> list[Path]:
     rewards = _ordered(df["reward"])
     methods = _ordered(df["method"])
     seeds = int(df.groupby(["variant", "method"])["seed"].nunique().min())
+    sequence = "bench" in df and (df["bench"] == "sequence").any()
     if len(variants) <= MAX_CURVE_VARIANTS and len(rewards) <= MAX_CURVE_REWARDS:
-        figure = _curves(df, variants, rewards, methods)
+        # The sequence bench's lengths are real token counts: its figures add the batch's maximum length.
+        figure = _curves(df, variants, rewards, methods, with_length=sequence)
         what = "success over steps, median and IQR over seeds"
     else:
         figure = _finals(df, variants, methods)
         what = "per variant, median and IQR over seeds"
-    figure.suptitle(f"{studies[0]} — scale: sim (policy-gradient bench), {seeds} seeds per run; {what}",
+    bench = "sequence bench" if sequence else "policy-gradient bench"
+    figure.suptitle(f"{studies[0]} — scale: sim ({bench}), {seeds} seeds per run; {what}",
                     fontsize=10)
     height = figure.get_size_inches()[1]
     figure.tight_layout(rect=(0, 0, 1, 1 - 0.45 / height))  # leave room for the title

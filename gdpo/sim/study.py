@@ -5,7 +5,13 @@ Per-run outcomes (one per seed, the same on all of that run's rows):
 - ``failure_to_converge`` (C10): a run *fails to converge* if, at the end of training — the mean over the
   last 10 % of steps (at least one step) — the success of at least one of the outcome's rewards is below
   the outcome's ``threshold``. ``outcome_step`` is empty.
-- ``collapse`` (C5): a run *collapses* if :func:`gdpo.training.divergence.detect_divergence` (default
+- ``fails_to_converge`` (C10, sequence bench): the training scale's definition,
+  :func:`gdpo.reporting.rules.fails_to_converge` on the outcome reward's per-step success curve (the last
+  10 % of steps not above the first 3 by two standard errors). ``outcome_step`` is empty.
+- ``collapse`` (C5), sequence bench: :func:`gdpo.training.divergence.detect_divergence` (default settings)
+  on the outcome reward's per-step success curve against the batch's maximum response length (tokens), as at
+  the training scale.
+- ``collapse`` (C5), Bernoulli bench: a run *collapses* if :func:`gdpo.training.divergence.detect_divergence` (default
   settings) fires on the run's per-step success curve of the outcome's ``reward`` (correctness) against
   its per-step mean response-length proxy (:meth:`gdpo.sim.rewards.RewardModel.length_proxy`: 1 + the
   length reward's violations, averaged over the seed's batch; the batch maximum of this small integer
@@ -76,12 +82,19 @@ def _outcomes(config: RunConfig, trace: BenchTrace) -> tuple[np.ndarray, np.ndar
         final = trace.success[-final_window(num_steps):].mean(axis=0)  # (S, n)
         columns = [config.reward_index(r) for r in outcome.rewards]
         events = (final[:, columns] < outcome.threshold).any(axis=1)
+    elif outcome.kind == "fails_to_converge":
+        from gdpo.reporting.rules import fails_to_converge
+
+        column = config.reward_index(outcome.reward)
+        events = np.array([fails_to_converge(trace.success[:, k, column]) for k in range(num_seeds)], dtype=bool)
     elif outcome.kind == "collapse":
         column = config.reward_index(outcome.reward)
         step_axis = np.arange(num_steps)
+        # The sequence bench has real lengths: its maximum is the paper's curve; the Bernoulli proxy saturates.
+        length_curve = trace.length_max if config.bench == "sequence" else trace.length_mean
         for seed_index in range(num_seeds):  # post-processing of finished curves, not the update
             step = detect_divergence(step_axis, trace.success[:, seed_index, column],
-                                     trace.length_mean[:, seed_index])
+                                     length_curve[:, seed_index])
             if step is not None:
                 events[seed_index] = True
                 steps[seed_index] = step
@@ -99,6 +112,7 @@ def _trace_frame(study: Study, variant: str, method: str, config: RunConfig, tra
              if config.exact_counts and weights_are_one and config.conditioning is None else math.nan)
     frame = pd.DataFrame({
         "study": study.name,
+        "bench": config.bench,
         "variant": variant,
         "method": method,
         "seed": np.asarray(config.seeds)[seed_index],
@@ -137,7 +151,8 @@ def run_study(study: Study, variant: str | None = None, method: str | None = Non
             multi-threaded runs badly; run studies side by side instead.
 
     Returns:
-        One row per (study, variant, method, seed, step, reward) with columns ``study, variant, method,
+        One row per (study, variant, method, seed, step, reward) with columns ``study, bench`` (``bernoulli`` or
+        ``sequence``), ``variant, method,
         seed, step, reward, weight, mean`` (reward as paid, reward units), ``success`` (graded value in
         [0, 1] before conditioning), ``zero_std_fraction`` (of groups, for this reward),
         ``distinct_per_group``, ``distinct_in_batch``, ``distinct_groups_in_batch`` (advantages rounded to
@@ -161,6 +176,11 @@ def run_study(study: Study, variant: str | None = None, method: str | None = Non
     with _torch_threads(num_threads):
         for variant_name, method_name in runs:
             config = study.variant(variant_name)
-            trace = PolicyGradientBench(config, method_name).run()
+            if config.bench == "sequence":
+                from gdpo.sim.sequence import SequenceBench
+
+                trace = SequenceBench(config, method_name).run()
+            else:
+                trace = PolicyGradientBench(config, method_name).run()
             frames.append(_trace_frame(study, variant_name, method_name, config, trace))
     return pd.concat(frames, ignore_index=True)

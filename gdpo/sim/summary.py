@@ -44,7 +44,7 @@ def per_seed_outcomes(df: pd.DataFrame) -> pd.DataFrame:
     10 % of the run's steps), ``auc`` (mean success over all steps, i.e. the area under the learning curve
     divided by the number of steps), ``final_mean`` (reward as paid, same window), ``n_final_samples``
     (sampled completions behind ``final_success``: window steps × prompts × rollouts; the ledger's item
-    count where seeds tie) and the seed's outcome."""
+    count where seeds tie), ``prompts`` (per batch), ``steps`` (of the run) and the seed's outcome."""
     keys = [*_KEYS, "reward", "seed"]
     num_steps = df.groupby(_KEYS)["step"].transform("max") + 1
     window = num_steps.map(final_window)
@@ -59,6 +59,8 @@ def per_seed_outcomes(df: pd.DataFrame) -> pd.DataFrame:
     if {"prompts", "generations"} <= set(df.columns):
         shape = df.groupby(keys, sort=False)[["prompts", "generations"]].first()
         final["n_final_samples"] = final["final_steps"] * shape["prompts"] * shape["generations"]
+        final["prompts"] = shape["prompts"]
+    final["steps"] = num_steps.groupby([df[k] for k in keys], sort=False).first()
     return table.join(final.drop(columns="final_steps")).reset_index()
 
 

@@ -44,3 +44,18 @@ rule sim_figure:
         "../../envs/analysis.yaml"
     shell:
         "python -m gdpo sim-figure --input {input} --out {output.png} > {log} 2>&1"
+
+
+# Beyond the paper: the decoupled estimator's gradient-noise law (multireward-grpo), measured on the bench.
+rule sim_noise_law:
+    output:
+        cells="results/sim/noise_law_cells.csv",
+        row="paper_figures/sim/noise_law.csv",
+        png=in_report("paper_figures/sim/noise_law.png"),
+        pdf="paper_figures/sim/noise_law.pdf",
+    log:
+        "results/sim/logs/noise_law.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        "python -m gdpo sim-noise-law --cells {output.cells} --row {output.row} --figure {output.png} > {log} 2>&1"

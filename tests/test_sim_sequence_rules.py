@@ -1,0 +1,129 @@
+"""Sim-scale ledger rows of the sequence bench (C4, C5, C8, C10): decisions over a grid of settings, their power
+and their calibration on data where the methods do not differ."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gdpo.reporting import rules
+from gdpo.reporting.contract import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED
+
+
+def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, steps: int = 1000,
+                 prompts: int = 8) -> pd.DataFrame:
+    """per_seed rows of an event study: ``methods[m][c]`` events of method m in cell c (first seeds fail)."""
+    rows = []
+    for method, counts in methods.items():
+        for cell, count in enumerate(counts):
+            for seed in range(seeds):
+                rows.append({"study": study, "variant": f"cell{cell}", "method": method, "reward": "correctness",
+                             "seed": seed, "final_success": 0.5, "initial_success": 0.1, "n_final_samples": 6400,
+                             "outcome_event": seed < count, "steps": steps, "prompts": prompts})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("counts_a, counts_b, verdict", [
+    ([30, 0, 0, 0], [0, 0, 0, 0], REPRODUCED),       # one corner shows it
+    ([0, 0, 0, 0], [0, 0, 0, 0], NOT_REPRODUCED),    # absent everywhere, each cell ruling out a 0.2 difference
+    ([6, 0, 0, 0], [0, 0, 0, 0], INCONCLUSIVE),      # a hint in one corner, not enough
+])
+def test_c10_is_decided_over_the_grid(counts_a, counts_b, verdict):
+    table = events_table("seq_batch_step", {"gdpo_nobn": counts_a, "gdpo": counts_b}, steps=200)
+    result = rules.sim_verdict_c10(table, "x")
+    assert result.verdict == verdict, result.measured_value
+    assert "4 cells" in result.measured_value and "rate ≤" in result.measured_value
+    assert 0 < result.power <= 1
+
+
+def test_c5_needs_the_claims_steps_and_seeds():
+    table = events_table("seq_math_length", {"grpo": [30, 0], "gdpo": [0, 0]}, steps=200)
+    assert rules.sim_verdict_c5(table, "x").verdict == UNDERPOWERED
+    table = events_table("seq_math_length", {"grpo": [2, 0], "gdpo": [0, 0]}, seeds=2)
+    assert rules.sim_verdict_c5(table, "x").verdict == UNDERPOWERED
+
+
+def test_smallest_detectable_rate_is_the_one_with_80_percent_power():
+    level = rules.bonferroni_level(4)
+    rate = rules.smallest_detectable_rate(64, 64, level)
+    assert rules.event_power(64, 64, rate, level) >= 0.8 > rules.event_power(64, 64, rate - 0.01, level)
+    assert rules.smallest_detectable_rate(32, 32, level) > rate  # fewer seeds, larger detectable rate
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.3])
+def test_event_rules_almost_never_reproduce_when_methods_do_not_differ(rate):
+    """Calibration: both methods with the same event rate in each of 4 cells × 64 seeds; false ``reproduced``
+    must stay at or below the nominal 2.5 % one-sided rate (Bonferroni over the cells), here with a margin for
+    the 400 replicates' own noise."""
+    generator = np.random.default_rng(0)
+    false_positives = 0
+    replicates = 400
+    for _ in range(replicates):
+        events = {f"cell{c}": (pd.Series(generator.random(64) < rate), pd.Series(generator.random(64) < rate))
+                  for c in range(4)}
+        outcome, _, _ = rules.decide_sim_events("C10", events)
+        false_positives += outcome == REPRODUCED
+    assert false_positives / replicates <= 0.04
+
+
+def format_table(nostd_format: float, grpo_correct: float = 0.6, nostd_correct: float = 0.6, seeds: int = 32,
+                 cells: int = 2, spread: float = 0.02, seed: int = 0) -> pd.DataFrame:
+    generator = np.random.default_rng(seed)
+    rows = []
+    for cell in range(cells):
+        for method, format_final, correct in (("grpo", 0.8, grpo_correct), ("grpo_nostd", nostd_format, nostd_correct),
+                                              ("gdpo", 0.85, grpo_correct)):
+            for s in range(seeds):
+                for reward, final, initial in (("format", format_final, 0.1), ("correctness", correct, 0.2)):
+                    value = float(np.clip(final + spread * generator.standard_normal(), 0, 1))
+                    rows.append({"study": "seq_tool_calling", "variant": f"cell{cell}", "method": method,
+                                 "reward": reward, "seed": s, "final_success": value, "initial_success": initial,
+                                 "n_final_samples": 10 * 32, "outcome_event": False, "steps": 100, "prompts": 8})
+    return pd.DataFrame(rows)
+
+
+def test_c4_shows_or_rules_out_the_format_failure():
+    assert rules.sim_verdict_c4(format_table(0.0), "x").verdict == REPRODUCED
+    learned = rules.sim_verdict_c4(format_table(0.7), "x")
+    assert learned.verdict == NOT_REPRODUCED and "Shown in 0/2 cells" in learned.measured_value
+    # correctness far below GRPO's: not the paper's "matches correctness"
+    assert rules.sim_verdict_c4(format_table(0.0, nostd_correct=0.3), "x").verdict == NOT_REPRODUCED
+
+
+def test_c4_calibration_methods_alike_never_show_the_failure():
+    verdicts = [rules.sim_verdict_c4(format_table(0.8, seed=k, spread=0.1), "x").verdict for k in range(20)]
+    assert REPRODUCED not in verdicts
+
+
+def conditioned_table(gdpo_shift: float, seed: int = 0) -> pd.DataFrame:
+    generator = np.random.default_rng(seed)
+    rows = []
+    for variant in ("learning_rate=0.03,conditioning=none", "learning_rate=0.03,conditioning=length|correctness"):
+        for method in ("grpo", "gdpo"):
+            for s in range(32):
+                for reward in ("correctness", "length"):
+                    value = 0.5 + (gdpo_shift if method == "gdpo" else 0) + 0.05 * generator.standard_normal()
+                    rows.append({"study": "seq_conditioned_length", "variant": variant, "method": method,
+                                 "reward": reward, "seed": s, "final_success": value, "n_final_samples": 30 * 64})
+    return pd.DataFrame(rows)
+
+
+def test_c8_reads_the_conditioned_cells_and_reports_the_plain_ones():
+    verdict = rules.sim_verdict_c8_sequence(conditioned_table(0.1), "x")
+    assert verdict.verdict == REPRODUCED and "plain length" in verdict.measured_value
+    assert rules.sim_verdict_c8_sequence(conditioned_table(-0.1), "x").verdict == NOT_REPRODUCED
+    nulls = [rules.sim_verdict_c8_sequence(conditioned_table(0.0, seed=k), "x").verdict for k in range(20)]
+    assert nulls.count(REPRODUCED) <= 1
+
+
+def test_ledger_reads_the_sequence_studies_or_says_they_did_not_run(tmp_path):
+    from gdpo.reporting.ledger import build_ledger
+
+    path = tmp_path / "per_seed.csv"
+    events_table("seq_batch_step", {"gdpo_nobn": [0, 0], "gdpo": [0, 0]}, steps=200).to_csv(path, index=False)
+    ledger = build_ledger("mini", None, path, scale_rows=False).set_index(["claim_id", "scale"])
+    assert ledger.loc[("C10", "sim"), "verdict"] == NOT_REPRODUCED
+    for claim in ("C4", "C5", "C8"):
+        row = ledger.loc[(claim, "sim")]
+        assert row["verdict"] == NOT_RUN and rules.SEQUENCE_STUDIES[claim] in row["evidence"]
