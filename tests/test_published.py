@@ -41,5 +41,7 @@ def test_the_default_workflows_ledger_decides_nothing_its_evidence_cannot_suppor
     assert mini.drop("C11")["run"].str.startswith("SmolLM2-135M-Instruct, ").all()
     exact = ledger[ledger["scale"] == "exact"].set_index("claim_id")["verdict"]
     assert exact.to_dict() == {"C1": "reproduced", "C2": "reproduced"}
-    sim = ledger[ledger["scale"] == "sim"].set_index("claim_id")["verdict"]
-    assert {sim[c] for c in ("C4", "C5", "C10")} == {"not modelled"}
+    # The sequence bench models C4, C5, C8 and C10's mechanisms; its committed answer to each is measured.
+    sim = ledger[ledger["scale"] == "sim"].set_index("claim_id")
+    assert not (sim["verdict"] == "not modelled").any()
+    assert {sim.loc[c, "verdict"] for c in ("C4", "C5", "C8", "C10")} == {"not reproduced"}
