@@ -406,12 +406,6 @@ def test_forged_programs_fail_converted_humaneval(forger):
     assert [r.passed for r in results] == [0] * 24
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("forger", [always_equal, frame_walker])
-def test_forged_programs_fail_all_of_humaneval(forger):
-    assert sum(r.passed for r in run_many(humaneval_jobs(forger))) == 0
-
-
 def test_reference_asserts_are_kept_but_refused_as_rewards():
     reference = humaneval_problems(reference_asserts=True)
     assert all(json.loads(p["tests"])["asserts"] for p in reference)
