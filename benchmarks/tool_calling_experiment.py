@@ -10,7 +10,7 @@ functions (``gdpo.training.run.train``, ``gdpo.evaluation.run.evaluate_run``) fr
   (``diagnostics/call_made``), first and last step;
 - held-out ``calls``, ``ast_calls``, ``avg``, ``format`` and whether the run ``collapsed``.
 
-    python benchmarks/tool_calling_experiment.py --out /tmp/tc --start-model results/mini/warmup/tool_calling/model \
+    python benchmarks/tool_calling_experiment.py --out results/tool_calling_experiment --start-model results/mini/warmup/tool_calling/model \
         --set tasks.tool_calling.training.temperature=0.7 --methods grpo gdpo --seeds 0
 
 Prints one JSON line per run; run directories go to ``--out`` (a run already there is not retrained).
