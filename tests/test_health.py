@@ -48,9 +48,11 @@ def test_eval_csv_marks_every_row_of_a_collapsed_run(tmp_path):
                             ("gdpo", [])):
         path = tmp_path / "runs" / "tool_calling" / method / "seed0" / "eval.json"
         path.parent.mkdir(parents=True)
-        path.write_text(json.dumps({"benchmarks": {"bfcl_v3": {"avg": 36.9, "calls": 0.0, "n_items": 24}},
+        calls = 0.0 if reasons else 50.0
+        path.write_text(json.dumps({"family": "tool_calling",
+                                    "benchmarks": {"bfcl_v3": {"avg": 36.9, "calls": calls, "n_items": 24}},
                                     "not_run": {"multi_turn": "needs BFCL's environments"},
-                                    "health": {"calls": 0.0, "truncated": 0.0, "collapsed": reasons}}))
+                                    "health": {"calls": calls, "truncated": 0.0, "collapsed": reasons}}))
         paths.append(path)
     older = tmp_path / "runs" / "tool_calling" / "base" / "seed0" / "eval.json"  # before the health block
     older.parent.mkdir(parents=True)
@@ -59,3 +61,12 @@ def test_eval_csv_marks_every_row_of_a_collapsed_run(tmp_path):
     by_method = evals.groupby("method")["collapsed"].agg(set)
     assert by_method["grpo"] == {"tool calls on the held-out items that need one: 0.0 % (below 5 %)"}
     assert by_method["gdpo"] == {""} and by_method["base"] == {""}
+
+
+def test_eval_csv_judges_the_health_numbers_not_a_stored_verdict(tmp_path):
+    path = tmp_path / "runs" / "tool_calling" / "gdpo" / "seed0" / "eval.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"family": "tool_calling", "benchmarks": {"bfcl_v3": {"avg": 40.0, "n_items": 24}},
+                                "health": {"calls": 0.0, "truncated": 0.0}}))  # no stored "collapsed" list
+    assert set(gather_evals([path])["collapsed"]) == {"tool calls on the held-out items that need one: 0.0 % "
+                                                      "(below 5 %)"}

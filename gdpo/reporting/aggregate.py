@@ -4,8 +4,9 @@
   (``rewards/<name>/mean``, ``completions/max_length``, ...), from each run's ``metrics.jsonl``.
 - ``eval.csv``: one row per (task, method, seed, benchmark, metric) with ``value`` (percent) and
   ``n_items``, from each ``eval.json``, base-model evaluations included (method ``base``); ``collapsed``
-  holds, on every row of a collapsed run, why it collapsed (eval.json ``health``,
-  :mod:`gdpo.evaluation.health`), and is empty otherwise.
+  holds, on every row of a collapsed run, why it collapsed (:func:`gdpo.evaluation.health.collapse_reasons`
+  on eval.json's ``health`` numbers), and is empty otherwise — also for a file without ``health`` (evaluated
+  before it existed: not judged).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import re
 from pathlib import Path
 
 import pandas as pd
+
+from gdpo.evaluation.health import collapse_reasons
 
 #: ``.../runs/<task>/<method>/seed<seed>/<file>``: where a run's identity comes from.
 _RUN_PATH = re.compile(r"runs/(?P<task>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
@@ -59,7 +62,9 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
     rows = []
     for path in eval_files:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
-        identity = {**run_identity(path), "collapsed": "; ".join((record.get("health") or {}).get("collapsed") or [])}
+        # Judged again from the health numbers, so the current rule applies to every file, whatever it stored.
+        reasons = collapse_reasons(record.get("family", ""), record.get("health"))
+        identity = {**run_identity(path), COLLAPSED: "; ".join(reasons)}
         for benchmark, metrics in record["benchmarks"].items():
             n_items = metrics.get("n_items")
             for metric, value in metrics.items():
