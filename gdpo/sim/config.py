@@ -16,7 +16,7 @@ import copy
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -478,19 +478,17 @@ def _format_grid_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def parse_study(data: Any, path: str = "<study>") -> Study:
-    """Validate a study mapping (as read from YAML); ``path`` is named in every error."""
-    check = _Checker(path)
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{path}: a study file must be a YAML mapping of keys ({', '.join(_TOP_KEYS)}).")
-    bench = data.get("bench", "bernoulli")
-    if bench == "sequence":
-        from gdpo.sim.sequence_config import parse_sequence_study
+def _plain_grid_label(key: str, value: Any) -> str:
+    return f"{key}={_format_grid_value(value)}"
 
-        return parse_sequence_study(data, path)
-    if bench != "bernoulli":
-        check.fail("bench", bench, "bernoulli or sequence")
-    check.unknown_keys(data, _TOP_KEYS)
+
+def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_overridable, resolve: Callable,
+                apply_overrides: Callable, grid_label: Callable[[str, Any], str]) -> Study:
+    """What every bench's study file shares: a ``name``, then either named ``variants`` or a ``grid`` (every
+    combination of the listed values) of overrides of the base keys, each variant checked by the bench's
+    ``apply_overrides`` and ``resolve``; without either, one variant ``default``. Grid variants are named
+    ``grid_label(key, value)`` joined by commas, in grid order."""
+    check.unknown_keys(data, top_keys)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"{path}: missing or empty key 'name' (the study name, a string).")
@@ -503,34 +501,48 @@ def parse_study(data: Any, path: str = "<study>") -> Study:
         check.fail("grid", grid_raw, "a mapping of key → list of values")
     if variants_raw and grid_raw:
         raise ValueError(f"{path}: give 'variants' or 'grid', not both.")
-
     overrides: list[tuple[str, Mapping]] = []
+    for key, values in grid_raw.items():
+        if key in not_overridable or key not in top_keys:
+            allowed = sorted(set(top_keys) - not_overridable)
+            raise ValueError(f"{path}: unknown key 'grid.{key}'; allowed keys: {', '.join(allowed)}.")
+        if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+            check.fail(f"grid.{key}", values, "a non-empty list of values")
     if grid_raw:
-        for key, values in grid_raw.items():
-            if key in _NOT_OVERRIDABLE or key not in _TOP_KEYS:
-                allowed = sorted(set(_TOP_KEYS) - _NOT_OVERRIDABLE)
-                raise ValueError(f"{path}: unknown key 'grid.{key}'; allowed keys: {', '.join(allowed)}.")
-            if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-                check.fail(f"grid.{key}", values, "a non-empty list of values")
         keys = list(grid_raw)
         for combination in itertools.product(*(grid_raw[k] for k in keys)):
-            variant_name = ",".join(f"{k}={_format_grid_value(v)}" for k, v in zip(keys, combination))
-            overrides.append((variant_name, dict(zip(keys, combination))))
+            label = ",".join(grid_label(k, v) for k, v in zip(keys, combination))
+            overrides.append((label, dict(zip(keys, combination))))
     for variant_name, value in variants_raw.items():
         if not isinstance(variant_name, str) or not variant_name:
             check.fail("variants", variant_name, "variant names that are non-empty strings")
         overrides.append((variant_name, value if value is not None else {}))
-
     if overrides:
         variants = []
         for variant_name, override in overrides:
             variant_check = _Checker(path, f" (variant '{variant_name}')")
-            variants.append((variant_name, _resolve(variant_check, _apply_overrides(variant_check, base, override))))
+            variants.append((variant_name, resolve(variant_check, apply_overrides(variant_check, base, override))))
     else:
-        variants = [("default", _resolve(check, base))]
+        variants = [("default", resolve(check, base))]
     claims = tuple(str(c) for c in (data.get("claims") or []))
     return Study(name=name, description=str(data.get("description", "")), claims=claims, path=path,
                  variants=tuple(variants))
+
+
+def parse_study(data: Any, path: str = "<study>") -> Study:
+    """Validate a study mapping (as read from YAML); ``path`` is named in every error."""
+    check = _Checker(path)
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: a study file must be a YAML mapping of keys ({', '.join(_TOP_KEYS)}).")
+    bench = data.get("bench", "bernoulli")
+    if bench == "sequence":
+        from gdpo.sim.sequence_config import parse_sequence_study
+
+        return parse_sequence_study(data, path)
+    if bench != "bernoulli":
+        check.fail("bench", bench, "bernoulli or sequence")
+    return build_study(data, path, check, top_keys=_TOP_KEYS, not_overridable=_NOT_OVERRIDABLE, resolve=_resolve,
+                       apply_overrides=_apply_overrides, grid_label=_plain_grid_label)
 
 
 def load_study(path: str | Path) -> Study:

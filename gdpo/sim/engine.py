@@ -178,6 +178,16 @@ def batch_metrics(graded: torch.Tensor, paid: torch.Tensor, lengths: torch.Tenso
     }
 
 
+def run_steps(step, steps: int) -> BenchTrace:
+    """Call ``step(0) … step(steps − 1)`` (each returning per-seed metric tensors) and stack them into a
+    :class:`BenchTrace`; shared by every bench."""
+    records: dict[str, list[torch.Tensor]] = {}
+    for index in range(steps):
+        for name, value in step(index).items():
+            records.setdefault(name, []).append(value)
+    return BenchTrace(**{name: torch.stack(values).numpy() for name, values in records.items()})
+
+
 class PolicyGradientBench:
     """One (config, method) run over all of ``config.seeds`` at once (see the module docstring).
 
@@ -348,10 +358,5 @@ class PolicyGradientBench:
 
     def run(self, steps: int | None = None) -> BenchTrace:
         """Train for ``steps`` (default ``config.steps``) and return the metrics of every step."""
-        steps = self.config.steps if steps is None else steps
-        records: dict[str, list[torch.Tensor]] = {}
-        for step in range(steps):
-            for name, value in self.step(step).items():
-                records.setdefault(name, []).append(value)
-        return BenchTrace(**{name: torch.stack(values).numpy() for name, values in records.items()})
+        return run_steps(self.step, self.config.steps if steps is None else steps)
 

@@ -29,7 +29,7 @@ import torch
 
 from gdpo.advantages import condition_rewards
 from gdpo.sim import rng
-from gdpo.sim.engine import BenchTrace, batch_metrics, seedwise_advantages
+from gdpo.sim.engine import BenchTrace, batch_metrics, run_steps, seedwise_advantages
 from gdpo.sim.sequence_config import SequenceRunConfig
 from gdpo.sim.sequence_rewards import (
     END, base_logits, graded_rewards, make_prompts, paid_rewards, parse_responses, vocabulary_size,
@@ -258,12 +258,7 @@ class SequenceBench:
 
     def run(self, steps: int | None = None) -> BenchTrace:
         """Train for ``steps`` (default ``config.steps``) and return the metrics of every step."""
-        steps = self.config.steps if steps is None else steps
-        records: dict[str, list[torch.Tensor]] = {}
-        for step in range(steps):
-            for name, value in self.step(step).items():
-                records.setdefault(name, []).append(value)
-        return BenchTrace(**{name: torch.stack(values).numpy() for name, values in records.items()})
+        return run_steps(self.step, self.config.steps if steps is None else steps)
 
 
 __all__ = ["SequenceBench"]

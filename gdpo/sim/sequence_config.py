@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gdpo.advantages import available_conventions, available_methods
-from gdpo.sim.config import OPTIMIZERS, ConditioningSpec, _Checker, _format_grid_value
+from gdpo.sim.config import OPTIMIZERS, ConditioningSpec, _Checker, _format_grid_value, build_study
 
 REWARD_KINDS = ("correctness", "format", "length", "no_bug")
 CORRECTNESS_SCALES = ("binary", "fraction", "ranged")
@@ -338,48 +337,8 @@ def _grid_label(key: str, value: Any) -> str:
 def parse_sequence_study(data: Mapping, path: str = "<study>"):
     """Validate a ``bench: sequence`` study mapping; returns a :class:`gdpo.sim.config.Study` whose variants are
     :class:`SequenceRunConfig`. A grid's variant names are ``key=value,...`` in grid order."""
-    from gdpo.sim.config import Study
-
-    check = _Checker(path)
-    check.unknown_keys(data, _TOP_KEYS)
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{path}: missing or empty key 'name' (the study name, a string).")
-    base = {k: v for k, v in data.items() if k not in ("variants", "grid")}
-    variants_raw = data.get("variants") or {}
-    grid_raw = data.get("grid") or {}
-    if not isinstance(variants_raw, Mapping):
-        check.fail("variants", variants_raw, "a mapping of variant name → overrides")
-    if not isinstance(grid_raw, Mapping):
-        check.fail("grid", grid_raw, "a mapping of key → list of values")
-    if variants_raw and grid_raw:
-        raise ValueError(f"{path}: give 'variants' or 'grid', not both.")
-    overrides: list[tuple[str, Mapping]] = []
-    for key, values in grid_raw.items():
-        if key in _NOT_OVERRIDABLE or key not in _TOP_KEYS:
-            allowed = sorted(set(_TOP_KEYS) - _NOT_OVERRIDABLE)
-            raise ValueError(f"{path}: unknown key 'grid.{key}'; allowed keys: {', '.join(allowed)}.")
-        if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-            check.fail(f"grid.{key}", values, "a non-empty list of values")
-    if grid_raw:
-        keys = list(grid_raw)
-        for combination in itertools.product(*(grid_raw[k] for k in keys)):
-            label = ",".join(_grid_label(k, v) for k, v in zip(keys, combination))
-            overrides.append((label, dict(zip(keys, combination))))
-    for variant_name, value in variants_raw.items():
-        if not isinstance(variant_name, str) or not variant_name:
-            check.fail("variants", variant_name, "variant names that are non-empty strings")
-        overrides.append((variant_name, value if value is not None else {}))
-    if overrides:
-        variants = []
-        for variant_name, override in overrides:
-            variant_check = _Checker(path, f" (variant '{variant_name}')")
-            variants.append((variant_name, _resolve(variant_check, _apply_overrides(variant_check, base, override))))
-    else:
-        variants = [("default", _resolve(check, base))]
-    claims = tuple(str(c) for c in (data.get("claims") or []))
-    return Study(name=name, description=str(data.get("description", "")), claims=claims, path=path,
-                 variants=tuple(variants))
+    return build_study(data, path, _Checker(path), top_keys=_TOP_KEYS, not_overridable=_NOT_OVERRIDABLE,
+                       resolve=_resolve, apply_overrides=_apply_overrides, grid_label=_grid_label)
 
 
 __all__ = ["BasePolicy", "SequenceOutcome", "SequenceRewardSpec", "SequenceRunConfig", "parse_sequence_study"]
