@@ -258,6 +258,44 @@ def cmd_sim_noise_law(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_write_miniature_data(args: argparse.Namespace) -> int:
+    from gdpo.tasks.hub_formats import write_miniature_data
+
+    manifest = write_miniature_data(args.out, rows=args.rows, seed=args.seed)
+    for path, entry in manifest.items():
+        print(f"{args.out}/{path}: {entry['rows']} rows in the layout of {entry['layout_of']}")
+    return 0
+
+
+def cmd_check_data(args: argparse.Namespace) -> int:
+    from gdpo.tasks.hub_formats import HUB_FILES, SchemaMismatch, check_file
+
+    if args.family not in HUB_FILES:
+        print(f"error: no paper data sets for family {args.family!r}; families: {', '.join(HUB_FILES)}",
+              file=sys.stderr)
+        return 2
+    names = args.name or [name for name, spec in HUB_FILES[args.family].items()
+                          if (Path(args.data_dir) / spec.path).exists()]
+    if not names:
+        expected = ", ".join(spec.path for spec in HUB_FILES[args.family].values())
+        print(f"error: {args.data_dir} holds none of the family's files ({expected})", file=sys.stderr)
+        return 1
+    failed = 0
+    for name in names:
+        if name not in HUB_FILES[args.family]:
+            print(f"{name}: unknown; the family's data sets are {', '.join(HUB_FILES[args.family])}", file=sys.stderr)
+            failed += 1
+            continue
+        try:
+            rows = check_file(args.family, name, args.data_dir)
+        except SchemaMismatch as error:
+            print(f"{name}: {error}", file=sys.stderr)
+            failed += 1
+        else:
+            print(f"{name}: {rows} rows, the layout of {HUB_FILES[args.family][name].hub_id}")
+    return 1 if failed else 0
+
+
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
 
@@ -451,6 +489,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--row", required=True, help="output CSV: the ledger-style row")
     sub.add_argument("--figure", required=True, help="output PNG (the PDF is written beside it)")
     sub.set_defaults(handler=cmd_sim_noise_law)
+
+    sub = commands.add_parser(
+        "write-miniature-data",
+        help="write generated copies of the paper data sets in their hub layouts (the miniature paper path)",
+    )
+    sub.add_argument("--out", required=True, help="output directory (e.g. resources/data/miniature)")
+    sub.add_argument("--rows", type=int, default=8, help="rows per evaluation set; training sets get 4x (default 8)")
+    sub.add_argument("--seed", type=int, default=0)
+    sub.set_defaults(handler=cmd_write_miniature_data)
+
+    sub = commands.add_parser(
+        "check-data",
+        help="check local copies of the paper data sets against their hub layouts (before a paper run offline)",
+    )
+    sub.add_argument("--family", required=True, help="tool_calling, math or code")
+    sub.add_argument("--data-dir", required=True, help="the task's data_dir")
+    sub.add_argument("--name", action="append", help="one data set (repeatable; default: every file present)")
+    sub.set_defaults(handler=cmd_check_data)
 
     sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
     sub.add_argument("files", nargs="+", help="config YAML files")

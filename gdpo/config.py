@@ -150,6 +150,55 @@ def apply_grid(config: Mapping) -> dict:
     return config
 
 
+#: Families whose paper data sets the miniature replaces with generated copies (gdpo.tasks.hub_formats).
+MINIATURE_DATA_FAMILIES = ("tool_calling", "math", "code")
+#: The file the miniature data rule writes last; every miniature train and evaluate job waits for it.
+MINIATURE_MANIFEST = "MANIFEST.json"
+
+
+def apply_miniature(config: Mapping) -> dict:
+    """A paper config run in miniature (its ``miniature:`` block, e.g. from config/overlays/miniature.yaml).
+
+    Kept: the tasks and their names, families, methods, rewards and weights, length limits, evaluation
+    benchmarks, the convention, the ``reporting`` block, and every TRL setting the block does not name.
+    Replaced: every task's model (``miniature.model``); lm-eval's vLLM backend by its hf one; its ``data_dir`` (``miniature.data_dir/<family>``,
+    generated copies of the paper data sets in their hub layouts); the seeds; the TRL settings and the
+    evaluation settings the block names; the launch (one plain process: no accelerate, no DeepSpeed).
+    The scale ``paper-<x>`` becomes ``miniature-<x>``, so outputs go to ``results/miniature-<x>/`` and never
+    mix with a paper run's. A config without the block is returned unchanged.
+    """
+    config = dict(config)
+    miniature = config.get("miniature")
+    if not miniature:
+        return config
+    scale = config["scale"]
+    if not scale.startswith("paper-"):
+        raise ConfigError(
+            f"miniature: shrinks a paper config (scale paper-<family>), but this config's scale is {scale!r}; "
+            "use it with config/paper-tool_calling.yaml, config/paper-math.yaml or config/paper-code.yaml."
+        )
+    config["scale"] = "miniature-" + scale[len("paper-"):]
+    config.pop("launch", None)
+    seeds = list(miniature.get("seeds", config["seeds"]))
+    config["seeds"] = seeds
+    config["training"] = {**(config.get("training") or {}), **(miniature.get("training") or {})}
+    config["evaluation"] = {**(config.get("evaluation") or {}), **(miniature.get("evaluation") or {})}
+    tasks = {}
+    for name, spec in (config.get("tasks") or {}).items():
+        spec = {**spec, "model": miniature["model"]}
+        if spec.get("eval_backend") == "vllm":  # lm-eval's vLLM backend needs a GPU; its hf backend does not
+            spec["eval_backend"] = "hf"
+        if spec["family"] in MINIATURE_DATA_FAMILIES:
+            spec["data_dir"] = f"{miniature['data_dir']}/{spec['family']}"
+        if "seeds" in spec:
+            spec["seeds"] = [seed for seed in spec["seeds"] if seed in seeds] or seeds[:1]
+        if "training" in spec:
+            spec["training"] = {**spec["training"], **(miniature.get("training") or {})}
+        tasks[name] = spec
+    config["tasks"] = tasks
+    return config
+
+
 def load_config(config_file: str | Path, schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
     """Read and validate one config file (what ``gdpo validate-config`` does)."""
     path = Path(config_file)

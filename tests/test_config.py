@@ -72,7 +72,7 @@ def test_bad_values_and_missing_keys_are_all_reported(tmp_path):
         load_config(write(tmp_path, change))
     message = str(error.value)
     assert "key 'seeds[0]' = -1" in message and "minimum of 0" in message
-    assert "key 'scale' = 'huge'" in message and "allowed values: smoke, mini, paper" in message
+    assert "key 'scale' = 'huge'" in message and "allowed values: smoke, mini, paper-tool_calling, paper-math, paper-code" in message
     assert "'exact' is a required property" in message
 
 
@@ -143,3 +143,61 @@ def test_unknown_grid_or_missing_block_is_refused():
         apply_grid({"grid": "huge"})
     with pytest.raises(ConfigError, match="needs a full_grid: block"):
         apply_grid({"grid": "full", "tasks": {}})
+
+
+# --------------------------------------------------------------------------------------------------
+# The paper configs in miniature (config/overlays/miniature.yaml)
+# --------------------------------------------------------------------------------------------------
+
+MINIATURE = yaml.safe_load((REPO / "config/overlays/miniature.yaml").read_text())
+
+
+@pytest.mark.parametrize("family", ["tool_calling", "math", "code"])
+def test_miniature_keeps_the_paper_design_and_replaces_only_gpu_and_hub_parts(family):
+    from gdpo.config import apply_miniature
+    from gdpo.training.run import plan_runs, resolve_run_settings
+
+    paper = load_config(REPO / f"config/paper-{family}.yaml")
+    assert apply_miniature(paper) == paper  # no block: unchanged
+    small = apply_miniature({**paper, **MINIATURE})
+    validate_config(small)
+    assert small["scale"] == f"miniature-{family}" and "launch" not in small
+    # kept: tasks, methods, rewards, weights, benchmarks, reporting, every TRL setting the overlay leaves
+    assert small["reporting"] == paper["reporting"] and small["methods"] == paper["methods"]
+    assert set(small["tasks"]) == set(paper["tasks"])
+    for name, spec in paper["tasks"].items():
+        changed = {k for k in set(spec) | set(small["tasks"][name]) if spec.get(k) != small["tasks"][name].get(k)}
+        assert changed <= {"model", "data_dir", "eval_backend"}, (name, changed)
+        assert small["tasks"][name].get("eval_backend", "hf") == "hf"
+        assert small["tasks"][name]["model"] == "builtin:tiny-qwen2"
+        assert small["tasks"][name]["data_dir"] == f"resources/data/miniature/{family}"
+    for key, value in paper["training"].items():
+        expected = MINIATURE["miniature"]["training"].get(key, value)
+        assert small["training"][key] == expected, key
+    # replaced: nothing GPU-only is left, and each job is one process
+    assert not small["training"]["use_vllm"] and not small["training"]["bf16"]
+    runs = plan_runs(small)
+    assert {r["seed"] for r in runs} == {0}
+    assert {(r["task"], r["method"]) for r in runs} == {(t, m) for t, spec in paper["tasks"].items()
+                                                         for m in spec.get("methods", paper["methods"])}
+    settings = resolve_run_settings(small, runs[0]["task"], runs[0]["method"], 0)
+    assert settings["trl"]["loss_type"] == paper["training"]["loss_type"]
+    assert settings["reward_weights"] == resolve_run_settings(paper, runs[0]["task"], runs[0]["method"], 0)[
+        "reward_weights"]
+
+
+def test_miniature_refuses_a_config_that_is_not_a_paper_config():
+    from gdpo.config import apply_miniature
+
+    with pytest.raises(ConfigError, match="shrinks a paper config"):
+        apply_miniature({**load_config(REPO / "config/mini.yaml"), **MINIATURE})
+
+
+def test_paper_variants_share_their_base_evaluation():
+    from gdpo.evaluation.run import plan_evaluations
+
+    math = load_config(REPO / "config/paper-math.yaml")
+    base = {e["task"] for e in plan_evaluations(math) if e["method"] == "base"}
+    assert base == {"math_r1_1.5b", "math_r1_7b", "math_qwen3_4b"}  # one per base model
+    code = load_config(REPO / "config/paper-code.yaml")
+    assert {e["task"] for e in plan_evaluations(code) if e["method"] == "base"} == {"code_r1_7b"}

@@ -317,6 +317,9 @@ def test_gpu_only_setting_stops_on_a_cpu_machine():
     with pytest.raises(GPURequiredError, match="use_vllm=True, which needs a GPU"):
         check_device({"use_vllm": True}, "math_r1_1.5b")
     check_device({"use_vllm": False}, "arithmetic")
+    with pytest.raises(GPURequiredError, match="eval_backend='vllm'"):
+        check_device({}, "math_r1_1.5b", "vllm")
+    check_device({}, "math", "hf")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -365,3 +368,8 @@ def test_launcher_is_python_on_cpu_scales_and_accelerate_for_paper_configs():
         "accelerate launch --config_file envs/accelerate/deepspeed_zero3.yaml --num_processes 8"
     )
     assert (REPO / paper["launch"]["accelerate_config"]).is_file()
+    # The workflow passes its base directory, so a job started elsewhere (--directory, a cluster's scratch
+    # directory) still finds the repository's accelerate config.
+    assert launcher_command(paper, base_dir=REPO) == (
+        f"accelerate launch --config_file {REPO}/envs/accelerate/deepspeed_zero3.yaml --num_processes 8"
+    )

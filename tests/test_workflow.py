@@ -142,6 +142,20 @@ def test_dry_run_of_every_config(tmp_path, config):
     assert "claims_ledger" in result.stdout
 
 
+@pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code"])
+def test_dry_run_of_every_paper_config_in_miniature(tmp_path, config):
+    """The overlay plans the paper config's jobs as plain single-process CPU jobs on the generated data, under
+    results/miniature-<family>/ (the jobs themselves run in tests/test_paper_miniature.py)."""
+    result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
+                       "--configfile", str(REPO / "config" / f"{config}.yaml"),
+                       str(REPO / "config" / "overlays" / "miniature.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    scale = config.replace("paper-", "miniature-")
+    assert f"paper_figures/{scale}/claims.csv" in result.stdout and "rule miniature_data" in result.stdout
+    assert "accelerate launch" not in result.stdout and "python -m gdpo train" in result.stdout
+    assert "results/paper-" not in result.stdout
+
+
 def test_default_and_full_mini_grids_and_quick_target_plan_their_jobs(tmp_path):
     common = ("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n")
     figures = ("fig4_tool_calling_curves.png", "fig5_math_curves.png", "fig6_length_weight_sweep.png",

@@ -246,7 +246,7 @@ def _mapping_lines(tasks: dict[str, str], keys: Iterable[str], scale: str, what:
             lines.append(f"{what} {label}: our task `{tasks[key]}`.")
         else:
             lines.append(f"{what} {label}: no task at this scale ({NO_RUN}).")
-    if scale != "paper" and tasks:
+    if not scale.startswith("paper-") and tasks:
         lines.append(f"At scale `{scale}` our tasks train a smaller model than the paper's; each stands in "
                      "for the paper model it is mapped to, so its numbers are not the paper model's.")
     return lines

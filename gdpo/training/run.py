@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import time
@@ -41,32 +42,45 @@ class GPURequiredError(RuntimeError):
     """A setting needs a GPU and this machine has none."""
 
 
-def gpu_only_settings(training: dict) -> list[str]:
-    """The settings in ``training`` that only work on a GPU."""
-    return [key for key in ("use_vllm",) if training.get(key)]
+def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> list[str]:
+    """The settings that only work on a GPU, as ``key=value`` texts: vLLM generation in ``training``, and
+    lm-eval's vLLM backend (a task's ``eval_backend``)."""
+    needs = [f"{key}={training[key]!r}" for key in ("use_vllm",) if training.get(key)]
+    if evaluation_backend == "vllm":
+        needs.append("eval_backend='vllm'")
+    return needs
 
 
-def launcher_command(config: dict) -> str:
-    """The program that starts ``-m gdpo train``: ``python``, or ``accelerate launch …`` per ``config["launch"]``."""
+def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
+    """The program that starts ``-m gdpo train``: ``python``, or ``accelerate launch …`` per ``config["launch"]``.
+
+    A relative ``accelerate_config`` is a path in the repository: with ``base_dir`` (the workflow's base
+    directory) it is made absolute, so that jobs find it from any working directory (``--directory``, a
+    cluster job's scratch directory).
+    """
     launch = config.get("launch") or {}
     if not launch:
         return "python"
     parts = ["accelerate", "launch"]
     if launch.get("accelerate_config"):
-        parts += ["--config_file", launch["accelerate_config"]]
+        path = Path(launch["accelerate_config"])
+        if base_dir is not None and not path.is_absolute():
+            path = Path(base_dir) / path
+        parts += ["--config_file", shlex.quote(str(path))]
     if launch.get("num_processes"):
         parts += ["--num_processes", str(launch["num_processes"])]
     return " ".join(parts)
 
 
-def check_device(training: dict, task: str) -> None:
+def check_device(training: dict, task: str, evaluation_backend: str | None = None) -> None:
     """Stop at once, before any work, if a GPU-only setting is asked for on a machine without a GPU."""
-    needs = gpu_only_settings(training)
+    needs = gpu_only_settings(training, evaluation_backend)
     if needs and not torch.cuda.is_available():
         raise GPURequiredError(
-            f"task {task!r} asks for {', '.join(f'{k}={training[k]!r}' for k in needs)}, which needs a GPU, and "
+            f"task {task!r} asks for {', '.join(needs)}, which needs a GPU, and "
             "this machine has none (torch.cuda.is_available() is False). Run the paper configs on a GPU "
-            "machine or cluster (see README), or use config/mini.yaml on a CPU."
+            "machine or cluster (see README), or in miniature on a CPU (config/overlays/miniature.yaml), or "
+            "use config/mini.yaml."
         )
 
 
@@ -275,6 +289,26 @@ def summarise(records: list[dict], reward_names: list[str]) -> dict:
     return summary
 
 
+def trl_arguments(settings: dict, work_dir: str | Path) -> dict:
+    """The keyword arguments of the run's ``trl.GRPOConfig``: the suite's fixed ones (logging every step,
+    one checkpoint kept, the seed), TRL's own switches for a method it has built in, then the config's
+    ``training`` settings."""
+    from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT
+
+    return {
+        "output_dir": str(work_dir),
+        "seed": settings["seed"],
+        "data_seed": settings["seed"],
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_total_limit": 1,
+        "report_to": "none",
+        "reward_weights": settings["reward_weights"],
+        **TRL_BUILTIN_EQUIVALENT.get(settings["method"], {}),
+        **settings["trl"],
+    }
+
+
 def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: int | None = None) -> dict:
     """Train one policy and write the run directory; resumes from ``<run_dir>.work`` if a checkpoint exists.
 
@@ -291,7 +325,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
+    from gdpo.training.trainer import RegistryGRPOTrainer
 
     check_device(settings["trl"], settings["task"])
     method, seed = settings["method"], settings["seed"]
@@ -305,18 +339,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     family = get_family(settings["family"])
     dataset = family.build_dataset("train", settings["train_size"], seed, **settings["data_options"])
     reward_functions = [guard_reward_function(name, family.REWARD_FUNCTIONS[name]) for name in settings["reward_names"]]
-    trl_kwargs = {
-        "output_dir": str(work_dir),
-        "seed": seed,
-        "data_seed": seed,
-        "logging_steps": 1,
-        "save_strategy": "steps",
-        "save_total_limit": 1,
-        "report_to": "none",
-        "reward_weights": settings["reward_weights"],
-        **TRL_BUILTIN_EQUIVALENT.get(method, {}),
-        **settings["trl"],
-    }
+    trl_kwargs = trl_arguments(settings, work_dir)
     arguments = GRPOConfig(**trl_kwargs)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)

@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from gdpo.config import apply_grid, validate_config
+from gdpo.config import MINIATURE_MANIFEST, apply_grid, apply_miniature, validate_config
 from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
 from gdpo.reporting.paper_outputs import planned_outputs
 from gdpo.sim import load_study
@@ -23,6 +23,12 @@ SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 validate_config(config, SCHEMA, CONFIG_FILES)
 # `--config grid=full`: the scale's full grid (its full_grid: block merged in), checked again as a whole.
 config.update(apply_grid(config))
+validate_config(config, SCHEMA, CONFIG_FILES)
+# A `miniature:` block (config/overlays/miniature.yaml) runs a paper config on a CPU: checked again as a whole.
+# It removes keys (the launch), so the config is replaced, not updated.
+MINIATURE_CONFIG = apply_miniature(config)
+config.clear()
+config.update(MINIATURE_CONFIG)
 validate_config(config, SCHEMA, CONFIG_FILES)
 
 SCALE = config["scale"]
@@ -69,9 +75,14 @@ def policy_model(wildcards):
     return f"resources/models/{model_slug(spec['model'])}"
 
 
+# In miniature, the generated copies of the paper data sets (rule miniature_data).
+MINIATURE_DATA = [f"{config['miniature']['data_dir']}/{MINIATURE_MANIFEST}"] if config.get("miniature") else []
+
+
 def task_data(wildcards):
-    """Data files the task reads (the BFCL split for tool calling), made by rules of data.smk."""
-    return required_files(config["tasks"][wildcards.task])
+    """Data files the task reads (the BFCL split for tool calling; in miniature the generated paper data),
+    made by rules of data.smk."""
+    return required_files(config["tasks"][wildcards.task]) + MINIATURE_DATA
 
 
 def run_dir(wildcards):
@@ -88,7 +99,8 @@ MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get(
 # call onstart) may still plan it.
 onstart:
     for task in sorted({r["task"] for r in RUNS}):
-        check_device({**config.get("training", {}), **config["tasks"][task].get("training", {})}, task)
+        spec = config["tasks"][task]
+        check_device({**config.get("training", {}), **spec.get("training", {})}, task, spec.get("eval_backend"))
 
 
 wildcard_constraints:

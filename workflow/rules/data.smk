@@ -1,5 +1,5 @@
-# Task data made by the workflow: the BFCL-v3 train/held-out split of the tool-calling family, and the
-# optional format warm-up of a task's base model.
+# Task data made by the workflow: the BFCL-v3 train/held-out split of the tool-calling family, the
+# optional format warm-up of a task's base model, and the generated paper data of the miniature paper path.
 
 
 rule bfcl_split:
@@ -39,3 +39,18 @@ rule warmup_model:
     shell:
         "python -m gdpo warmup-model --settings {params.settings:q} --model-dir {input.model} --out {output} "
         "--threads {threads} > {log} 2>&1"
+
+
+# The paper configs in miniature (config/overlays/miniature.yaml): generated copies of every paper data set
+# in its hub layout, each checked against that layout as it is written.
+rule miniature_data:
+    output:
+        manifest=f"{{data_dir}}/{MINIATURE_MANIFEST}",
+    wildcard_constraints:
+        data_dir="resources/data/[A-Za-z0-9_./-]+",
+    log:
+        "{data_dir}/write.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m gdpo write-miniature-data --out {wildcards.data_dir} > {log} 2>&1"

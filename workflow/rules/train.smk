@@ -18,7 +18,7 @@ rule train:
         ),
         run_dir=lambda wildcards: f"results/{SCALE}/runs/{wildcards.task}/{wildcards.method}/seed{wildcards.seed}",
         # `python`, or `accelerate launch --config_file … --num_processes N` (config `launch:`).
-        launcher=launcher_command(config),
+        launcher=launcher_command(config, base_dir=workflow.basedir),
     threads: JOB_THREADS
     resources:
         mem_mb=4000,

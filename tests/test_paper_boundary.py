@@ -1,0 +1,109 @@
+"""The paper configs up to the GPU boundary: what TRL receives, the accelerate/DeepSpeed launch, the SLURM
+requests. Everything here runs without a GPU; what only a GPU can run (vLLM colocate, DeepSpeed ZeRO-3,
+bf16 kernels) is stated in README ("The paper path: executed here and only on paper")."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gdpo.config import load_config
+from gdpo.evaluation.run import plan_evaluations, resolve_eval_settings
+from gdpo.training.run import gpu_only_settings, launcher_command, plan_runs, resolve_run_settings, trl_arguments
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER_CONFIGS = ["paper-tool_calling", "paper-math", "paper-code"]
+#: PAPER.md §3: rollouts per prompt, steps, response limit, learning rate, KL coefficient per family.
+PAPER_SETUP = {
+    "paper-tool_calling": {"num_generations": 4, "max_steps": 100, "max_completion_length": 1024,
+                           "learning_rate": 1e-6, "beta": 0.001},
+    "paper-math": {"num_generations": 16, "max_steps": 500, "max_completion_length": 8000, "learning_rate": 1e-6,
+                   "beta": 0.0005, "epsilon": 0.2, "epsilon_high": 0.28},
+    "paper-code": {"max_steps": 400, "learning_rate": 1e-6},
+}
+
+
+def config(name: str) -> dict:
+    return load_config(REPO / "config" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_trl_receives_the_papers_settings_for_every_run(name, tmp_path):
+    """Every planned run's GRPOConfig is built from the same arguments `gdpo train` passes, with the one
+    change a CPU needs to build it (use_cpu, so TrainingArguments accepts bf16 here)."""
+    from trl import GRPOConfig
+
+    paper = config(name)
+    processes = paper["launch"]["num_processes"]
+    for run in plan_runs(paper):
+        settings = resolve_run_settings(paper, run["task"], run["method"], run["seed"])
+        kwargs = trl_arguments(settings, tmp_path / "work")
+        arguments = GRPOConfig(**kwargs, use_cpu=True)
+        for key, value in PAPER_SETUP[name].items():
+            assert getattr(arguments, key) == value, (run, key)
+        assert arguments.bf16 and arguments.use_vllm and arguments.vllm_mode == "colocate"
+        assert gpu_only_settings(settings["trl"]) == ["use_vllm=True"]
+        # Global batch on the paper's processes: whole groups on every process, every step.
+        per_step = arguments.per_device_train_batch_size * processes * arguments.gradient_accumulation_steps
+        assert per_step % arguments.num_generations == 0
+        assert per_step == 512, (run, per_step)  # PAPER.md "batch 512", read as completions (README)
+        weights = paper["tasks"][run["task"]].get("reward_weights") or dict.fromkeys(settings["reward_names"], 1.0)
+        assert list(arguments.reward_weights) == [weights[n] for n in settings["reward_names"]], run
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_accelerate_deepspeed_config_parses_and_matches_the_launch(name):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    paper = config(name)
+    launch = paper["launch"]
+    parsed = load_config_from_file(str(REPO / launch["accelerate_config"]))
+    assert parsed.num_processes == launch["num_processes"] == 8
+    assert str(parsed.distributed_type).endswith("DEEPSPEED") and parsed.deepspeed_config["zero_stage"] == 3
+    assert str(parsed.mixed_precision).lower().endswith("bf16") == bool(paper["training"]["bf16"])
+    assert not parsed.use_cpu and parsed.num_machines == 1
+    command = launcher_command(paper, base_dir=REPO)
+    assert command == (f"accelerate launch --config_file {REPO / launch['accelerate_config']} "
+                       f"--num_processes {launch['num_processes']}")
+
+
+def _profile_value(expression, task: str):
+    """A resource of the SLURM profile for a job of ``task``, evaluated as Snakemake does (a Python expression
+    over the job's wildcards)."""
+    if not isinstance(expression, str):
+        return expression
+    try:
+        return eval(expression, {"dict": dict}, {"wildcards": types.SimpleNamespace(task=task)})  # noqa: S307
+    except (NameError, SyntaxError):
+        return expression
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_slurm_profile_requests_match_the_launch_for_every_paper_task(name):
+    profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["set-resources"]
+    paper = config(name)
+    for task in paper["tasks"]:
+        train = {key: _profile_value(value, task) for key, value in profile["train"].items()}
+        assert train["gpu"] == paper["launch"]["num_processes"], task
+        assert train["slurm_partition"] == "gpu" and train["runtime"] > 60 and train["mem_mb"] >= 256000, task
+        evaluate = {key: _profile_value(value, task) for key, value in profile["evaluate"].items()}
+        assert evaluate["gpu"] == 1 and evaluate["slurm_partition"] == "gpu", task
+
+
+def test_the_math_evaluation_is_the_papers():
+    """PAPER.md §3: vLLM, temperature 0.6, top-p 0.95, 32k tokens, 16 samples per question."""
+    paper = config("paper-math")
+    for evaluation in plan_evaluations(paper):
+        settings = resolve_eval_settings(paper, evaluation["task"], evaluation["method"], evaluation["seed"])
+        assert (settings["num_samples"], settings["temperature"], settings["top_p"], settings["max_new_tokens"]) == (
+            16, 0.6, 0.95, 32768)
+        assert settings["options"]["eval_backend"] == "vllm"
+        assert gpu_only_settings({}, settings["options"]["eval_backend"]) == ["eval_backend='vllm'"]
+    for name in ("paper-tool_calling", "paper-code"):
+        paper = config(name)
+        run = plan_evaluations(paper)[0]
+        settings = resolve_eval_settings(paper, run["task"], run["method"], run["seed"])
+        assert settings["max_new_tokens"] >= paper["training"]["max_completion_length"], name
