@@ -7,7 +7,7 @@ CORES ?= 2
 # Rules call `python -m gdpo`: put the venv first on PATH for every command below.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup workflow mini-grid quick smoke test test-all lint clean
+.PHONY: setup workflow mini-grid quick smoke test test-fast test-all lint clean
 
 REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-tasks.txt \
 	envs/requirements-slurm.txt envs/requirements-test.txt
@@ -52,8 +52,14 @@ smoke: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES) --configfile config/smoke.yaml
 	snakemake --profile profiles/workstation --configfile config/smoke.yaml --report paper_figures/smoke/report.html
 
-## test: the test suite (slow tests excluded; `make test-all` runs them too)
+## test: the test suite: the fast tests (under 20 min on 2 cores), then the slow ones, one at a time (each
+## paper config end to end in miniature: they start their own 2-core workflows). CI runs this.
 test: $(STAMP) $(BFCL_STAMP)
+	pytest -n $(CORES)
+	pytest -m slow
+
+## test-fast: the fast tests only
+test-fast: $(STAMP) $(BFCL_STAMP)
 	pytest -n $(CORES)
 
 test-all: $(STAMP) $(BFCL_STAMP)

@@ -49,7 +49,9 @@ def test_trl_receives_the_papers_settings_for_every_run(name, tmp_path):
         # Global batch on the paper's processes: whole groups on every process, every step.
         per_step = arguments.per_device_train_batch_size * processes * arguments.gradient_accumulation_steps
         assert per_step % arguments.num_generations == 0
-        assert per_step == 512, (run, per_step)  # PAPER.md "batch 512", read as completions (README)
+        # PAPER.md's "batch 512" for tool calling and math is verl's train_batch_size: prompts per step
+        prompts = per_step // arguments.num_generations
+        assert prompts == (32 if name == "paper-code" else 512), (run, prompts)
         weights = paper["tasks"][run["task"]].get("reward_weights") or dict.fromkeys(settings["reward_names"], 1.0)
         assert list(arguments.reward_weights) == [weights[n] for n in settings["reward_names"]], run
 
@@ -107,3 +109,20 @@ def test_the_math_evaluation_is_the_papers():
         run = plan_evaluations(paper)[0]
         settings = resolve_eval_settings(paper, run["task"], run["method"], run["seed"])
         assert settings["max_new_tokens"] >= paper["training"]["max_completion_length"], name
+
+
+@pytest.mark.parametrize("name,items", [("paper-tool_calling", 24), ("paper-math", 24), ("paper-code", 24)])
+def test_paper_runs_train_on_every_item_of_their_data_set(name, items, tmp_path):
+    """No size cap is set at paper scale: a run draws from all of ToolRL's, DeepScaleR's or Eurus-2-RL's
+    items (here the generated copies, 4 × 6 rows each)."""
+    from gdpo.config import apply_miniature
+    from gdpo.tasks import get_family
+    from gdpo.tasks.hub_formats import write_miniature_data
+
+    write_miniature_data(tmp_path, rows=6)
+    small = apply_miniature({**config(name), "miniature": {"model": "builtin:tiny-qwen2", "data_dir": str(tmp_path)}})
+    run = plan_runs(small)[0]
+    settings = resolve_run_settings(small, run["task"], run["method"], run["seed"])
+    assert settings["train_size"] is None
+    dataset = get_family(settings["family"]).build_dataset("train", settings["train_size"], 0, **settings["data_options"])
+    assert len(dataset) == items

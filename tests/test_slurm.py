@@ -101,8 +101,8 @@ PAPER_TRAIN_REQUESTS = [
     ("paper-math", "math_r1_7b", "gpu=8", "runtime=9000"),
     ("paper-math", "math_conditioned_r1_7b", "gpu=8", "runtime=9000"),
     ("paper-math", "math_w0.25_r1_1.5b", "gpu=8", "runtime=3300"),
-    ("paper-code", "code_r1_7b", "gpu=8", "runtime=3600"),
-    ("paper-code", "code_3obj_r1_7b", "gpu=8", "runtime=3600"),
+    ("paper-code", "code_r1_7b", "gpu=8", "runtime=630"),
+    ("paper-code", "code_3obj_r1_7b", "gpu=8", "runtime=630"),
 ]
 
 

@@ -30,8 +30,13 @@ def make_problem(rng: random.Random, max_operand: int = 20) -> tuple[str, int]:
     return f"What is {a} {op} {b}?", answer
 
 
-def build_dataset(split: str, size: int, seed: int, length_limit: int = 64) -> Dataset:
-    """``size`` problems; ``split`` ("train" or "eval") is mixed into the seed so the two never coincide.
+#: Problems generated when no size is given.
+DEFAULT_SIZE = 256
+
+
+def build_dataset(split: str, size: int | None, seed: int, length_limit: int = 64) -> Dataset:
+    """``size`` problems (None: :data:`DEFAULT_SIZE`); ``split`` ("train" or "eval") is mixed into the seed so
+    the two never coincide.
 
     Columns: ``prompt`` (chat messages), ``answer`` (int as str), ``length_limit`` (tokens, for ``length``).
     """
@@ -39,7 +44,7 @@ def build_dataset(split: str, size: int, seed: int, length_limit: int = 64) -> D
         raise ValueError(f"split must be 'train' or 'eval', got {split!r}.")
     rng = random.Random(f"arithmetic-{split}-{seed}")
     rows = {"prompt": [], "answer": [], "length_limit": []}
-    for _ in range(size):
+    for _ in range(DEFAULT_SIZE if size is None else size):
         question, answer = make_problem(rng)
         rows["prompt"].append([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}])
         rows["answer"].append(str(answer))

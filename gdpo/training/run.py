@@ -118,7 +118,9 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
         "seed": seed,
         "reward_names": list(weights),
         "reward_weights": [float(w) for w in weights.values()],
-        "train_size": spec.get("train_size", 256),
+        # None: every item of a data set (a paper run trains on all of ToolRL's, DeepScaleR's or Eurus's
+        # problems); generated data use their family's default size.
+        "train_size": spec.get("train_size"),
         "data_options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
         "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
         "pack_prompts": bool(spec.get("pack_prompts", config.get("pack_prompts", False))),
