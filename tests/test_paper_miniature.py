@@ -67,6 +67,7 @@ def test_paper_config_runs_end_to_end_in_miniature(tmp_path, family):
         if rows.loc[claim, "verdict"] == "underpowered":
             assert re.search(r"tiny-qwen2 \(random weights\), \S+, 2 steps, 1 seed", rows.loc[claim, "run"]), claim
     assert set(rows["verdict"]) <= {"underpowered", "not run"}
+    assert any(rows.loc[claim, "verdict"] == "underpowered" for claim in OWN_CLAIMS[family])  # judged, from runs
     for label in rows["run"].dropna():  # what ran first; the paper setup it stands for only in brackets
         for part in re.split(r"; (?=tiny)", label):
             assert part.startswith("tiny-qwen2 (random weights), "), label

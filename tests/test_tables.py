@@ -188,7 +188,7 @@ def test_table1_marks_collapsed_runs_and_shows_calls_beside_the_averages():
 def test_table1_at_paper_scale_has_no_stand_in_sentence():
     evals = tool_evals().assign(task="tool_calling_1.5b")
     _, md = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling_1.5b", "Qwen2.5-3B": "tool_calling_3b"},
-                                "paper")
+                                "paper-tool_calling")
     assert "stands in" not in md
     assert "`tool_calling_3b`: no evaluations found." in md
 
@@ -264,7 +264,7 @@ def code_evals() -> pd.DataFrame:
 
 
 def test_table5_settings_base_column_and_missing_paper_numbers():
-    frame, md = table5_code(code_evals(), {"2obj": "code_2", "3obj": "code_3"}, "paper")
+    frame, md = table5_code(code_evals(), {"2obj": "code_2", "3obj": "code_3"}, "paper-code")
     assert list(frame.columns) == ["block", "benchmark", "metric", "base", "GRPO 2obj", "GDPO 2obj",
                                    "GRPO 3obj", "GDPO 3obj"]
     cells = frame.set_index(["benchmark", "metric"])
@@ -280,7 +280,7 @@ def test_table5_settings_base_column_and_missing_paper_numbers():
 
 
 def test_table5_base_falls_back_to_the_3obj_task():
-    frame, _ = table5_code(code_evals(), {"3obj": "code_3"}, "paper")
+    frame, _ = table5_code(code_evals(), {"3obj": "code_3"}, "paper-code")
     cells = frame.set_index(["benchmark", "metric"])
     assert cells.loc[("Codeforces (codeforces)", "Pass"), "base"] == "99.0 (46.5)"
     assert cells.loc[("Codeforces (codeforces)", "Pass"), "GDPO 2obj"] == f"{NO_RUN} (71.2)"
