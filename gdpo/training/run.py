@@ -59,6 +59,23 @@ def launcher_command(config: dict) -> str:
     return " ".join(parts)
 
 
+def launched_processes() -> int:
+    """How many processes the launcher started (``WORLD_SIZE``, set by torchrun and ``accelerate launch``)."""
+    return int(os.environ.get("WORLD_SIZE") or 1)
+
+
+def use_cpu_when_launched_without_cuda() -> None:
+    """Under a multi-process launcher on a machine without CUDA, make the processes one CPU process group.
+
+    accelerate's multi-process launcher (``distributed_type: MULTI_GPU``, which runs torchrun) and torchrun
+    itself do not tell the processes to use the CPU; transformers then sets each process up as a separate
+    single-process run, and the processes train independently and overwrite each other's files.
+    ``ACCELERATE_USE_CPU`` makes transformers join them in one gloo process group instead.
+    """
+    if launched_processes() > 1 and not torch.cuda.is_available():
+        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
+
+
 def check_device(training: dict, task: str) -> None:
     """Stop at once, before any work, if a GPU-only setting is asked for on a machine without a GPU."""
     needs = gpu_only_settings(training)
@@ -294,6 +311,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
 
     check_device(settings["trl"], settings["task"])
+    use_cpu_when_launched_without_cuda()
     method, seed = settings["method"], settings["seed"]
     if threads:
         torch.set_num_threads(threads)
@@ -343,6 +361,12 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         callbacks=[_metrics_callback(live_metrics)],
     )
     accelerator = trainer.accelerator
+    if accelerator.num_processes != launched_processes():
+        raise RuntimeError(
+            f"The launcher started {launched_processes()} processes (WORLD_SIZE), but each trains as one of "
+            f"{accelerator.num_processes}: they would train independently and overwrite each other's files. "
+            "Check the accelerate config's distributed_type and device (envs/accelerate/)."
+        )
     # With several processes (accelerate launch) only the main one touches shared files.
     checkpoint = last_complete_checkpoint(work_dir, delete_partial=accelerator.is_main_process)
     accelerator.wait_for_everyone()
