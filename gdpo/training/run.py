@@ -381,6 +381,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
     summary = summarise(read_metrics(live_metrics), settings["reward_names"])
     summary["resumed_from"] = checkpoint
+    accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:
         tokenizer.save_pretrained(str(run_dir / "model"))
         resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
