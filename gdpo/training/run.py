@@ -256,8 +256,19 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 
 def _truncate_metrics(path: Path, last_step: int) -> None:
-    """Keep only the records up to ``last_step`` (a resumed run re-logs the steps after its checkpoint)."""
-    kept = [r for r in read_metrics(path) if r["step"] <= last_step]
+    """Keep only the records up to ``last_step`` (a resumed run re-logs the steps after its checkpoint).
+
+    A last line cut short (the run was killed while writing it) is dropped; it is after the checkpoint.
+    """
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.is_file() else []
+    records = []
+    for number, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            if number < len(lines) - 1:
+                raise
+    kept = [r for r in records if r["step"] <= last_step]
     path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
 
