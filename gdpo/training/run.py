@@ -10,6 +10,12 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
 
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
 workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
+
+Under a multi-process launch (``accelerate launch``/``torchrun``, the config's ``launch:`` section) every
+process runs :func:`train`; only the main process writes the files above. With the environment variable
+``GDPO_ADVANTAGE_AUDIT`` set to a directory, every process also records the advantages it trains on in
+``$GDPO_ADVANTAGE_AUDIT/<task>/<method>/seed<seed>/advantages.process<k>.jsonl``
+(:meth:`gdpo.training.trainer.RegistryGRPOTrainer._write_advantage_audit`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from gdpo.training.rewards import guard_reward_function
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
 TIMING_KEYS = ("seconds_per_step", "step_time", "generation/seconds", "generation/tokens_per_second", "train_runtime",
                "train_samples_per_second", "train_steps_per_second")
+
+#: Environment variable: a directory for the per-process advantage audit (off when unset or empty).
+ADVANTAGE_AUDIT_ENV = "GDPO_ADVANTAGE_AUDIT"
 
 #: The packages whose versions every run records.
 RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "numpy", "gdpo-repro")
@@ -370,6 +379,8 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         pack_prompts=settings.get("pack_prompts", False),
         completion_diagnostics=getattr(family, "completion_diagnostics", None),
         callbacks=[_metrics_callback(live_metrics)],
+        advantage_audit_dir=(Path(os.environ[ADVANTAGE_AUDIT_ENV]) / settings["task"] / method / f"seed{seed}"
+                             if os.environ.get(ADVANTAGE_AUDIT_ENV) else None),
     )
     accelerator = trainer.accelerator
     if accelerator.num_processes != launched_processes():
