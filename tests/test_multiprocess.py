@@ -251,8 +251,9 @@ def test_a_multi_process_launch_without_cuda_runs_on_cpu(monkeypatch):
     from gdpo.training import run
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    for name in ("ACCELERATE_USE_CPU", "WORLD_SIZE"):  # set, then removed: monkeypatch restores the original state
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     run.use_cpu_when_launched_without_cuda()
     assert run.launched_processes() == 1 and "ACCELERATE_USE_CPU" not in os.environ  # one process: unchanged
     monkeypatch.setenv("WORLD_SIZE", "2")
