@@ -359,6 +359,18 @@ def test_same_seed_twice_gives_identical_metrics_and_another_seed_does_not(tiny_
     assert env["packages"]["trl"] and env["device"] == "cpu"
 
 
+def test_resume_keeps_the_metrics_up_to_the_checkpoint_and_drops_a_line_cut_short(tmp_path):
+    from gdpo.training.run import _truncate_metrics
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": step, "loss": 0.5}) + "\n" for step in (1, 2, 3)) + '{"step": 4, "lo')
+    _truncate_metrics(path, 2)  # the run was killed while writing step 4's line
+    assert [r["step"] for r in read_metrics(path)] == [1, 2]
+    path.write_text('{"step": 1, "lo\n' + json.dumps({"step": 2}) + "\n")
+    with pytest.raises(ValueError):  # a broken line before the last is not a kill: it is reported
+        _truncate_metrics(path, 2)
+
+
 def test_launcher_is_python_on_cpu_scales_and_accelerate_for_paper_configs():
     from gdpo.training.run import launcher_command
 

@@ -10,6 +10,12 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
 
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
 workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
+
+Under a multi-process launch (``accelerate launch``/``torchrun``, the config's ``launch:`` section) every
+process runs :func:`train`; only the main process writes the files above. With the environment variable
+``GDPO_ADVANTAGE_AUDIT`` set to a directory, every process also records the advantages it trains on in
+``$GDPO_ADVANTAGE_AUDIT/<task>/<method>/seed<seed>/advantages.process<k>.jsonl``
+(:meth:`gdpo.training.trainer.RegistryGRPOTrainer._write_advantage_audit`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from gdpo.training.rewards import guard_reward_function
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
 TIMING_KEYS = ("seconds_per_step", "step_time", "generation/seconds", "generation/tokens_per_second", "train_runtime",
                "train_samples_per_second", "train_steps_per_second")
+
+#: Environment variable: a directory for the per-process advantage audit (off when unset or empty).
+ADVANTAGE_AUDIT_ENV = "GDPO_ADVANTAGE_AUDIT"
 
 #: The packages whose versions every run records.
 RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "numpy", "gdpo-repro")
@@ -70,6 +79,23 @@ def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
     if launch.get("num_processes"):
         parts += ["--num_processes", str(launch["num_processes"])]
     return " ".join(parts)
+
+
+def launched_processes() -> int:
+    """How many processes the launcher started (``WORLD_SIZE``, set by torchrun and ``accelerate launch``)."""
+    return int(os.environ.get("WORLD_SIZE") or 1)
+
+
+def use_cpu_when_launched_without_cuda() -> None:
+    """Under a multi-process launcher on a machine without CUDA, make the processes one CPU process group.
+
+    accelerate's multi-process launcher (``distributed_type: MULTI_GPU``, which runs torchrun) and torchrun
+    itself do not tell the processes to use the CPU; transformers then sets each process up as a separate
+    single-process run, and the processes train independently and overwrite each other's files.
+    ``ACCELERATE_USE_CPU`` makes transformers join them in one gloo process group instead.
+    """
+    if launched_processes() > 1 and not torch.cuda.is_available():
+        os.environ.setdefault("ACCELERATE_USE_CPU", "true")
 
 
 def check_device(training: dict, task: str, evaluation_backend: str | None = None) -> None:
@@ -255,8 +281,19 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 
 def _truncate_metrics(path: Path, last_step: int) -> None:
-    """Keep only the records up to ``last_step`` (a resumed run re-logs the steps after its checkpoint)."""
-    kept = [r for r in read_metrics(path) if r["step"] <= last_step]
+    """Keep only the records up to ``last_step`` (a resumed run re-logs the steps after its checkpoint).
+
+    A last line cut short (the run was killed while writing it) is dropped; it is after the checkpoint.
+    """
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.is_file() else []
+    records = []
+    for number, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            if number < len(lines) - 1:
+                raise
+    kept = [r for r in records if r["step"] <= last_step]
     path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
 
@@ -330,6 +367,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     from gdpo.training.trainer import RegistryGRPOTrainer
 
     check_device(settings["trl"], settings["task"])
+    use_cpu_when_launched_without_cuda()
     method, seed = settings["method"], settings["seed"]
     if threads:
         torch.set_num_threads(threads)
@@ -366,8 +404,16 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         pack_prompts=settings.get("pack_prompts", False),
         completion_diagnostics=getattr(family, "completion_diagnostics", None),
         callbacks=[_metrics_callback(live_metrics)],
+        advantage_audit_dir=(Path(os.environ[ADVANTAGE_AUDIT_ENV]) / settings["task"] / method / f"seed{seed}"
+                             if os.environ.get(ADVANTAGE_AUDIT_ENV) else None),
     )
     accelerator = trainer.accelerator
+    if accelerator.num_processes != launched_processes():
+        raise RuntimeError(
+            f"The launcher started {launched_processes()} processes (WORLD_SIZE), but each trains as one of "
+            f"{accelerator.num_processes}: they would train independently and overwrite each other's files. "
+            "Check the accelerate config's distributed_type and device (envs/accelerate/)."
+        )
     # With several processes (accelerate launch) only the main one touches shared files.
     checkpoint = last_complete_checkpoint(work_dir, delete_partial=accelerator.is_main_process)
     accelerator.wait_for_everyone()
@@ -382,6 +428,7 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
     summary = summarise(read_metrics(live_metrics), settings["reward_names"])
     summary["resumed_from"] = checkpoint
+    accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:
         tokenizer.save_pretrained(str(run_dir / "model"))
         resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},

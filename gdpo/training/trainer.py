@@ -12,11 +12,18 @@ else — rewards, advantages, the loss on the float32 policy — is TRL's. With 
 micro-batch is scored as one packed sequence that holds a group's shared prompt once
 (:mod:`gdpo.training.packing`: the same log-probabilities and gradients as TRL's padded rows), and
 micro-batches are cut along group boundaries so that they share prompts.
+
+With ``advantage_audit_dir`` set, every process appends what it trains on to
+``<advantage_audit_dir>/advantages.process<k>.jsonl`` (see :meth:`RegistryGRPOTrainer._write_advantage_audit`),
+so that a multi-process run can be checked against the single-process computation on the gathered batch.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import time
+from pathlib import Path
 
 import torch
 from trl import GRPOTrainer
@@ -63,13 +70,16 @@ class RegistryGRPOTrainer(GRPOTrainer):
             (name → per-completion 1.0/0.0/NaN); the batch means over all processes are logged per step as
             ``diagnostics/<name>`` (NaN entries left out), so a policy that stops calling tools, answering
             or writing code shows in the metrics while it trains.
+        advantage_audit_dir: a directory for the per-process advantage audit (off when ``None``, the
+            default): one JSON line per generation batch and process, see :meth:`_write_advantage_audit`.
         *args, **kwargs: as for ``trl.GRPOTrainer``; ``args.reward_weights`` are the registry's weights.
     """
 
     def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", fast_generation: bool = False,
-                 pack_prompts: bool = False, completion_diagnostics=None, **kwargs):
+                 pack_prompts: bool = False, completion_diagnostics=None, advantage_audit_dir=None, **kwargs):
         get_estimator(advantage_method)  # unknown names fail before any model is loaded
         self.advantage_method = advantage_method
+        self.advantage_audit_dir = Path(advantage_audit_dir) if advantage_audit_dir is not None else None
         self.advantage_convention = get_convention(advantage_convention)
         self._captured_rewards: torch.Tensor | None = None
         self.completion_diagnostics = completion_diagnostics
@@ -210,6 +220,8 @@ class RegistryGRPOTrainer(GRPOTrainer):
         output["advantages"] = advantages[index * local_size:(index + 1) * local_size].to(
             device=output["advantages"].device, dtype=output["advantages"].dtype
         )
+        if self.advantage_audit_dir is not None:
+            self._write_advantage_audit(mode, num_generations, rewards, lengths, output["advantages"])
         # The completions table shows the advantages that train, not TRL's replaced ones.
         logged = self._logs["advantages"]
         for _ in range(min(len(advantages), len(logged))):
@@ -234,3 +246,47 @@ class RegistryGRPOTrainer(GRPOTrainer):
             metrics["generation/seconds"].append(self._generation_seconds)
             metrics["generation/tokens_per_second"].append(self._generated_tokens / self._generation_seconds)
         return output
+
+    def _write_advantage_audit(self, mode: str, num_generations: int, rewards: torch.Tensor, lengths: torch.Tensor,
+                               local_advantages: torch.Tensor) -> None:
+        """Append this process's record of one generation batch to ``advantages.process<k>.jsonl``.
+
+        Each process writes its own file (no shared file, no locking), one JSON line per generation batch:
+
+        - ``step``: the optimizer step (numbered as in ``metrics.jsonl``) whose first micro-batch trains on
+          the batch; ``mode``: ``"train"`` or ``"eval"``;
+        - ``process_index``, ``num_processes``; ``rows``: ``[start, end)`` of this process's rows in the
+          gathered batch;
+        - ``method``, ``convention``, ``num_generations``, ``reward_weights``: the inputs of
+          :func:`gdpo.advantages.compute_advantages` besides the rewards;
+        - ``rewards``: reward name → the gathered batch's rewards (every process's rows, in process order;
+          ``null`` = no reward); ``completion_lengths``: the gathered completion lengths in tokens;
+        - ``advantages``: the advantages this process trains on (its rows).
+
+        So ``compute_advantages(rewards, num_generations, method, reward_weights, convention,
+        completion_lengths)[start:end]`` equals ``advantages`` on every process. A resumed run appends:
+        the steps after its checkpoint appear again, and a step's last record is the one that trained.
+        """
+        index = self.accelerator.process_index
+        start = index * local_advantages.shape[0]
+
+        def numbers(values: torch.Tensor) -> list:
+            return [None if math.isnan(value) else value for value in values.double().cpu().tolist()]
+
+        record = {
+            "step": self.state.global_step + 1,
+            "mode": mode,
+            "process_index": index,
+            "num_processes": self.accelerator.num_processes,
+            "rows": [start, start + local_advantages.shape[0]],
+            "method": self.advantage_method,
+            "convention": self.advantage_convention.name,
+            "num_generations": num_generations,
+            "reward_weights": self.reward_weights.double().cpu().tolist(),
+            "rewards": {name: numbers(rewards[:, k]) for k, name in enumerate(self.reward_func_names)},
+            "completion_lengths": [int(value) for value in lengths.cpu().tolist()],
+            "advantages": numbers(local_advantages),
+        }
+        self.advantage_audit_dir.mkdir(parents=True, exist_ok=True)
+        with (self.advantage_audit_dir / f"advantages.process{index}.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
