@@ -4,8 +4,9 @@ Prints (1) policy updates per second summed over seeds (one update = one optimiz
 math studies' size (32 seeds, 8 prompts x G = 8, cap 24 tokens), vectorised over seeds against a per-seed
 Python loop (the same seeds run one at a time), median over --repeats runs, with the ratio; (2) with
 --studies, the wall and CPU time of every sequence study in config/sim/ (all cells and methods, as
-`gdpo sim-run` runs them). CPU time is printed beside wall time because a shared machine's wall time
-measures its other jobs too.
+`gdpo sim-run` runs them), and the time the four take as two parallel jobs on 2 idle cores (their CPU times,
+longest first). CPU time is printed beside wall time because a shared machine's wall time measures its other
+jobs too.
 
     python benchmarks/sim_sequence_speed.py                # the update rate
     python benchmarks/sim_sequence_speed.py --studies      # and the studies
@@ -59,17 +60,29 @@ def update_rates(steps: int, repeats: int) -> None:
           f"{median(vectorised, 1) / median(loop, 1):.1f}x CPU")
 
 
+def two_job_makespan(cpu_times: list[float], jobs: int = 2) -> float:
+    """Time until the last study ends when ``jobs`` run at once on idle cores, each study one job taking its CPU
+    time, longest first (as the workflow's scheduler may order them; at best the longest study alone)."""
+    ends = [0.0] * jobs
+    for cpu in sorted(cpu_times, reverse=True):
+        ends[ends.index(min(ends))] += cpu
+    return max(ends)
+
+
 def study_times() -> None:
-    total_wall = total_cpu = 0.0
+    total_wall = 0.0
+    cpu_times = []
     for path in sorted(STUDY_DIR.glob("*.yaml")):
         study = load_study(path)
         if study.variants[0][1].bench != "sequence":
             continue
         wall, cpu = timed(lambda: run_study(study))
         total_wall += wall
-        total_cpu += cpu
-        print(f"  {study.name:28s} {wall:7.1f} s wall {cpu:7.1f} s CPU")
-    print(f"  {'all sequence studies':28s} {total_wall:7.1f} s wall {total_cpu:7.1f} s CPU (one after another, one thread)")
+        cpu_times.append(cpu)
+        print(f"  {study.name:28s} {wall:7.1f} s wall {cpu:7.1f} s CPU ({len(study.variants)} cells)")
+    print(f"  {'all sequence studies':28s} {total_wall:7.1f} s wall {sum(cpu_times):7.1f} s CPU (one after another, "
+          "one thread)")
+    print(f"  as two parallel jobs on 2 idle cores (longest first): {two_job_makespan(cpu_times):.0f} s")
 
 
 def main() -> None:

@@ -41,7 +41,10 @@ def test_the_default_workflows_ledger_decides_nothing_its_evidence_cannot_suppor
     assert mini.drop("C11")["run"].str.startswith("SmolLM2-135M-Instruct, ").all()
     exact = ledger[ledger["scale"] == "exact"].set_index("claim_id")["verdict"]
     assert exact.to_dict() == {"C1": "reproduced", "C2": "reproduced"}
-    # The sequence bench models C4, C5, C8 and C10's mechanisms; its committed answer to each is measured.
+    # The sequence bench models C4, C5, C8 and C10's mechanisms; its committed answer to each is measured. C8:
+    # GDPO behind GRPO on correctness in 3 of its 4 conditioned cells, the two alike at 2 prompts per batch.
     sim = ledger[ledger["scale"] == "sim"].set_index("claim_id")
     assert not (sim["verdict"] == "not modelled").any()
-    assert {sim.loc[c, "verdict"] for c in ("C4", "C5", "C8", "C10")} == {"not reproduced"}
+    assert {sim.loc[c, "verdict"] for c in ("C4", "C5", "C10")} == {"not reproduced"}
+    assert sim.loc["C8", "verdict"] == "inconclusive"
+    assert "not reproduced in 3/4, inconclusive in 1/4" in sim.loc["C8", "measured_value"]

@@ -3,6 +3,7 @@ seed independence, learning, study files and outcomes. Small shapes: every test 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -253,3 +254,118 @@ def test_response_only_gradients_are_bit_identical_to_the_full_ones(loss):
     fast = bench.response_gradients(tokens, states, in_response, advantages, probabilities)
     for a, b in zip(full, fast):
         assert torch.equal(a, b)
+
+
+# --------------------------------------------------------------------------------------------------
+# Extra cells: one factor at a time around a cell of the grid or a variant
+# --------------------------------------------------------------------------------------------------
+
+
+def test_extra_cells_vary_one_factor_around_a_grid_cell():
+    study = parse_study(sequence_study(
+        grid={"learning_rate": [0.05, 0.1], "base": [{"off_template": 0.1}, {"off_template": 0.3}]},
+        extra_cells=[{"around": {"learning_rate": 0.1, "base": {"off_template": 0.3}},
+                      "vary": {"prompts": [2, 5], "learning_rate": [0.3], "base": [{"think_continue": 0.8}],
+                               "rewards": [{"length": {"limit": 4}}]}}]))
+    names = study.variant_names
+    assert names[:4] == ("learning_rate=0.05,base.off_template=0.1", "learning_rate=0.05,base.off_template=0.3",
+                         "learning_rate=0.1,base.off_template=0.1", "learning_rate=0.1,base.off_template=0.3")
+    assert names[4:] == ("learning_rate=0.1,base.off_template=0.3,prompts=2",
+                         "learning_rate=0.1,base.off_template=0.3,prompts=5",
+                         "learning_rate=0.3,base.off_template=0.3",
+                         "learning_rate=0.1,base.off_template=0.3,base.think_continue=0.8",
+                         "learning_rate=0.1,base.off_template=0.3,length.limit=4")
+    around = study.variant("learning_rate=0.1,base.off_template=0.3")
+    for name in names[4:]:  # exactly one setting differs from the around cell
+        changed = {f.name for f in dataclasses.fields(around) if getattr(around, f.name) != getattr(study.variant(name), f.name)}
+        assert len(changed) == 1, (name, changed)
+    assert study.variant(names[5]).prompts == 5 and study.variant(names[6]).learning_rate == 0.3
+    assert study.variant(names[7]).base.off_template == 0.3 and study.variant(names[7]).base.think_continue == 0.8
+    assert study.variant(names[8]).rewards[1].limit == 4
+
+
+def test_extra_cells_around_a_variant_and_reward_scale_labels():
+    study = parse_study(sequence_study(
+        answer_slots=2, rewards=[{"name": "correctness", "kind": "correctness", "scale": "ranged", "range": [-3, 3]},
+                                 {"name": "format", "kind": "format"}],
+        variants={"slow": {"learning_rate": 0.01}, "fast": {"learning_rate": 0.2}},
+        extra_cells=[{"around": "fast", "vary": {"rewards": [{"correctness": {"range": [0, 1]}}], "prompts": [6]}}]))
+    assert study.variant_names == ("slow", "fast", "fast,correctness.range=0..1", "fast,prompts=6")
+    scaled = study.variant("fast,correctness.range=0..1")
+    assert (scaled.rewards[0].low, scaled.rewards[0].high, scaled.learning_rate) == (0.0, 1.0, 0.2)
+
+
+def test_extra_cells_work_on_the_bernoulli_bench_too():
+    study = parse_study({"name": "b", "steps": 2, "methods": ["grpo"], "learning_rate": 0.1,
+                         "rewards": [{"name": "a", "behaviours": 1, "rule": "all", "scale": "binary",
+                                      "difficulty": 0.5}], "grid": {"generations": [4, 8]},
+                         "extra_cells": [{"around": {"generations": 8}, "vary": {"prompts": [4]}}]})
+    assert study.variant_names[-1] == "generations=8,prompts=4" and study.variant(study.variant_names[-1]).prompts == 4
+
+
+GRID = {"learning_rate": [0.05, 0.1]}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"extra_cells": {"around": {"learning_rate": 0.1}, "vary": {"prompts": [2]}}}, r"extra_cells.*non-empty list"),
+    ({"grid": None, "extra_cells": [{"around": {}, "vary": {"prompts": [2]}}]}, r"neither"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}}]}, r"missing key 'extra_cells\[0\]\.vary'"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"prompts": [2]}, "seeds": 3}]},
+     r"unknown key 'extra_cells\[0\]\.seeds'"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.2}, "vary": {"prompts": [2]}}]},
+     r"extra_cells\[0\]\.around\.learning_rate.*one of the grid's values 0\.05, 0\.1"),
+    ({"extra_cells": [{"around": {"max_length": 10}, "vary": {"prompts": [2]}}]},
+     r"extra_cells\[0\]\.around.*one value of each grid key \(learning_rate\)"),
+    ({"extra_cells": [{"around": "fast", "vary": {"prompts": [2]}}]}, r"extra_cells\[0\]\.around.*grid key"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"prompts_per_batch": [2]}}]},
+     r"unknown key 'extra_cells\[0\]\.vary\.prompts_per_batch'; allowed keys: .*prompts"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"grid": [{}]}}]}, r"extra_cells\[0\]\.vary\.grid"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"prompts": 2}}]},
+     r"extra_cells\[0\]\.vary\.prompts' = 2.*non-empty list"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"prompts": [3]}}]},
+     r"'learning_rate=0\.1,prompts=3' has the same settings as the cell 'learning_rate=0\.1'"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"learning_rate": [0.05]}}]},
+     r"same name as the cell 'learning_rate=0\.05'"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"prompts": [2, 2]}}]},
+     r"'learning_rate=0\.1,prompts=2' has the same name"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"prompts": [0]}}]},
+     r"variant 'learning_rate=0\.1,prompts=0'.*key 'prompts' = 0"),
+    ({"extra_cells": [{"around": {"learning_rate": 0.1}, "vary": {"rewards": [{"speed": {"limit": 2}}]}}]},
+     r"rewards\.speed"),
+])
+def test_bad_extra_cells_name_the_key_and_what_is_allowed(change, message):
+    study = sequence_study(grid=GRID)
+    study.update(change)
+    if study.get("grid") is None:
+        study.pop("grid")
+    with pytest.raises(ValueError, match=message) as error:
+        parse_study(study, "study.yaml")
+    assert str(error.value).startswith("study.yaml")
+
+
+def test_every_declared_cell_is_run_plotted_and_judged(tmp_path):
+    """A study of 6 grid cells and 3 extra ones: every cell is in the results, the figure (one row per cell)
+    and the ledger row's text, whose intervals are at the Bonferroni level of 9 cells."""
+    from gdpo.reporting import rules
+    from gdpo.sim import plot_study
+    from gdpo.sim.plots import _sequence_cells
+    from gdpo.sim.report import per_seed_table
+
+    study = parse_study(sequence_study(
+        name="seq_batch_step", seeds=3, steps=6, methods=["gdpo", "gdpo_nobn"],
+        outcome={"kind": "fails_to_converge", "reward": "correctness"},
+        grid={"learning_rate": [0.01, 0.05, 0.1], "generations": [2, 4]},
+        extra_cells=[{"around": {"learning_rate": 0.05, "generations": 4}, "vary": {"prompts": [1, 6]}},
+                     {"around": {"learning_rate": 0.1, "generations": 2}, "vary": {"optimizer": ["sgd"]}}]))
+    assert len(study.variants) == 9
+    frame = run_study(study)
+    assert list(dict.fromkeys(frame["variant"])) == list(study.variant_names)
+    figure = _sequence_cells(frame, list(study.variant_names), ["correctness", "length"], ["gdpo", "gdpo_nobn"])
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == list(study.variant_names)
+    assert len(figure.axes) == 3  # two rewards and the outcome's rate
+    png, _ = plot_study(frame, tmp_path / "cells.png")
+    assert png.stat().st_size > 1000
+    verdict = rules.sim_verdict_c10(per_seed_table(frame), "x")
+    assert "9 cells" in verdict.measured_value and f"{100 * rules.bonferroni_level(9):.2f} %" in verdict.measured_value
+    for name in study.variant_names:
+        assert f"{name}: " in verdict.measured_value

@@ -112,9 +112,24 @@ def conditioned_table(gdpo_shift: float, seed: int = 0) -> pd.DataFrame:
 def test_c8_reads_the_conditioned_cells_and_reports_the_plain_ones():
     verdict = rules.sim_verdict_c8_sequence(conditioned_table(0.1), "x")
     assert verdict.verdict == REPRODUCED and "plain length" in verdict.measured_value
+    assert verdict.measured_value.endswith("Conditioned cells: reproduced in 1/1")
     assert rules.sim_verdict_c8_sequence(conditioned_table(-0.1), "x").verdict == NOT_REPRODUCED
     nulls = [rules.sim_verdict_c8_sequence(conditioned_table(0.0, seed=k), "x").verdict for k in range(20)]
     assert nulls.count(REPRODUCED) <= 1
+
+
+def test_c8_cells_must_agree_and_the_row_names_the_odd_ones():
+    """An extra cell where the methods do not differ leaves the refutation of the other cells inconclusive."""
+    table = conditioned_table(-0.1)
+    extra = conditioned_table(0.0, seed=1)
+    extra = extra[extra["variant"].str.contains("length|correctness", regex=False)]
+    extra = extra.assign(variant=extra["variant"] + ",prompts=2")
+    verdict = rules.sim_verdict_c8_sequence(pd.concat([table, extra]), "x")
+    assert verdict.verdict == INCONCLUSIVE, verdict.measured_value
+    assert verdict.measured_value.endswith(
+        "Conditioned cells: not reproduced in 1/2, inconclusive in 1/2 "
+        "(learning_rate=0.03,conditioning=length|correctness,prompts=2)")
+    assert "3 cells" in verdict.run
 
 
 def test_ledger_reads_the_sequence_studies_or_says_they_did_not_run(tmp_path):

@@ -17,6 +17,7 @@ so the null false-positive rates and the power it reports are those of the rules
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -1154,10 +1155,12 @@ def sim_verdict_c8_sequence(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C8 at scale sim (study ``seq_conditioned_length``): in every cell whose length reward is conditioned on
     correctness (Eq. 8), GDPO − GRPO of the final success of correctness and of the length reward (share of
     responses within the limit, whether paid or not), paired by seed: both above 0 reproduce, either below 0
-    refutes; the cells must agree. The unconditioned cells are reported beside them."""
+    refutes; the cells must agree (a cell neither way, or cells disagreeing, leave it inconclusive); the row
+    counts the conditioned cells by outcome. The unconditioned cells (``conditioning=none`` in the cell's name:
+    grid cells and extra cells both carry the grid's coordinates) are reported beside them."""
     study = SEQUENCE_STUDIES["C8"]
     better = Criterion("better", +1, 0.0)
-    outcomes, parts, plain, pairs = [], [], [], []
+    outcomes, parts, plain, pairs, names = [], [], [], [], []
     for variant in _variants(per_seed, study):
         samples = {r: (_sim_sample(per_seed, study, variant, "gdpo", r), _sim_sample(per_seed, study, variant, "grpo", r))
                    for r in ("correctness", "length")}
@@ -1169,12 +1172,18 @@ def sim_verdict_c8_sequence(per_seed: pd.DataFrame, evidence: str) -> Verdict:
         pairs.append(_sim_pairs(*samples.values()))
         outcomes.append(combine([better.decide(i) for i in intervals.values()]))
         parts.append(described)
+        names.append(variant)
     comparison = "conditioned length: both paired differences above 0 in every conditioned cell"
     run = f"sequence bench, study {study}, {len(parts) + len(plain)} cells"
     if not parts:
         return Verdict("", comparison, NOT_RUN, f"{evidence}: no cell of {study} conditions the length reward")
+    counts = collections.Counter(outcomes)
+    most = counts.most_common(1)[0][0]
+    tally = ", ".join(f"{outcome} in {count}/{len(outcomes)}" + ("" if outcome == most else " (" + ", ".join(
+        n for n, o in zip(names, outcomes) if o == outcome) + ")") for outcome, count in counts.most_common())
     text = ("GDPO − GRPO final success, conditioned length: " + "; ".join(parts)
-            + ("; plain length (for comparison): " + "; ".join(plain) if plain else ""))
+            + ("; plain length (for comparison): " + "; ".join(plain) if plain else "")
+            + f". Conditioned cells: {tally}")
     if min(pairs) < MIN_SEEDS:
         return _sim_underpowered(min(pairs), text, comparison, evidence, run)
     return Verdict(text, comparison, _sim_combine(outcomes), evidence, run=run)

@@ -2,8 +2,9 @@
 
 A study is reward definitions + methods + seeds + steps + prompts + G + learning rate + options, and
 optionally named *variants* (each a set of overrides of the study's keys) or a *grid* (the cartesian
-product of a few keys' values, which generates the variants). Every key is checked; a bad one raises
-``ValueError`` naming the key, what is allowed there and the file.
+product of a few keys' values, which generates the variants), and optionally *extra cells* varied one factor
+at a time around a cell of the grid or a variant (``extra_cells``, see :func:`build_study`). Every key is
+checked; a bad one raises ``ValueError`` naming the key, what is allowed there and the file.
 
 Override rules of a variant (and of a grid point): a top-level key replaces the study's value, except
 ``rewards`` given as a mapping ``{reward name: {field: value}}``, which patches the named rewards, and
@@ -31,6 +32,10 @@ POLICIES = ("tabular", "shared", "mixed")
 OUTCOMES = ("none", "failure_to_converge", "collapse")
 #: Correlations the bench can be asked for between two rewards at step 0.
 CORRELATION_RANGE = (-0.5, 0.95)
+#: What ``extra_cells`` holds (both benches; see :func:`build_study`).
+EXTRA_CELLS_HELP = ("list of one-factor-at-a-time blocks {around: a cell of the grid (one value of every grid key) "
+                    "or a variant name, vary: mapping key → list of values}; each value is one more cell, the "
+                    "around cell with that one key changed")
 
 _REWARD_KEYS = {
     "name": "reward name (a column of the results)",
@@ -68,8 +73,9 @@ _TOP_KEYS = {
     "exact_counts": "attach the exact analysis' distinct-advantage-group count (binary rewards only)",
     "variants": "mapping variant name → overrides of the keys above",
     "grid": "mapping key → list of values; every combination is a variant",
+    "extra_cells": EXTRA_CELLS_HELP,
 }
-_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid"}
+_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid", "extra_cells"}
 _DEFAULTS: dict[str, Any] = {
     "description": "",
     "claims": [],
@@ -482,17 +488,101 @@ def _plain_grid_label(key: str, value: Any) -> str:
     return f"{key}={_format_grid_value(value)}"
 
 
+def _merge_patch(old: Any, new: Any) -> Any:
+    """``new`` on top of ``old`` where both are mappings (patches such as ``base`` or ``rewards``), key by key and
+    recursively; otherwise ``new``."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        merged = dict(old)
+        for key, value in new.items():
+            merged[key] = _merge_patch(old.get(key), value)
+        return merged
+    return new
+
+
+def _extra_cells(check: _Checker, raw: Any, grid: Mapping, variants: Mapping, top_keys, not_overridable,
+                 grid_label: Callable[[str, Any], str]) -> list[tuple[str, dict]]:
+    """(label, overrides) of every cell of ``extra_cells`` (see :func:`build_study`), in file order."""
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not raw:
+        check.fail("extra_cells", raw, "a non-empty list of blocks {around: ..., vary: {key: [values]}}")
+    if not grid and not variants:
+        raise ValueError(f"{check.path}: 'extra_cells' varies settings around a cell of the study's 'grid' or one "
+                         "of its 'variants'; this study has neither (put the settings in a grid).")
+    allowed = sorted(set(top_keys) - not_overridable)
+    cells = []
+    for index, block in enumerate(raw):
+        key = f"extra_cells[{index}]"
+        if not isinstance(block, Mapping):
+            check.fail(key, block, "a mapping {around: ..., vary: {key: [values]}}")
+        check.unknown_keys(block, {"around", "vary"}, prefix=f"{key}.")
+        if "around" not in block or "vary" not in block:
+            missing = "around" if "around" not in block else "vary"
+            raise ValueError(f"{check.path}: missing key '{key}.{missing}' ({EXTRA_CELLS_HELP}).")
+        around = block["around"]
+        if grid:
+            if not isinstance(around, Mapping) or set(around) != set(grid):
+                check.fail(f"{key}.around", around, "a cell of the grid: a mapping with one value of each grid key ("
+                                                    + ", ".join(grid) + ")")
+            for grid_key, value in around.items():
+                if value not in list(grid[grid_key]):
+                    check.fail(f"{key}.around.{grid_key}", value, "one of the grid's values "
+                                                                  + ", ".join(map(repr, grid[grid_key])))
+            coordinates = {grid_key: around[grid_key] for grid_key in grid}  # grid order
+            base_overrides = dict(coordinates)
+        else:
+            if not isinstance(around, str) or around not in variants:
+                check.fail(f"{key}.around", around, "the name of one of the study's variants: " + ", ".join(variants))
+            coordinates = None
+            base_overrides = dict(variants[around] or {})
+        vary = block["vary"]
+        if not isinstance(vary, Mapping) or not vary:
+            check.fail(f"{key}.vary", vary, "a non-empty mapping key → list of values")
+        for vary_key, values in vary.items():
+            if vary_key in not_overridable or vary_key not in top_keys:
+                raise ValueError(f"{check.path}: unknown key '{key}.vary.{vary_key}'; allowed keys: "
+                                 f"{', '.join(allowed)}.")
+            if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+                check.fail(f"{key}.vary.{vary_key}", values, "a non-empty list of values")
+            for value in values:
+                overrides = dict(base_overrides)
+                overrides[vary_key] = _merge_patch(base_overrides.get(vary_key), value)
+                if coordinates is not None:
+                    labels = [grid_label(k, overrides[k]) for k in coordinates]
+                    if vary_key not in coordinates:
+                        labels.append(grid_label(vary_key, value))
+                    label = ",".join(labels)
+                else:
+                    label = f"{around},{grid_label(vary_key, value)}"
+                cells.append((label, overrides))
+    return cells
+
+
 def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_overridable, resolve: Callable,
                 apply_overrides: Callable, grid_label: Callable[[str, Any], str]) -> Study:
     """What every bench's study file shares: a ``name``, then either named ``variants`` or a ``grid`` (every
     combination of the listed values) of overrides of the base keys, each variant checked by the bench's
     ``apply_overrides`` and ``resolve``; without either, one variant ``default``. Grid variants are named
-    ``grid_label(key, value)`` joined by commas, in grid order."""
+    ``grid_label(key, value)`` joined by commas, in grid order.
+
+    ``extra_cells`` adds cells to a grid or to the variants without the cost of a larger product: a list of
+    one-factor-at-a-time blocks ``{around: <cell>, vary: {key: [values]}}``. ``around`` is a cell of the grid
+    (a mapping with one of the grid's values for every grid key) or, in a study with variants, a variant's
+    name; each value under ``vary`` makes one more cell, the around cell with that one key changed (a patch
+    such as ``base`` or ``rewards`` is applied on top of the around cell's own patch of that key). A cell of a
+    grid is named by its grid coordinates (the varied one replaced when it is a grid key, else appended:
+    ``learning_rate=0.1,max_length=24,prompts=32``); a cell of a variant ``<variant>,<key>=<value>``. The extra
+    cells come after the grid's (or the variants) and are run and reported like them.
+
+    Raises:
+        ValueError: a bad key or value (named with the file); ``extra_cells`` in a study without a grid or
+            variants, an ``around`` that is not a cell of the study, a key that cannot vary, or an extra cell
+            that repeats another cell's name or settings (its around cell's, a grid cell's or another extra
+            cell's).
+    """
     check.unknown_keys(data, top_keys)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"{path}: missing or empty key 'name' (the study name, a string).")
-    base = {k: v for k, v in data.items() if k not in ("variants", "grid")}
+    base = {k: v for k, v in data.items() if k not in ("variants", "grid", "extra_cells")}
     variants_raw = data.get("variants") or {}
     grid_raw = data.get("grid") or {}
     if not isinstance(variants_raw, Mapping):
@@ -517,11 +607,23 @@ def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_over
         if not isinstance(variant_name, str) or not variant_name:
             check.fail("variants", variant_name, "variant names that are non-empty strings")
         overrides.append((variant_name, value if value is not None else {}))
+    planned = len(overrides)
+    if data.get("extra_cells") is not None:
+        overrides += _extra_cells(check, data["extra_cells"], grid_raw, variants_raw, top_keys, not_overridable,
+                                  grid_label)
     if overrides:
         variants = []
-        for variant_name, override in overrides:
+        for index, (variant_name, override) in enumerate(overrides):
             variant_check = _Checker(path, f" (variant '{variant_name}')")
-            variants.append((variant_name, resolve(variant_check, apply_overrides(variant_check, base, override))))
+            config = resolve(variant_check, apply_overrides(variant_check, base, override))
+            if index >= planned:  # an extra cell: new settings under a new name
+                for other_name, other in variants:
+                    if other_name == variant_name or other == config:
+                        what = "name" if other_name == variant_name else "settings"
+                        raise ValueError(f"{path}: extra cell '{variant_name}' has the same {what} as the cell "
+                                         f"'{other_name}'; every extra cell must change its around cell's settings "
+                                         "and differ from every other cell.")
+            variants.append((variant_name, config))
     else:
         variants = [("default", resolve(check, base))]
     claims = tuple(str(c) for c in (data.get("claims") or []))
@@ -547,6 +649,11 @@ def parse_study(data: Any, path: str = "<study>") -> Study:
 
 def load_study(path: str | Path) -> Study:
     """Read and validate a study YAML file.
+
+    Its cells are the grid's (every combination of ``grid``'s values) or the named ``variants``, then the
+    ``extra_cells``: blocks ``{around: <a grid cell or a variant name>, vary: {key: [values]}}``, each value one
+    more cell, the around cell with that one key changed (one factor at a time; :func:`build_study`). A study
+    fixes its cells before any result of them is seen and reports every one.
 
     Raises:
         ValueError: the file is missing, not YAML, or a key is unknown or out of range; the message names

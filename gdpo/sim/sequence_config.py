@@ -2,8 +2,9 @@
 
 A sequence study names the policy's vocabulary and step-0 habits, the rewards computed from each sampled
 sequence, and the training settings; ``grid`` (cartesian product of a few keys' values) or ``variants``
-(named overrides) make its runs. Every key is checked; a bad one raises ``ValueError`` naming the key, what
-is allowed there and the file. Reward kinds and the token layout are described in
+(named overrides) make its runs, and ``extra_cells`` adds cells one factor at a time around one of them
+(:func:`gdpo.sim.config.build_study`). Every key is checked; a bad one raises ``ValueError`` naming the key,
+what is allowed there and the file. Reward kinds and the token layout are described in
 :mod:`gdpo.sim.sequence_rewards`.
 """
 
@@ -15,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gdpo.advantages import available_conventions, available_methods
-from gdpo.sim.config import OPTIMIZERS, ConditioningSpec, _Checker, _format_grid_value, build_study
+from gdpo.sim.config import (
+    EXTRA_CELLS_HELP, OPTIMIZERS, ConditioningSpec, _Checker, _format_grid_value, build_study,
+)
 
 REWARD_KINDS = ("correctness", "format", "length", "no_bug")
 CORRECTNESS_SCALES = ("binary", "fraction", "ranged")
@@ -65,8 +68,9 @@ _TOP_KEYS = {
     "outcome": f"per-seed outcome: {{kind: {' | '.join(SEQUENCE_OUTCOMES)}, reward: name}}",
     "variants": "mapping variant name → overrides of the keys above",
     "grid": "mapping key → list of values; every combination is a variant (fixed before results are seen)",
+    "extra_cells": EXTRA_CELLS_HELP,
 }
-_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid"}
+_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid", "extra_cells"}
 _DEFAULTS: dict[str, Any] = {
     "description": "",
     "claims": [],
@@ -320,8 +324,15 @@ def _apply_overrides(check: _Checker, base: Mapping, overrides: Any) -> dict:
     return merged
 
 
+def _label_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "..".join(_format_grid_value(v) for v in value)
+    return _format_grid_value(value)
+
+
 def _grid_label(key: str, value: Any) -> str:
     """``key=value`` of one grid coordinate: ``base.off_template=0.1`` for a patch of the base policy,
+    ``correctness.range=0..1`` for a patch of a reward (``rewards: {correctness: {range: [0, 1]}}``),
     ``conditioning=length|correctness`` (easy|hard) or ``conditioning=none`` for the conditioning."""
     if value is None:
         return f"{key}=none"
@@ -329,6 +340,14 @@ def _grid_label(key: str, value: Any) -> str:
         easy = value.get("easy")
         easy = "+".join(easy) if isinstance(easy, (list, tuple)) else easy
         return f"{key}={easy}|{value.get('hard')}"
+    if key == "rewards" and isinstance(value, Mapping):
+        parts = []
+        for name, patch in value.items():
+            if isinstance(patch, Mapping):
+                parts += [f"{name}.{field}={_label_value(v)}" for field, v in patch.items()]
+            else:  # not a patch: refused when the cell is resolved
+                parts.append(f"{name}={patch}")
+        return ",".join(parts)
     if isinstance(value, Mapping):
         return ",".join(f"{key}.{k}={_format_grid_value(v)}" for k, v in value.items())
     return f"{key}={_format_grid_value(value)}"
