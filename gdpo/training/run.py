@@ -272,12 +272,21 @@ def last_complete_checkpoint(work_dir: Path, delete_partial: bool = True) -> Pat
     return None
 
 
-def read_metrics(path: str | Path) -> list[dict]:
-    """The records of a ``metrics.jsonl``."""
+def read_metrics(path: str | Path, drop_cut_last_line: bool = False) -> list[dict]:
+    """The records of a ``metrics.jsonl``; with ``drop_cut_last_line``, a last line that is not valid JSON (a
+    run killed while writing it) is left out instead of raising."""
     path = Path(path)
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            if not drop_cut_last_line or number < len(lines) - 1:
+                raise
+    return records
 
 
 def _truncate_metrics(path: Path, last_step: int) -> None:
@@ -285,15 +294,7 @@ def _truncate_metrics(path: Path, last_step: int) -> None:
 
     A last line cut short (the run was killed while writing it) is dropped; it is after the checkpoint.
     """
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.is_file() else []
-    records = []
-    for number, line in enumerate(lines):
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            if number < len(lines) - 1:
-                raise
-    kept = [r for r in records if r["step"] <= last_step]
+    kept = [r for r in read_metrics(path, drop_cut_last_line=True) if r["step"] <= last_step]
     path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
 
