@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from gdpo.reporting import contract
@@ -15,23 +17,110 @@ from gdpo.reporting.contract import (
 )
 
 
-def test_t_interval_over_seeds_matches_scipy():
-    differences = np.array([1.0, 3.0, 2.5, 4.0])
-    interval = paired_interval(differences, np.full(4, 9.0))
+def test_t_interval_over_seeds_matches_scipy_where_the_seeds_vary_more_than_the_evaluation():
+    differences = np.array([1.0, 3.0, 2.5, 4.0])  # sample variance 1.56 ≥ the item variance 1.0
+    interval = paired_interval(differences, np.full(4, 1.0))
     low, high = stats.ttest_1samp(differences, 0).confidence_interval(0.95)
     assert (interval.low, interval.high) == pytest.approx((low, high))
     assert interval.source == "t over 4 seeds"
 
 
+def test_seeds_that_vary_less_than_the_evaluation_are_floored_by_it():
+    differences = np.array([1.0, 3.0, 2.5, 4.0])
+    s2, v, k = float(np.var(differences, ddof=1)), 9.0, 4
+    interval = paired_interval(differences, np.full(k, v))
+    half = stats.t.ppf(0.975, k) * math.sqrt(((k - 1) * s2 + v) / k / k)
+    assert (interval.low, interval.high) == pytest.approx((2.625 - half, 2.625 + half))
+    assert "floored by the evaluation" in interval.source
+
+
 @pytest.mark.parametrize("differences", [[4.2, 4.2], [4.2, 4.2, 4.2, 4.2, 4.2], [0.0, 0.0, 0.0], [4.2]])
-def test_tied_seeds_or_one_seed_take_their_width_from_the_items(differences):
+def test_tied_seeds_or_one_seed_never_give_a_point(differences):
     # The reviewer's case: GDPO one item better out of 24 on both seeds used to give +4.2 [+4.2, +4.2].
     k = len(differences)
     item_variance = binomial_variance(30.0, 24) + binomial_variance(25.8, 24)
     interval = paired_interval(differences, np.full(k, item_variance))
-    assert interval.high - interval.low == pytest.approx(2 * 1.959964 * math.sqrt(item_variance), rel=1e-5)
-    assert interval.low < 0 < interval.high  # one item in 24 decides nothing
-    assert "evaluated items" in interval.source
+    assert interval.high - interval.low == pytest.approx(2 * stats.t.ppf(0.975, k) * math.sqrt(item_variance) / k)
+    assert interval.low < 0 < interval.high  # one item in 24 decides nothing, however many seeds tie on it
+    assert "floored" in interval.source
+
+
+def test_the_reviewers_ties_no_longer_beat_more_agreeing_seeds():
+    # Ten seeds each showing GDPO +5 of 100 items against three seeds at +3, +3, +4 (p ≈ 0.5).
+    v = 2 * float(binomial_variance(50.0, 100))
+    ten = paired_interval([5.0] * 10, [v] * 10)
+    three = paired_interval([3.0, 3.0, 4.0], [v] * 3)
+    assert ten.low > three.low and ten.high - ten.low < three.high - three.low
+    better = Criterion("better", +1, 0.0)
+    assert better.decide(ten) == REPRODUCED and better.decide(three) == INCONCLUSIVE
+
+
+# --- property tests: more agreeing evidence never weakens an interval or its verdict ----------------------
+
+_differences = st.lists(st.floats(-20, 20, allow_nan=False).map(lambda x: round(x, 2)), min_size=1, max_size=8)
+_variance = st.floats(0.01, 200.0)
+_shift = st.floats(0.0, 10.0)
+_criteria = st.sampled_from([Criterion("better", +1, 0.0), Criterion("better", +1, 3.0),
+                             Criterion("kept", +1, margin=2.0)])
+
+
+def _no_weaker(fewer, more, criterion, shift):
+    """"Weaker": a lower bound that falls, a decision that becomes inconclusive, or a finding in the paper's
+    direction (reproduced or smaller) that is lost. (A narrower interval may turn ``reproduced`` into
+    ``smaller``: more precision, not less evidence; and a larger effect may undo a refutation.)"""
+    assert more.low >= fewer.low - 1e-9, (fewer, more)
+    before, after = criterion.decide(fewer), criterion.decide(more)
+    if before in contract.DECISIVE and shift == 0:
+        assert after in contract.DECISIVE, (fewer, more, before, after)
+    if before in contract.IN_PAPERS_DIRECTION:
+        assert after in contract.IN_PAPERS_DIRECTION, (fewer, more, before, after)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.floats(-20, 20, allow_nan=False), k=st.integers(1, 12), extra=st.integers(1, 20), shift=_shift,
+       v=_variance, criterion=_criteria)
+def test_more_tied_seeds_on_an_equal_or_larger_effect_never_widen_or_weaken(value, k, extra, shift, v, criterion):
+    fewer = paired_interval([value] * k, [v] * k)
+    more = paired_interval([value + shift] * (k + extra), [v] * (k + extra))
+    assert more.high - more.low <= fewer.high - fewer.low + 1e-9
+    _no_weaker(fewer, more, criterion, shift)
+
+
+@settings(max_examples=300, deadline=None)
+@given(differences=_differences, copies=st.integers(2, 4), shift=_shift, v=_variance, criterion=_criteria)
+def test_replicating_the_seeds_on_an_equal_or_larger_effect_never_widens_or_weakens(differences, copies, shift, v,
+                                                                                   criterion):
+    k = len(differences)
+    fewer = paired_interval(differences, [v] * k)
+    more = paired_interval([d + shift for d in differences * copies], [v] * (k * copies))
+    assert more.high - more.low <= fewer.high - fewer.low + 1e-9
+    _no_weaker(fewer, more, criterion, shift)
+
+
+@settings(max_examples=300, deadline=None)
+@given(differences=_differences, extra=st.integers(1, 10), shift=_shift, v=_variance, criterion=_criteria)
+def test_adding_seeds_that_agree_with_the_mean_never_widens_or_weakens(differences, extra, shift, v, criterion):
+    k = len(differences)
+    fewer = paired_interval(differences, [v] * k)
+    mean = float(np.mean(differences))
+    more = paired_interval([d + shift for d in differences] + [mean + shift] * extra, [v] * (k + extra))
+    assert more.high - more.low <= fewer.high - fewer.low + 1e-9
+    _no_weaker(fewer, more, criterion, shift)
+
+
+def test_the_property_tests_can_fail_on_the_former_interval():
+    """The former rule (items only where seeds tie, t over seeds otherwise) breaks the first property: two tied
+    seeds on +5 of 100 items get a wide item interval, three nearly tied seeds a narrow t-interval."""
+    def former(differences, v):
+        d = np.asarray(differences, dtype=float)
+        if d.size > 1 and d.std(ddof=1) > 0:
+            half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
+        else:
+            half = 1.959964 * math.sqrt(v)
+        return d.mean() - half, d.mean() + half
+    v = 2 * float(binomial_variance(50.0, 100))
+    assert former([5.0] * 10, v)[0] < former([3.0, 3.0, 4.0], v)[0]  # more agreeing seeds, weaker
+    assert paired_interval([5.0] * 10, [v] * 10).low > paired_interval([3.0, 3.0, 4.0], [v] * 3).low
 
 
 def test_binomial_variance_is_positive_at_zero_and_hundred_percent():
@@ -64,12 +153,19 @@ def test_rates_get_wilson_and_their_differences_newcombe():
 
 
 @pytest.mark.parametrize(("kind", "interval", "expected"), [
-    # "better" with the paper's effect 3: above 0 reproduces, below 3 refutes, else inconclusive.
+    # "better" with the paper's effect 3: above 0 and not below 3 reproduces; above 0 but below 3 is smaller;
+    # below 3 and holding 0 refutes; holding both is inconclusive.
     (Criterion("better", +1, 3.0), (0.5, 4.0), REPRODUCED),
+    (Criterion("better", +1, 3.0), (3.5, 6.0), REPRODUCED),           # larger than the paper's
+    (Criterion("better", +1, 3.0), (0.5, 2.0), contract.SMALLER),     # the reviewer's overlap: not reproduced
     (Criterion("better", +1, 3.0), (-1.0, 2.0), NOT_REPRODUCED),
+    (Criterion("better", +1, 3.0), (-4.0, -1.0), NOT_REPRODUCED),     # the other side of 0
     (Criterion("better", +1, 3.0), (-1.0, 4.0), INCONCLUSIVE),
-    (Criterion("better", -1, 1.0), (-3.0, -0.5), REPRODUCED),     # lower is the paper's direction
-    (Criterion("better", -1, 1.0), (-0.8, 0.5), NOT_REPRODUCED),   # cannot be 1 point lower
+    (Criterion("better", -1, 1.0), (-3.0, -0.5), REPRODUCED),         # lower is the paper's direction
+    (Criterion("better", -1, 1.0), (-0.9, -0.2), contract.SMALLER),
+    (Criterion("better", -1, 1.0), (-0.8, 0.5), NOT_REPRODUCED),      # cannot be 1 point lower
+    (Criterion("better", +1, 0.0), (-2.0, -0.5), NOT_REPRODUCED),     # no magnitude: only the other side refutes
+    (Criterion("better", +1, 0.0), (-2.0, 0.5), INCONCLUSIVE),
     (Criterion("kept", +1, margin=2.0), (-1.5, 3.0), REPRODUCED),
     (Criterion("kept", +1, margin=2.0), (-5.0, -2.5), NOT_REPRODUCED),
     (Criterion("kept", +1, margin=2.0), (-3.0, 1.0), INCONCLUSIVE),
@@ -83,6 +179,26 @@ def test_rates_get_wilson_and_their_differences_newcombe():
 def test_criteria(kind, interval, expected):
     low, high = interval
     assert kind.decide(Interval((low + high) / 2, low, high, "x")) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(low=st.floats(-50, 50), width=st.floats(0.01, 50), effect=st.floats(0, 20), direction=st.sampled_from([1, -1]))
+def test_better_labels_partition_every_interval_by_their_written_definitions(low, width, effect, direction):
+    """Each interval meets exactly one written definition, and the criterion returns that one."""
+    interval = Interval(low + width / 2, low, low + width, "x")
+    lo, hi = interval.oriented(direction)
+    meets = {REPRODUCED: lo > 0 and hi >= effect, contract.SMALLER: lo > 0 and hi < effect,
+             NOT_REPRODUCED: hi < effect and lo <= 0, INCONCLUSIVE: lo <= 0 and hi >= effect}
+    assert sum(meets.values()) == 1
+    assert meets[Criterion("better", direction, effect).decide(interval)]
+
+
+@pytest.mark.parametrize(("parts", "expected"), [
+    ([REPRODUCED, REPRODUCED], REPRODUCED), ([REPRODUCED, contract.SMALLER], contract.SMALLER),
+    ([REPRODUCED, INCONCLUSIVE], INCONCLUSIVE), ([REPRODUCED, NOT_REPRODUCED], NOT_REPRODUCED),
+    ([contract.SMALLER, INCONCLUSIVE], INCONCLUSIVE), ([], INCONCLUSIVE)])
+def test_parts_combine(parts, expected):
+    assert contract.combine(parts) == expected
 
 
 def test_an_interval_that_could_not_be_formed_decides_nothing():

@@ -3,7 +3,8 @@
 - ``steps.csv``: one row per (task, method, seed, step) with every logged training metric as a column
   (``rewards/<name>/mean``, ``completions/max_length``, ...), from each run's ``metrics.jsonl``.
 - ``eval.csv``: one row per (task, method, seed, benchmark, metric) with ``value`` (percent) and
-  ``n_items``, from each ``eval.json``, base-model evaluations included (method ``base``); ``collapsed``
+  ``n_items`` and ``n_samples`` (samples per item, eval.json's ``settings.num_samples``; 1 where absent), from
+  each ``eval.json``, base-model evaluations included (method ``base``); ``collapsed``
   holds, on every row of a collapsed run, why it collapsed (:func:`gdpo.evaluation.health.collapse_reasons`
   on eval.json's ``health`` numbers), and is empty otherwise — also for a file without ``health`` (evaluated
   before it existed: not judged).
@@ -22,7 +23,7 @@ from gdpo.evaluation.health import collapse_reasons
 #: ``.../runs/<task>/<method>/seed<seed>/<file>``: where a run's identity comes from.
 _RUN_PATH = re.compile(r"runs/(?P<task>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
 STEP_KEYS = ["task", "method", "seed", "step"]
-EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items"]
+EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items", "n_samples"]
 #: eval.csv's column with the collapse reasons of a run ("" when it did not collapse).
 COLLAPSED = "collapsed"
 
@@ -65,12 +66,14 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
         # Judged again from the health numbers, so the current rule applies to every file, whatever it stored.
         reasons = collapse_reasons(record.get("family", ""), record.get("health"))
         identity = {**run_identity(path), COLLAPSED: "; ".join(reasons)}
+        # Samples per item (pass@1 averaged over them): the evaluation's binomial noise is over items × samples.
+        n_samples = (record.get("settings") or {}).get("num_samples", 1)
         for benchmark, metrics in record["benchmarks"].items():
             n_items = metrics.get("n_items")
             for metric, value in metrics.items():
                 if metric != "n_items" and isinstance(value, (int, float)):
                     rows.append({**identity, "benchmark": benchmark, "metric": metric, "value": float(value),
-                                 "n_items": n_items, "note": ""})
+                                 "n_items": n_items, "n_samples": n_samples, "note": ""})
         for column, reason in (record.get("not_run") or {}).items():
             rows.append({**identity, "benchmark": column, "metric": "", "value": None, "n_items": None,
                          "note": f"not run: {reason}"})

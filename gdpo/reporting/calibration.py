@@ -1,22 +1,26 @@
 """Calibration and power of the verdict rules, by simulating the evidence a design produces.
 
-A *design* is what a config runs for one claim: the setups, per (setup, method, metric) a reference rate
-and the evaluated items of one run, the seeds per method, the training steps and prompts per batch. The
-simulation draws per-seed values the way a workflow measures them — the method's rate plus the run-to-run
-spread (the seed standard deviation: everything that moves one run's score, item flips included), rounded
-to the k/n values n items allow, so that small evaluations tie as real ones do — and feeds them to the rule's own ``decide_*`` function (:mod:`gdpo.reporting.rules`) behind the claim's
-minimum-evidence gate. Event claims (C5, C10) are computed exactly, by enumerating every outcome of the
-seeds' events.
+A *design* is what a config runs for one claim: the setups, per (setup, method, metric) a reference rate,
+the evaluated items of one run and the samples per item, the seeds per method, the training steps and prompts
+per batch. The simulation draws each run's score from the whole data-generating process: the method's rate,
+plus the run-to-run seed spread (normal, ``seed_sd`` points, shared by all items of a run), then the
+evaluation's binomial noise (items × samples Bernoulli draws at that run's rate) — and feeds the values, with
+the variances the ledger would compute from them, to the rule's own ``decide_*`` function
+(:mod:`gdpo.reporting.rules`) behind the claim's minimum-evidence gate. Event claims (C5, C10) are computed
+exactly, by enumerating every outcome of the seeds' events.
 
 Three uses:
 
-- **null**: every method drawn from one process; the share of decisive verdicts is the rule's false-decision
-  rate (``reproduced`` must stay ≤ 5 %; at designs that cannot rule out the paper's effect, ``not
-  reproduced`` too — where a design can, ``not reproduced`` under the null is a correct refutation);
-- **power**: the paper's effect added; the share of ``reproduced`` (the ledger's ``power`` column);
+- **null**: every method drawn from one process; the share of verdicts in the paper's direction
+  (``reproduced`` or ``smaller``) is the rule's false-positive rate (must stay ≤ 5 %);
+- **power**: the paper's effect added; the share of ``reproduced`` (the ledger's ``power`` column and
+  `gdpo power`); the share of ``not reproduced`` is the false refutation rate (≤ 5 %);
 - **paper numbers**: :func:`paper_number_evals` expands the paper's tables into per-seed eval.csv rows.
 
-:data:`ASSUMED_SEED_SD` is the seed spread used where none is measured.
+The seed spread: measured from the runs where they exist (:func:`estimate_seed_spread`: the seeds' pooled
+variance less the evaluation's binomial variance, at the upper end of its one-sided 80 % χ² interval, so that
+power is not overstated by runs that happened to agree), otherwise :func:`default_seed_sd`: the evaluation's
+own binomial sd of a run's score (a run's training varies it at least as much as re-evaluating it would).
 """
 
 from __future__ import annotations
@@ -38,10 +42,9 @@ from gdpo.reporting.contract import (
     paper_effect,
 )
 
-#: Seed-to-seed standard deviation (points) of one method's benchmark-averaged percentage, where no spread is
-#: measured: an assumption. The paper reports no spread; at 0.25 its own tables reproduce every claim, and
-#: :func:`break_even_seed_sd` gives the largest spread at which each still does (about 0.3 points: the
-#: paper's smallest effects, 0.3–1 points, need run-to-run noise that small).
+#: Seed spread (points, beyond the evaluation's binomial noise) at which the paper's own numbers are expanded
+#: into per-seed data (:func:`paper_number_cells`): the paper reports no spread; :func:`break_even_seed_sd`
+#: gives the largest at which each claim still reproduces. Not the power default (:func:`default_seed_sd`).
 ASSUMED_SEED_SD = 0.25
 #: Items of the paper's benchmarks (problems; BFCL-v3: every single-turn and multi-turn entry). Math: the
 #: sizes of the configs' data sets. Code: the test splits as commonly evaluated (the paper does not say).
@@ -50,8 +53,8 @@ PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 2
 #: C7's alternative (the paper gives no numbers): weight 0.25 moves accuracy by twice the "barely" band.
 C7_CHANGE = 2 * BARELY_MARGIN
 #: Event rates under the alternative of C5 / C10: the reference method's rate (GDPO, gdpo) and the paper's
-#: smallest implied difference (:data:`gdpo.reporting.rules.EVENT_EFFECTS`) added to it.
-EVENT_BASE_RATE = 0.05
+#: smallest implied difference (:data:`gdpo.reporting.rules.EVENT_EFFECTS`) added to it (one value at every scale).
+EVENT_BASE_RATE = rules.EVENT_BASE_RATE_SIM
 
 _TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
 _METHODS = {"C3": ("gdpo", "grpo"), "C4": ("grpo_nostd", "grpo", "base"), "C6": ("gdpo", "grpo"),
@@ -67,11 +70,18 @@ def _metrics(claim_id: str, setups: Sequence[str]) -> tuple[str, ...]:
 @dataclasses.dataclass(frozen=True)
 class Cell:
     """One (setup, method, metric) of a design: the reference rate (percent), the effective items of one
-    run's value (for a mean over benchmarks B² / Σ 1/n_b) and the number of seeds (1: evaluated once)."""
+    run's value (for a mean over benchmarks B² / Σ 1/n_b), the number of seeds (1: evaluated once) and the
+    samples per item (pass@1 averaged over them)."""
 
     mean: float
     items: float
     seeds: int
+    samples: int = 1
+
+    @property
+    def trials(self) -> float:
+        """Bernoulli draws behind one run's value: items × samples."""
+        return self.items * self.samples
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +95,7 @@ class TableDesign:
     seed_sd: float
     seeds: int
     items: float
+    spread_source: str = "given"
 
     def with_seeds(self, seeds: int) -> TableDesign:
         cells = {k: dataclasses.replace(c, seeds=seeds if c.seeds > 1 or k[1] != "base" else 1)
@@ -161,7 +172,9 @@ def _decide(design: TableDesign, cells: Mapping) -> str:
 def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int = 0,
                    gated: bool = True) -> dict[str, float]:
     """Share of each verdict over ``replicates`` simulated workflows of ``design`` (``gated``: behind the
-    claim's minimum, so a design below it gives ``underpowered`` every time)."""
+    claim's minimum, so a design below it gives ``underpowered`` every time). Each run's value: its rate
+    (the cell's true mean + ``seed_sd`` × a normal draw, clipped to 0–100) measured by items × samples
+    Bernoulli draws (numpy's binomial); its variance as the ledger computes it from the value."""
     minimum = CLAIMS_BY_ID[design.claim_id].minimum
     if gated and minimum.shortfall(design.seeds, design.items):
         return {UNDERPOWERED: 1.0}
@@ -169,11 +182,10 @@ def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int
     means = cell_means(design, effect)
     draws = {}
     for key, cell in design.cells.items():
-        values = means[key] + design.seed_sd * rng.standard_normal((replicates, cell.seeds))
-        if cell.items < 1e5:  # a run's percentage takes only the values k/n of its n items: ties happen
-            values = np.round(values / 100 * cell.items) / cell.items * 100
-        values = np.clip(values, 0.0, 100.0)
-        draws[key] = (values, binomial_variance(values, cell.items))
+        rates = np.clip(means[key] + design.seed_sd * rng.standard_normal((replicates, cell.seeds)), 0.0, 100.0)
+        trials = max(1, int(round(cell.trials)))
+        values = 100.0 * rng.binomial(trials, rates / 100.0) / trials
+        draws[key] = (values, binomial_variance(values, cell.trials))
     counts: dict[str, int] = {}
     for r in range(replicates):
         cells = {key: rules.Sample(tuple(range(values.shape[1])), values[r], variances[r],
@@ -296,8 +308,8 @@ def _effective_items(mean: float, variance: float) -> float:
 
 def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign | EventDesign | None:
     """The design the ledger's evidence represents (None where the claim's runs are missing): reference
-    rates and items from the runs, the seed spread measured over seeds (item noise removed; the assumed
-    spread where no cell has two seeds)."""
+    rates, items and samples per item from the runs, the seed spread measured over seeds
+    (:func:`estimate_seed_spread`; :func:`default_seed_sd` where no method has two seeds)."""
     if claim_id in ("C5", "C10"):
         figure = "fig5" if claim_id == "C5" else "fig8"
         task = evidence.figure_task(figure)
@@ -323,7 +335,7 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
         return None
     methods = _METHODS[claim_id]
     metrics = _metrics(claim_id, list(setups))
-    cells, spreads, item_variances = {}, [], []
+    cells, samples = {}, []
     for setup, task in setups.items():
         if evidence.missing(task, methods, metrics):
             return None
@@ -331,18 +343,86 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
             for metric in metrics:
                 sample = evidence.sample(task, method, metric)
                 mean = float(np.mean(sample.values))
+                per_item = evidence.samples_per_item(task, method, metric)
                 variance = float(np.nanmean(sample.variances)) if np.isfinite(sample.variances).any() else math.nan
-                cells[(setup, method, metric)] = Cell(mean, _effective_items(mean, variance)
-                                                      if np.isfinite(variance) else 1e6, len(sample))
-                if len(sample) > 1:
-                    spreads.append(float(np.var(sample.values, ddof=1)))
-                    item_variances.append(variance if np.isfinite(variance) else 0.0)
+                items = (_effective_items(mean, variance) / per_item) if np.isfinite(variance) else 1e6
+                cells[(setup, method, metric)] = Cell(mean, items, len(sample), per_item)
+                if method != rules.BASE:
+                    samples.append(sample)
     trained = [m for m in methods if m != "base"]
-    seeds = min(evidence.seeds(t, m) for t in setups.values() for m in trained)
+    seeds = _seeds_used(claim_id, list(setups), {key: evidence.sample(setups[key[0]], key[1], key[2])
+                                                 for key in cells})
     items = min((evidence.items(t, m, metrics[0]) or math.inf) for t in setups.values() for m in trained)
-    seed_sd = (math.sqrt(max(0.0, float(np.mean(spreads)) - float(np.mean(item_variances)))) if spreads
-               else ASSUMED_SEED_SD)
-    return TableDesign(claim_id, tuple(setups), cells, seed_sd, seeds, items)
+    design = TableDesign(claim_id, tuple(setups), cells, 0.0, seeds, items)
+    spread = estimate_seed_spread(samples)
+    if spread is None:
+        sd = default_seed_sd(design)
+        return dataclasses.replace(design, seed_sd=sd, spread_source=f"{sd:.2f} pts assumed (no method has 2 seeds; "
+                                                                       "the evaluation's binomial sd)")
+    return dataclasses.replace(design, seed_sd=spread.upper, spread_source=spread.text())
+
+
+def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
+    """Seeds per compared method the claim's rule rests on (:func:`gdpo.reporting.rules.seeds_compared`): pairs
+    within a setup, pooled over setups (C6), or across the weight sweep's tasks (C7)."""
+    metrics = _metrics(claim_id, setups)
+    if claim_id == "C7":
+        comparisons = [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25") for m in ("grpo", "gdpo")
+                       for r in metrics]
+    elif claim_id == "C6":
+        comparisons = [[((s, "gdpo", r), (s, "grpo", r)) for s in setups] for r in metrics]
+    elif claim_id == "C4":
+        comparisons = [[((s, "grpo_nostd", r), (s, "grpo", r))] for s in setups for r in metrics]
+    else:
+        comparisons = [[((s, "gdpo", r), (s, "grpo", r))] for s in setups for r in metrics]
+    return rules.seeds_compared(cells, comparisons)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpreadEstimate:
+    """The seed spread measured over runs (points): the method-of-moments estimate of the seed variance
+    (the seeds' pooled sample variance less the evaluation's mean binomial variance; may be negative: runs
+    agreeing better than independent item flips would make them) and the upper end of its one-sided 80 %
+    interval (χ² on the pooled variance's degrees of freedom), which power uses."""
+
+    estimate_variance: float
+    upper: float
+    dof: int
+    evaluation_sd: float
+
+    def text(self) -> str:
+        point = (f"{math.sqrt(self.estimate_variance):.2f}" if self.estimate_variance > 0
+                 else "below the evaluation's own noise")
+        return (f"seed spread measured over {self.dof} degrees of freedom: {point} pts (evaluation's binomial sd "
+                f"{self.evaluation_sd:.2f}); power at its 80 % upper bound, {self.upper:.2f} pts")
+
+
+def estimate_seed_spread(samples: Sequence[rules.Sample]) -> SpreadEstimate | None:
+    """Pool each sample's variance over seeds (those with ≥ 2 seeds), subtract the mean binomial variance of
+    its values, and bound it above at 80 % (χ²): None when no sample has two seeds."""
+    sums, dof, binomial = 0.0, 0, []
+    for sample in samples:
+        if len(sample) < 2:
+            continue
+        sums += float(np.var(sample.values, ddof=1)) * (len(sample) - 1)
+        dof += len(sample) - 1
+        binomial.append(float(np.nanmean(sample.variances)) if np.isfinite(sample.variances).any() else 0.0)
+    if not dof:
+        return None
+    pooled = sums / dof
+    evaluation = float(np.mean(binomial))
+    upper_total = dof * pooled / float(stats.chi2.ppf(0.2, dof))
+    return SpreadEstimate(pooled - evaluation, math.sqrt(max(upper_total - evaluation, 0.0)), dof,
+                          math.sqrt(evaluation))
+
+
+def default_seed_sd(design: TableDesign) -> float:
+    """Seed spread (points) assumed where none is measured: the largest binomial sd of a trained method's
+    reference value over its items × samples — a run's training moves its score at least as much as
+    re-evaluating it would. Never below what the evaluation alone implies."""
+    sds = [math.sqrt(float(binomial_variance(cell.mean, cell.trials))) for key, cell in design.cells.items()
+           if key[1] != rules.BASE]
+    return float(np.ceil(100 * max(sds)) / 100) if sds else ASSUMED_SEED_SD
 
 
 def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400) -> float:
@@ -354,6 +434,12 @@ def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400)
     if isinstance(design, EventDesign):
         return round(event_power(design), 3)
     return round(simulate_table(design, effect=True, replicates=replicates).get(REPRODUCED, 0.0), 3)
+
+
+def ledger_spread(claim_id: str, evidence: rules.Evidence) -> str:
+    """Where the ledger row's power took its seed spread from ("" for event claims and missing designs)."""
+    design = design_from_evidence(claim_id, evidence)
+    return design.spread_source if isinstance(design, TableDesign) else ""
 
 
 @functools.lru_cache(maxsize=None)
@@ -375,10 +461,11 @@ def _paper_items(family: str, metric: str, benchmarks: Sequence[str]) -> float:
     return len(sizes) ** 2 / sum(1 / n for n in sizes) if sizes else 100.0
 
 
-def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> dict[str, TableDesign | EventDesign]:
+def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[str, TableDesign | EventDesign]:
     """Every claim's design in a workflow config (a loaded YAML; ``full_grid`` not applied): seeds and
     methods per task, items per run (``eval_size`` × the task's benchmarks, or the paper's benchmark sizes
-    when a task evaluates everything), training steps, prompts per batch; reference rates are the paper's."""
+    when a task evaluates everything), samples per item, training steps, prompts per batch; reference rates
+    are the paper's. ``seed_sd``: the seed spread (points; None: :func:`default_seed_sd` per design)."""
     tasks = config.get("tasks") or {}
     reporting = config.get("reporting") or {}
     evaluation = config.get("evaluation") or {}
@@ -388,6 +475,10 @@ def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> di
 
     def methods_of(task: str) -> list[str]:
         return list((tasks.get(task) or {}).get("methods") or config.get("methods") or [])
+
+    def samples_of(task: str) -> int:
+        spec = tasks.get(task) or {}
+        return int((spec.get("evaluation") or {}).get("num_samples", evaluation.get("num_samples", 1)) or 1)
 
     def items_of(task: str, metric: str) -> float:
         spec = tasks.get(task) or {}
@@ -427,10 +518,17 @@ def designs_from_config(config: Mapping, seed_sd: float = ASSUMED_SEED_SD) -> di
                 for metric in metrics:
                     seeds = 1 if method == "base" else seeds_of(task)
                     cells[(setup, method, metric)] = Cell(_paper_mean(claim_id, setup, method, metric),
-                                                          items_of(task, metric), seeds)
-        designs[claim_id] = TableDesign(claim_id, tuple(setups), cells, seed_sd,
-                                        min(seeds_of(t) for t in setups.values()),
-                                        min(items_of(t, metrics[0]) for t in setups.values()))
+                                                          items_of(task, metric), seeds, samples_of(task))
+        design = TableDesign(claim_id, tuple(setups), cells, 0.0, min(seeds_of(t) for t in setups.values()),
+                             min(items_of(t, metrics[0]) for t in setups.values()))
+        if seed_sd is None:
+            sd = default_seed_sd(design)
+            design = dataclasses.replace(design, seed_sd=sd, spread_source=(
+                f"{sd:.2f} pts, the default: the evaluation's own binomial sd of a run's score "
+                f"({design.items:,.0f} items × {max(c.samples for c in cells.values())} samples)"))
+        else:
+            design = dataclasses.replace(design, seed_sd=seed_sd, spread_source=f"{seed_sd:g} pts, given")
+        designs[claim_id] = design
     for claim_id, figure, methods in (("C5", "fig5", ("grpo", "gdpo")), ("C10", "fig8", ("gdpo_nobn", "gdpo"))):
         task = figures.get(figure)
         if task and all(m in methods_of(task) for m in methods):

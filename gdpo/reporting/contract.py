@@ -1,29 +1,51 @@
 """The verdict contract of the claims ledger, and the statistics every verdict rests on.
 
-**Verdicts.** Each row of the ledger gets one of six words, with one meaning at every scale:
+**Verdicts.** Each row of the ledger gets one of seven words, with one meaning at every scale. For a part of a
+claim whose paper effect is δ (oriented so that the paper's direction is up, δ ≥ 0) and the 95 % interval
+[low, high] of the measured effect:
 
-- ``reproduced``: the 95 % interval of the measured effect excludes 0 in the paper's direction (and, where
-  the claim is a magnitude such as "0 % format", it is consistent with that magnitude);
-- ``not reproduced``: the interval excludes the paper's effect: the opposite direction, or an effect
-  smaller than the paper's (at scale sim, whose units are not the paper's, only the opposite direction);
-- ``inconclusive``: neither;
-- ``underpowered``: the evidence is below the claim's stated minimum (:class:`Minimum`); the row says
-  what would be needed, and no interval is read as a decision;
+- ``reproduced``: low > 0 and high ≥ δ — the interval excludes no effect in the paper's direction and does not
+  rule out an effect as large as the paper's (larger effects included);
+- ``smaller than the paper's``: low > 0 and high < δ — an effect in the paper's direction, but ruled smaller
+  than the paper's;
+- ``not reproduced``: high < δ and low ≤ 0 — the paper's effect is ruled out and no effect (or the opposite
+  direction) is not;
+- ``inconclusive``: low ≤ 0 and high ≥ δ — the interval holds both no effect and the paper's effect;
+- ``underpowered``: the evidence is below the claim's stated minimum (:class:`Minimum`); the row says what would
+  be needed, and no interval is read as a decision;
 - ``not run``: the evidence does not exist (a run, a file or a setup is missing);
-- ``not modelled``: at scale sim, the bench has no mechanism through which the claim could show.
+- ``not modelled``: at scale sim, the bench has no mechanism through which the claim could show, or it never
+  produced the event in any arm and no positive control shows that it can.
 
-**What the intervals are about.** The unit of replication is the training seed, and every seed is scored on the
-same evaluated items: an interval says how a method compares *on this benchmark's items*, as the paper's
-claims do ("on BFCL-v3"), not on the population such items are drawn from. Two methods equally good on average
-but better on different items are, on a given benchmark, not equal; item sampling would need per-item results
-and would leave the paper's smallest gains (3B format +0.59 on 4,441 items, Table 3's accuracies on AIME's 30
-problems) undecidable. Item uncertainty enters only where the seeds give no spread of their own.
+The four interval labels partition the plane of (low, high): they cannot overlap. Where no paper magnitude
+applies (δ = 0: the bench's units are not the paper's; C4's fall from a base rate that depends on the model),
+``smaller`` is empty and ``not reproduced`` means the opposite direction. Parity and non-inferiority parts have
+a stated margin m instead (the smallest effect of interest, :data:`PARITY_MARGIN`, :data:`BARELY_MARGIN`):
+"kept" (non-inferior) is reproduced when low > −m and not reproduced when high < −m; "same" (equivalent) is
+reproduced when the interval lies within ±m and not reproduced when it lies outside; "changed" the reverse.
+A claim with parts gets a verdict per part (:func:`combine` says how they add up: any part ``not
+reproduced`` refutes; all ``reproduced`` reproduce; all decided in the paper's direction with one or more
+``smaller`` give ``smaller``; anything else is ``inconclusive``), so a part with a large effect is decided and
+shown even when another is not.
 
-**Intervals never collapse.** A paired difference over seeds gets a Student-t interval (scipy); where the
-seeds' differences tie (no spread: equal values, or one seed) the uncertainty comes from the evaluated
-items instead: a binomial variance from each value and its ``n_items`` (Agresti–Coull-adjusted, so 0 % and
-100 % keep a non-zero variance) and a normal interval. Rates of events over seeds (divergence, failure to
-converge) get Wilson intervals and their differences Newcombe's hybrid score interval (statsmodels).
+**The unit of replication and the intervals.** The unit is the training seed; every seed is scored on the same
+evaluated items (× samples per item). The variance of one seed's paired difference has two parts: the seeds'
+own spread and the evaluation's noise. A run's score on n items with m samples each varies at most
+binomially, p(1 − p)/(n m) (Agresti–Coull-adjusted, so 0 % and 100 % keep a non-zero variance); where the
+seeds vary more than that, their sample variance s² is the estimate and the interval is Student's t with
+k − 1 degrees of freedom (k seeds); where they vary less (ties, one seed, runs that agree to the item), the
+binomial variance v enters as one more observation: ((k − 1) s² + v) / k, with k degrees of freedom (a
+scaled-inverse-χ² prior of one degree of freedom centred on v). The method: a seed interval floored by the
+evaluation's binomial variance, pooled. It never collapses to a point; more seeds that agree on an equal or
+larger effect never widen it nor weaken its verdict (``tests/test_contract.py``, property tests); and it is
+conservative where runs agree better than independent item flips would make them (greedy evaluation of a
+model that changed little). Rates of events over seeds (divergence, failure to converge) get Wilson intervals
+and their differences Newcombe's hybrid score interval (statsmodels).
+
+**Power** is one thing on every row: the probability that this design (its seeds, evaluated items × samples,
+steps, the spread measured or assumed, the claim's minimum) gives ``reproduced`` if the paper's effect is
+true, by simulating the whole data-generating process through the rule itself
+(:mod:`gdpo.reporting.calibration`). Event claims also state the smallest event rate the design detects.
 
 **One contract per claim** (:data:`CLAIMS`): the statement, the metric(s) and their direction, the paper's
 effect in the metric's unit (computed from :mod:`gdpo.reporting.paper_numbers`, never typed twice), the
@@ -45,14 +67,17 @@ from scipy import stats
 from gdpo.reporting import paper_numbers as pn
 
 REPRODUCED = "reproduced"
+SMALLER = "smaller than the paper's"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 UNDERPOWERED = "underpowered"
 NOT_RUN = "not run"
 NOT_MODELLED = "not modelled"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNDERPOWERED, NOT_RUN, NOT_MODELLED)
+VERDICTS = (REPRODUCED, SMALLER, NOT_REPRODUCED, INCONCLUSIVE, UNDERPOWERED, NOT_RUN, NOT_MODELLED)
 #: The verdicts that state a decision about the claim.
-DECISIVE = (REPRODUCED, NOT_REPRODUCED)
+DECISIVE = (REPRODUCED, SMALLER, NOT_REPRODUCED)
+#: The verdicts that say the effect exists in the paper's direction (a false positive under no difference).
+IN_PAPERS_DIRECTION = (REPRODUCED, SMALLER)
 
 #: Confidence level of every interval of the ledger.
 LEVEL = 0.95
@@ -109,39 +134,43 @@ def binomial_variance(percent: float | np.ndarray, n_items: float | np.ndarray) 
 
 
 def paired_interval(differences: Sequence[float], item_variances: Sequence[float],
-                    common_variance: float = 0.0, resolution: float = 0.0, level: float = LEVEL) -> Interval:
-    """Interval of the mean of per-seed paired differences (points).
+                    common_variance: float = 0.0, level: float = LEVEL) -> Interval:
+    """Interval of the mean of per-seed paired differences (points): a seed interval floored by the
+    evaluation's binomial variance, pooled (the module docstring says why).
 
     Args:
         differences: (k,) the per-seed differences a − b, k ≥ 1.
-        item_variances: (k,) the evaluated items' variance of each difference (points²), e.g. the sum of
-            :func:`binomial_variance` of a and of b.
+        item_variances: (k,) the evaluation's variance of each difference (points²), e.g. the sum of
+            :func:`binomial_variance` of a and of b over their items × samples.
         common_variance: variance of a term shared by every difference (points²), e.g. a base model
             evaluated once and compared with every seed: it does not average out over seeds, so it is
             added to the variance of the mean.
-        resolution: the smallest difference the evaluation can show (points; one item's worth, 100 / n).
-            Differences spread less than half of it apart are ties: CSV rounding or float noise is not spread.
         level: two-sided confidence level (default :data:`LEVEL`; lower it per comparison when a rule
             decides on any of several comparisons, Bonferroni).
 
-    With spread between seeds (k ≥ 2, differences not all equal) the interval is Student's t with k − 1
-    degrees of freedom. Where the seeds tie (no spread, or one seed), the variance of one difference is the
-    items' (their mean over seeds, not divided by k: every seed is scored on the same items) and the interval
-    is normal. Either way it has positive width.
+    With s² the seeds' sample variance (0 for one seed) and v the mean item variance: where s² ≥ v (k ≥ 2) the
+    variance of one difference is s² with k − 1 degrees of freedom (Student's t); otherwise it is
+    ((k − 1) s² + v) / k with k degrees of freedom. The half-width is t · √(variance / k + common_variance).
+    A missing item count (NaN variance) gives a NaN interval: no decision.
     """
     d = np.asarray(differences, dtype=float)
     v = np.asarray(item_variances, dtype=float)
     if d.size == 0 or d.size != v.size:
         raise ValueError(f"need one item variance per seed difference, got {d.size} and {v.size}")
+    k = d.size
     mean = float(d.mean())
-    spread = float(d.std(ddof=1)) if d.size > 1 else 0.0
-    if spread > max(resolution / 2, 1e-9 * max(1.0, abs(mean))):
-        half = _t_quantile(d.size - 1, level) * math.sqrt(spread**2 / d.size + common_variance)
-        return Interval(mean, mean - half, mean + half, f"t over {d.size} seeds")
-    z = _Z if level == LEVEL else float(stats.norm.ppf(0.5 + level / 2))
-    half = z * math.sqrt(float(v.mean()))  # NaN when an item count is missing: no decision
-    why = "one seed" if d.size == 1 else f"{d.size} seeds tie"
-    return Interval(mean, mean - half, mean + half, f"evaluated items ({why})")
+    spread = float(d.var(ddof=1)) if k > 1 else 0.0
+    floor = float(v.mean())
+    if k > 1 and spread >= floor:  # NaN floor compares False: no decision below
+        variance, dof, source = spread, k - 1, f"t over {k} seeds"
+    else:
+        variance, dof = ((k - 1) * spread + floor) / k, k
+        why = "one seed" if k == 1 else f"{k} seeds vary less than it"
+        source = f"t over {k} seed{'s' if k > 1 else ''}, floored by the evaluation's binomial noise ({why})"
+    half = _t_quantile(dof, level) * math.sqrt(variance / k + common_variance)
+    if not half > 0:  # a zero variance can only come from zero item variances: not a measurement
+        half = math.nan
+    return Interval(mean, mean - half, mean + half, source)
 
 
 def rate_interval(events: int, trials: int, level: float = LEVEL) -> Interval:
@@ -187,9 +216,14 @@ class Criterion:
     margin: float = 0.0
 
     def decide(self, interval: Interval) -> str:
+        """One of :data:`REPRODUCED`, :data:`SMALLER`, :data:`NOT_REPRODUCED`, :data:`INCONCLUSIVE`: disjoint
+        regions of (low, high), so no interval meets two definitions; a NaN interval is inconclusive."""
         low, high = interval.oriented(self.direction)
         if self.kind == "better":
-            return REPRODUCED if low > 0 else NOT_REPRODUCED if high < max(self.effect, 0.0) else INCONCLUSIVE
+            effect = max(self.effect, 0.0)
+            if low > 0:
+                return REPRODUCED if high >= effect else SMALLER
+            return NOT_REPRODUCED if high < effect else INCONCLUSIVE
         if self.kind == "kept":
             return REPRODUCED if low > -self.margin else NOT_REPRODUCED if high < -self.margin else INCONCLUSIVE
         if self.kind == "same":
@@ -205,7 +239,9 @@ class Criterion:
     def text(self, metric: str) -> str:
         side = "above" if self.direction > 0 else "below"
         if self.kind == "better":
-            return f"{metric} {side} 0 (paper {self.effect * self.direction:+.2f})"
+            if self.effect > 0:
+                return f"{metric} {side} 0, not ruled below the paper's {self.effect * self.direction:+.2f}"
+            return f"{metric} {side} 0"
         if self.kind == "kept":
             return f"{metric} {side} {-self.margin * self.direction:+g}"
         if self.kind == "same":
@@ -214,12 +250,15 @@ class Criterion:
 
 
 def combine(outcomes: Sequence[str]) -> str:
-    """All parts of a claim together: any ``not reproduced`` refutes it, all ``reproduced`` reproduce it,
-    anything else is ``inconclusive``."""
+    """All parts of a claim together: any ``not reproduced`` refutes it; all ``reproduced`` reproduce it; all
+    in the paper's direction with one or more ``smaller than the paper's`` give ``smaller``; anything else
+    (a part undecided) is ``inconclusive``."""
     if NOT_REPRODUCED in outcomes:
         return NOT_REPRODUCED
     if outcomes and all(o == REPRODUCED for o in outcomes):
         return REPRODUCED
+    if outcomes and all(o in (REPRODUCED, SMALLER) for o in outcomes):
+        return SMALLER
     return INCONCLUSIVE
 
 
@@ -384,8 +423,8 @@ CLAIMS_BY_ID = {claim.claim_id: claim for claim in CLAIMS}
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """Outcome of one rule: what was measured (on what), the rule applied, the verdict, the evidence file,
-    and the design's power (probability of ``reproduced`` if the paper's effect were true; NaN where no
-    power is defined)."""
+    the design's power (probability of ``reproduced`` if the paper's effect were true; NaN where no design
+    can be read), what was run, and the verdict of each part of the claim (``"<part>: <verdict>; ..."``)."""
 
     measured_value: str
     comparison: str
@@ -393,6 +432,7 @@ class Verdict:
     evidence: str
     power: float = math.nan
     run: str = ""
+    parts: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -16,23 +16,44 @@ from gdpo.reporting import rules
 from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, LEVEL, NOT_RUN, Claim, Verdict
 
 LEDGER_COLUMNS = ["claim_id", "scale", "statement", "paper_value", "run", "measured_value", "comparison", "verdict",
-                  "power", "evidence"]
+                  "parts", "power", "power_basis", "evidence"]
 
 #: What each verdict means, for the ledger's header and README (one definition at every scale).
 VERDICT_MEANINGS = {
-    "reproduced": f"the {LEVEL:.0%} interval of the measured effect excludes 0 in the paper's direction (and, for a "
-                  "magnitude such as \"0 % format\", is consistent with it)",
-    "not reproduced": "the interval excludes the paper's effect: the opposite direction, or an effect ruled smaller "
-                      "than the paper's (at scale sim, whose units are not the paper's: the opposite direction only)",
-    "inconclusive": "neither: the interval holds both 0 and the paper's effect",
-    "underpowered": "the evidence is below the claim's stated minimum (seeds, evaluated items, training steps, "
-                    "prompts per batch, no compared run collapsed); the row says what would be needed, and its "
-                    "interval decides nothing",
+    "reproduced": f"the {LEVEL:.0%} interval of the measured effect excludes no effect in the paper's direction and "
+                  "does not rule out an effect as large as the paper's (low > 0, high ≥ δ; larger effects included)",
+    "smaller than the paper's": "the interval excludes no effect in the paper's direction but rules out the paper's "
+                                "effect (low > 0, high < δ)",
+    "not reproduced": "the interval rules out the paper's effect and does not rule out no effect, or lies on the "
+                      "other side of 0 (high < δ, low ≤ 0)",
+    "inconclusive": "the interval holds both no effect and the paper's effect (low ≤ 0, high ≥ δ)",
+    "underpowered": "the evidence is below the claim's stated minimum (seeds per compared method in the comparisons "
+                    "the verdict rests on, evaluated items, training steps, prompts per batch, no compared run "
+                    "collapsed); the row says what would be needed, and its interval decides nothing",
     "not run": "the evidence does not exist: a run, a file or a setup is missing (the evidence column says which)",
-    "not modelled": "scale sim only: the bench has no mechanism through which the claim could show",
+    "not modelled": "scale sim only: the bench has no mechanism through which the claim could show, or it produced "
+                    "the event in no arm and no positive control shows that it can",
 }
 
-
+#: How the verdict regions apply to the other kinds of part, and how parts and cells combine (header and README).
+VERDICT_NOTES = [
+    "δ is the paper's effect in the claim's direction (its unit: points, or a rate difference for events). Where no "
+    "magnitude applies (scale sim, whose units are not the paper's; C4's fall from a model-dependent base rate) "
+    "δ = 0: `smaller` cannot occur and `not reproduced` means the opposite direction.",
+    "Parity and non-inferiority parts use a stated smallest effect of interest m instead: *kept* (C9's pass) is "
+    "reproduced when low > −m and not reproduced when high < −m; *same* (C4's accuracy, C7's weights 0.75 and 0.5) "
+    "is reproduced when the interval lies within ±m and not reproduced when it lies outside; *changed* (C7's "
+    "weight 0.25) the reverse.",
+    "A claim's parts each get a verdict (the `parts` column); together: any part `not reproduced` refutes, all "
+    "`reproduced` reproduce, all in the paper's direction with some `smaller` give `smaller`, anything else is "
+    "`inconclusive`. Setups of a table combine the same way.",
+    "At scale sim every claim combines its grid's cells by one rule, each cell at the grid's Bonferroni level: shown "
+    "in a cell and refuted in none reproduces; refuted in every cell refutes (for an event, only if some cell or a "
+    "positive control shows the bench produces the event); anything else is inconclusive.",
+    "Intervals: Student's t over seeds of the paired differences, the seeds' variance floored by the evaluation's "
+    "binomial variance over items × samples (pooled as one more observation where the seeds vary less), so ties "
+    "and single seeds never give a point; event rates: Newcombe's interval of the rate difference.",
+]
 def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None,
                  eval_csv: str | Path | None = None, steps_csv: str | Path | None = None,
                  reporting: dict | None = None, scale_rows: bool = True, runs: dict | None = None,
@@ -63,9 +84,10 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
     per_seed = _read_optional(sim_per_seed)
     rows = []
 
-    def add(claim: Claim, row_scale: str, verdict: Verdict) -> None:
+    def add(claim: Claim, row_scale: str, verdict: Verdict, basis: str = "") -> None:
         rows.append({"claim_id": claim.claim_id, "scale": row_scale, "statement": claim.statement,
-                     "paper_value": claim.paper_value, **dataclasses.asdict(verdict)})
+                     "paper_value": claim.paper_value, **dataclasses.asdict(verdict),
+                     "power_basis": basis or _event_basis(claim.claim_id, row_scale, verdict)})
 
     for claim in CLAIMS:
         if claim.family == "exact":
@@ -89,12 +111,24 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             add(claim, scale, rules.rule_c11(evidence, {c: at_scale.get(c, NOT_RUN) for c in ("C3", "C6", "C9")}))
         else:
             verdict = rules.RULES[claim.claim_id](evidence)
+            basis = ""
             if with_power and verdict.verdict != NOT_RUN:
                 from gdpo.reporting import calibration
 
                 verdict = dataclasses.replace(verdict, power=calibration.ledger_power(claim.claim_id, evidence))
-            add(claim, scale, verdict)
+                basis = calibration.ledger_spread(claim.claim_id, evidence)
+            add(claim, scale, verdict, basis)
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+
+
+def _event_basis(claim_id: str, scale: str, verdict: Verdict) -> str:
+    """What an event row's power assumes (the same alternative at every scale)."""
+    if claim_id not in rules.EVENT_EFFECTS or math.isnan(verdict.power):
+        return ""
+    rate_b = rules.EVENT_BASE_RATE_SIM
+    where = "in every cell of the grid" if scale == "sim" else "over the runs"
+    return (f"event rate {rate_b + rules.EVENT_EFFECTS[claim_id]:.2f} for the compared method and {rate_b:.2f} for "
+            f"the reference, {where} (the claim's smallest implied difference, {rules.EVENT_EFFECTS[claim_id]:g})")
 
 
 def _read_optional(path: str | Path | None) -> pd.DataFrame | None:
@@ -108,14 +142,19 @@ def _power_text(power: float) -> str:
 
 def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
     """A readable CLAIMS.md: what the verdicts mean, a summary table, then each row in full."""
-    lines = [f"# Claims ledger — scale `{scale}`", "", "What the verdicts mean (the same at every scale):", ""]
+    lines = [f"# Claims ledger — scale `{scale}`", "",
+             "What the verdicts mean (the same at every scale; [low, high] is the 95 % interval of the measured "
+             "effect, oriented so that the paper's direction is up, and δ the paper's effect):", ""]
     lines += [f"- **{name}**: {meaning}" for name, meaning in VERDICT_MEANINGS.items()]
+    lines += ["", *[f"- {note}" for note in VERDICT_NOTES]]
     lines += [
         "",
-        "**power**: the probability that this design (its seeds, evaluated items and steps, with the seed spread "
-        "measured here or assumed) gives `reproduced` if the paper's effect is true, by the rule's own simulation "
-        "(`gdpo power --config <config>` says what a design needs for 80 %). Rules: `gdpo/reporting/rules.py`; "
-        "contract and statistics: `gdpo/reporting/contract.py`.",
+        "**power** (one definition on every row): the probability that this design (its seeds, evaluated items × "
+        "samples and steps, the seed spread measured here or assumed, the claim's minimum) gives `reproduced` if the "
+        "paper's effect is true, by simulating runs (seed spread plus the evaluation's binomial noise) through the "
+        "rule itself; the `power_basis` column says what it assumed. `gdpo power --config <config>` says what a "
+        "design needs for 80 %. Rules: `gdpo/reporting/rules.py`; contract and statistics: "
+        "`gdpo/reporting/contract.py`.",
         "",
         "| claim | scale | verdict | power | what was run |",
         "|---|---|---|---|---|",
@@ -136,7 +175,9 @@ def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
             f"- Run: {row.run if isinstance(row.run, str) and row.run else '—'}",
             f"- Measured: {row.measured_value if isinstance(row.measured_value, str) and row.measured_value else '—'}",
             f"- Rule: {row.comparison if isinstance(row.comparison, str) and row.comparison else '—'}{minimum}",
-            f"- Power: {_power_text(row.power)}",
+            f"- Parts: {row.parts if isinstance(row.parts, str) and row.parts else '—'}",
+            f"- Power: {_power_text(row.power)}"
+            + (f" ({row.power_basis})" if isinstance(row.power_basis, str) and row.power_basis else ""),
             f"- Evidence: {row.evidence}",
             "",
         ]

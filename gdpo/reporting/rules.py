@@ -21,6 +21,7 @@ import collections
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ import pandas as pd
 from gdpo.reporting.aggregate import COLLAPSED
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, LEVEL, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
-    PARITY_MARGIN, REPRODUCED, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
+    PARITY_MARGIN, REPRODUCED, SMALLER, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
     paired_interval, paper_effect, rate_difference_interval, rate_interval,
 )
 
@@ -53,12 +54,6 @@ class Sample:
     def __len__(self) -> int:
         return len(self.values)
 
-    def resolution(self) -> float:
-        """One item's worth in points (100 / the most items behind a value; 0 where not recorded)."""
-        if self.items is None or not np.isfinite(self.items).any():
-            return 0.0
-        return 100.0 / float(np.nanmax(self.items))
-
 
 def paired(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
     """Interval of a − b over the seeds both have (:func:`gdpo.reporting.contract.paired_interval`).
@@ -77,19 +72,23 @@ def paired(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
     ia = [a.seeds.index(s) for s in common]
     ib = [b.seeds.index(s) for s in common]
     return paired_interval(a.values[ia] - b.values[ib], a.variances[ia] + b.variances[ib], common_variance,
-                           resolution=min(a.resolution(), b.resolution()) or max(a.resolution(), b.resolution()),
                            level=level)
 
 
 def shifted(a: Sample, by: float, level: float = LEVEL) -> Interval:
     """Interval of the mean of ``a`` − ``by`` (one sample against a fixed level)."""
-    return paired_interval(a.values - by, a.variances, resolution=a.resolution(), level=level)
+    return paired_interval(a.values - by, a.variances, level=level)
 
 
-def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Interval:
+def pooled_seeds(samples: Sequence[tuple[Sample, Sample]]) -> list[int]:
+    """The seeds every side of every pair has: those a pooled interval rests on."""
+    return sorted(set.intersection(*(set(a.seeds) & set(b.seeds) for a, b in samples)))
+
+
+def pooled(samples: Sequence[tuple[Sample, Sample]], level: float = LEVEL) -> Interval:
     """Interval of the mean over setups of a − b: per seed, the setups' differences averaged (seeds all
-    setups share); item variances add up over setups and divide by their count squared."""
-    common = sorted(set.intersection(*(set(a.seeds) & set(b.seeds) for a, b in samples)))
+    setups share, :func:`pooled_seeds`); item variances add up over setups and divide by their count squared."""
+    common = pooled_seeds(samples)
     if not common:
         return Interval(math.nan, math.nan, math.nan, "no seed common to every setup")
     diffs = np.zeros(len(common))
@@ -99,8 +98,7 @@ def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Interval:
         ib = [b.seeds.index(s) for s in common]
         diffs += a.values[ia] - b.values[ib]
         variances += a.variances[ia] + b.variances[ib]
-    resolution = min(min(a.resolution(), b.resolution()) for a, b in samples) / len(samples)
-    return paired_interval(diffs / len(samples), variances / len(samples) ** 2, resolution=resolution)
+    return paired_interval(diffs / len(samples), variances / len(samples) ** 2, level=level)
 
 
 #: Cells of a claim's samples: (setup label, method, metric) → Sample.
@@ -111,16 +109,39 @@ Cells = Mapping[tuple[str, str, str], Sample]
 # Pure decisions (also driven by the calibration)
 # --------------------------------------------------------------------------------------------------
 
-def _judge(parts: Sequence[tuple[str, Interval, Criterion]]) -> tuple[str, str]:
-    outcomes = [criterion.decide(interval) for _, interval, criterion in parts]
+class Decision(NamedTuple):
+    """What a ``decide_*`` function returns: the claim's verdict, the verdict per setup (or cell), the
+    measured text, and the verdict of every part (``"<setup> <part>"`` → verdict), so that a part with a
+    large effect is shown decided even where another part is not."""
+
+    outcome: str
+    by_setup: dict[str, str]
+    text: str
+    parts: dict[str, str]
+
+
+def parts_text(parts: Mapping[str, str]) -> str:
+    """``"Qwen2.5-1.5B avg: reproduced; Qwen2.5-1.5B format: inconclusive"``."""
+    return "; ".join(f"{name}: {verdict}" for name, verdict in parts.items())
+
+
+def _judge(parts: Sequence[tuple[str, Interval, Criterion]], prefix: str = "") -> tuple[str, str, dict[str, str]]:
+    outcomes = {f"{prefix}{name}": criterion.decide(interval) for name, interval, criterion in parts}
     text = ", ".join(f"{name} {_interval_text(interval)}" for name, interval, _ in parts)
-    return combine(outcomes), text
+    return combine(list(outcomes.values())), text, outcomes
 
 
 def _interval_text(interval: Interval, unit: str = " pts") -> str:
     if math.isnan(interval.low):
         return f"{interval.mean:+.1f}{unit} (no interval: {interval.source})"
     return f"{interval.text(unit)} ({interval.source})"
+
+
+def part_level(parts: int, level: float = LEVEL) -> float:
+    """The confidence level of each of a claim's ``parts`` intervals when any one of them can refute the claim
+    (or, for C7's weight 0.25, reproduce a part): Bonferroni, so that the claim's false refutation under the
+    paper's effect, and its false ``reproduced`` under no difference, stay within 1 − ``level``."""
+    return 1 - (1 - level) / max(1, parts)
 
 
 def effect_or_zero(claim_id: str, setup: str, metric: str) -> float:
@@ -136,17 +157,20 @@ def c3_criteria(setup: str) -> dict[str, Criterion]:
     return {m: Criterion("better", +1, effect_or_zero("C3", setup, m)) for m in ("avg", "format")}
 
 
-def decide_c3(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+def decide_c3(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
     """C3, per Table 1 setup: GDPO − GRPO of BFCL avg accuracy and of correct format, both above 0; refuted
     if either lies below the paper's effect for that setup. Setups combined by
-    :func:`gdpo.reporting.contract.combine`."""
-    outcomes, texts = {}, []
+    :func:`gdpo.reporting.contract.combine`; every part's interval at the Bonferroni level over the parts
+    (:func:`part_level`)."""
+    level = part_level(2 * len(setups), level)
+    outcomes, texts, verdicts = {}, [], {}
     for setup in setups:
-        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)]), c)
+        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)], level), c)
                  for m, c in c3_criteria(setup).items()]
-        outcomes[setup], text = _judge(parts)
+        outcomes[setup], text, part_verdicts = _judge(parts, f"{setup} ")
+        verdicts.update(part_verdicts)
         texts.append(f"{setup}: GDPO − GRPO {text}")
-    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts)
 
 
 def c4_criteria(setup: str) -> dict[str, Criterion]:
@@ -157,12 +181,14 @@ def c4_criteria(setup: str) -> dict[str, Criterion]:
             "parity": Criterion("same", margin=PARITY_MARGIN)}
 
 
-def decide_c4(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> tuple[str, dict[str, str], str]:
+def decide_c4(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
     """C4, per Table 1 setup that trains GRPO w/o std: its format falls from the base model's (interval of
     w/o std − base below 0; refuted below the paper's fall), stays near 0 % (interval of its rate below
     :data:`NO_FORMAT_RATE`; refuted when above it: it learned format), and its avg accuracy matches GRPO's
-    (interval of the difference within ±:data:`PARITY_MARGIN`; refuted when outside)."""
-    outcomes, texts = {}, []
+    (interval of the difference within ±:data:`PARITY_MARGIN`; refuted when outside). Intervals at the
+    Bonferroni level over the parts (:func:`part_level`)."""
+    level = part_level(3 * len(setups), level)
+    outcomes, texts, verdicts = {}, [], {}
     for setup in setups:
         criteria = c4_criteria(setup)
         nostd = cells[(setup, "grpo_nostd", "format")]
@@ -170,40 +196,47 @@ def decide_c4(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> tupl
                  (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE, level), criteria["rate"]),
                  ("avg − GRPO's", paired(cells[(setup, "grpo_nostd", "avg")], cells[(setup, "grpo", "avg")], level),
                   criteria["parity"])]
-        outcomes[setup], text = _judge(parts)
+        outcomes[setup], text, part_verdicts = _judge(parts, f"{setup} ")
+        verdicts.update(part_verdicts)
         texts.append(f"{setup}: GRPO w/o std {text}")
-    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts)
 
 
-def decide_c6(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+def decide_c6(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
     """C6: GDPO − GRPO of accuracy above 0 and of Exceed below 0, each averaged over the benchmarks and then
     over Table 3's setups (models), paired by seed; refuted below the paper's mean effect. Per-setup
     intervals are reported beside it. (Per model, the paper's own gains at R1-7B and Qwen3-4B are +0.6 and
-    +0.3 points of accuracy: too small to be decided over the seeds of one run each.)"""
+    +0.3 points of accuracy: too small to be decided over the seeds of one run each.) Intervals at the
+    Bonferroni level over the two parts."""
+    level = part_level(2, level)
     effects = {m: float(np.mean([effect_or_zero("C6", s, m) for s in setups])) for m in ("acc", "exceed")}
     criteria = {"acc": Criterion("better", +1, effects["acc"]), "exceed": Criterion("better", -1, -effects["exceed"])}
-    parts = [(m, pooled([(cells[(s, "gdpo", m)], cells[(s, "grpo", m)]) for s in setups]), c)
+    parts = [(m, pooled([(cells[(s, "gdpo", m)], cells[(s, "grpo", m)]) for s in setups], level), c)
              for m, c in criteria.items()]
-    outcome, text = _judge(parts)
+    outcome, text, verdicts = _judge(parts)
     per_setup = "; ".join(f"{s}: " + ", ".join(
         f"{m} {_interval_text(paired(cells[(s, 'gdpo', m)], cells[(s, 'grpo', m)]))}" for m in criteria)
         for s in setups)
     label = "mean over setups" if len(setups) > 1 else setups[0]
-    return outcome, {s: outcome for s in setups}, f"GDPO − GRPO, {label}: {text}" + (
-        f" (per setup: {per_setup})" if len(setups) > 1 else "")
+    return Decision(outcome, {s: outcome for s in setups}, f"GDPO − GRPO, {label}: {text}" + (
+        f" (per setup: {per_setup})" if len(setups) > 1 else ""), verdicts)
 
 
-def decide_c8(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+def decide_c8(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
     """C8, per Table 4 setup: GDPO − GRPO of accuracy above 0 and Exceed below 0 (benchmark averages, paired
-    by seed); refuted below the paper's mean effect over Table 4's benchmarks (+2.0 acc, −5.7 exceed)."""
+    by seed); refuted below the paper's mean effect over Table 4's benchmarks (+2.0 acc, −5.7 exceed).
+    Intervals at the Bonferroni level over the parts."""
+    level = part_level(2 * len(setups), level)
     criteria = {"acc": Criterion("better", +1, paper_effect("C8", "", "acc")),
                 "exceed": Criterion("better", -1, -paper_effect("C8", "", "exceed"))}
-    outcomes, texts = {}, []
+    outcomes, texts, verdicts = {}, [], {}
     for setup in setups:
-        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)]), c) for m, c in criteria.items()]
-        outcomes[setup], text = _judge(parts)
+        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)], level), c)
+                 for m, c in criteria.items()]
+        outcomes[setup], text, part_verdicts = _judge(parts, f"{setup} ")
+        verdicts.update(part_verdicts)
         texts.append(f"{setup}: GDPO − GRPO {text}")
-    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts)
 
 
 def c9_criteria(setup: str) -> dict[str, Criterion]:
@@ -216,36 +249,43 @@ def c9_criteria(setup: str) -> dict[str, Criterion]:
     return {"pass": Criterion("kept", +1, margin=PARITY_MARGIN), "exceed": Criterion("kept", -1, margin=PARITY_MARGIN)}
 
 
-def decide_c9(cells: Cells, setups: Sequence[str]) -> tuple[str, dict[str, str], str]:
+def decide_c9(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
     """C9, per Table 5 setup: GDPO keeps the pass rate (GDPO − GRPO above −:data:`PARITY_MARGIN`); at 2
     objectives it keeps Exceed (below +:data:`PARITY_MARGIN`); at 3 objectives it lowers Exceed and the bug
-    ratio (below 0; refuted below the paper's effect). Benchmarks averaged, paired by seed."""
-    outcomes, texts = {}, []
+    ratio (below 0; refuted below the paper's effect). Benchmarks averaged, paired by seed; intervals at the
+    Bonferroni level over the parts."""
+    level = part_level(sum(len(c9_criteria(s)) for s in setups), level)
+    outcomes, texts, verdicts = {}, [], {}
     for setup in setups:
-        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)]), c)
+        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)], level), c)
                  for m, c in c9_criteria(setup).items()]
-        outcomes[setup], text = _judge(parts)
+        outcomes[setup], text, part_verdicts = _judge(parts, f"{setup} ")
+        verdicts.update(part_verdicts)
         texts.append(f"{setup}: GDPO − GRPO {text}")
-    return combine(list(outcomes.values())), outcomes, "; ".join(texts)
+    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts)
 
 
-def decide_c7(cells: Cells) -> tuple[str, dict[str, str], str]:
+def decide_c7(cells: Cells, level: float = LEVEL) -> Decision:
     """C7, for GRPO and GDPO: accuracy and Exceed at length weight 0.75 and 0.5 minus at weight 1 within
     ±:data:`BARELY_MARGIN` (equivalence), and at 0.25 outside it for accuracy or Exceed; refuted when 0.75 or
     0.5 lies outside the band or 0.25 lies within it for both metrics. ``cells`` keys: (weight label,
-    method, metric) with labels ``"1"``, ``"0.75"``, ``"0.5"``, ``"0.25"``."""
+    method, metric) with labels ``"1"``, ``"0.75"``, ``"0.5"``, ``"0.25"``. Parts: per method, "w0.75 and
+    0.5 barely change" and "w0.25 changes"; the twelve intervals at the Bonferroni level over them."""
+    level = part_level(12, level)
     same, changed = Criterion("same", margin=BARELY_MARGIN), Criterion("changed", margin=BARELY_MARGIN)
-    outcomes, texts = {}, []
+    outcomes, texts, verdicts = {}, [], {}
     for method in ("grpo", "gdpo"):
-        intervals = {(w, m): paired(cells[(w, method, m)], cells[("1", method, m)])
+        intervals = {(w, m): paired(cells[(w, method, m)], cells[("1", method, m)], level)
                      for w in ("0.75", "0.5", "0.25") for m in ("acc", "exceed")}
-        kept = [same.decide(intervals[(w, m)]) for w in ("0.75", "0.5") for m in ("acc", "exceed")]
+        kept = combine([same.decide(intervals[(w, m)]) for w in ("0.75", "0.5") for m in ("acc", "exceed")])
         moved = [changed.decide(intervals[("0.25", m)]) for m in ("acc", "exceed")]
         low_weight = REPRODUCED if REPRODUCED in moved else NOT_REPRODUCED if all(
             o == NOT_REPRODUCED for o in moved) else INCONCLUSIVE
-        outcomes[method] = combine(kept + [low_weight])
+        verdicts[f"{method} w0.75/0.5 within ±{BARELY_MARGIN:g}"] = kept
+        verdicts[f"{method} w0.25 outside"] = low_weight
+        outcomes[method] = combine([kept, low_weight])
         texts.append(f"{method}: " + ", ".join(f"w{w} {m} {_interval_text(i)}" for (w, m), i in intervals.items()))
-    return combine(list(outcomes.values())), outcomes, "vs weight 1; " + "; ".join(texts)
+    return Decision(combine(list(outcomes.values())), outcomes, "vs weight 1; " + "; ".join(texts), verdicts)
 
 
 #: Smallest effects the qualitative event claims imply (rate differences): C5's single GRPO run diverged and
@@ -372,11 +412,15 @@ class Evidence:
         outside = rows[(rows["value"] < 0) | (rows["value"] > 100)]
         if not outside.empty:
             first = outside.iloc[0]
-            raise ValueError(f"{self.eval_path}: {metric} of {task}/{method} seed {first['seed']} is {first['value']}, "
-                             "outside 0–100 %; the rules read percentages (remake it with `gdpo aggregate`).")
+            raise ValueError(f"{self.eval_path}, line {int(outside.index[0]) + 2}: {metric} of {task}/{method} seed "
+                             f"{int(first['seed'])} is {first['value']}, outside 0–100; the rules read percentages "
+                             "(42.5 for 42.5 %; a 0–1 fraction such as 0.425 must be multiplied by 100). Remake the "
+                             "file with `gdpo aggregate`.")
         values_array = rows["value"].to_numpy(dtype=float)
         items_array = rows["n_items"].to_numpy(dtype=float)
-        rows = rows.assign(item_variance=binomial_variance(values_array, items_array), items=items_array)
+        # The evaluation's binomial noise is over every sampled response: items × samples per item.
+        trials = items_array * rows["n_samples"].fillna(1).to_numpy(dtype=float)
+        rows = rows.assign(item_variance=binomial_variance(values_array, trials), items=items_array)
         grouped = rows.groupby("seed")
         values = grouped["value"].mean()
         # A benchmark without an item count leaves the seed's item variance unknown (NaN), not smaller.
@@ -408,6 +452,14 @@ class Evidence:
                           & (self.evals[COLLAPSED] != "")]
         runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
         return [f"{r.method} seed {int(r.seed)}: {getattr(r, COLLAPSED)}" for r in runs.itertuples(index=False)]
+
+    def samples_per_item(self, task: str, method: str, metric: str) -> int:
+        """Samples per evaluated item behind (task, method)'s ``metric`` (eval.csv's ``n_samples``; 1 where not
+        recorded: greedy or one sample)."""
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        counts = pd.to_numeric(rows["n_samples"], errors="coerce").dropna()
+        return int(counts.min()) if not counts.empty else 1
 
     def items(self, task: str, method: str, metric: str) -> float | None:
         """Evaluated items of one run of (task, method), summed over the benchmarks reporting ``metric``
@@ -457,16 +509,17 @@ def _checked_evals(evals: pd.DataFrame, eval_path: str) -> pd.DataFrame:
     if missing and not evals.empty:
         raise ValueError(f"{eval_path} lacks columns {missing}; it must be eval.csv of `gdpo aggregate`.")
     evals = evals.reindex(columns=list(dict.fromkeys([*evals.columns, "task", "method", "seed", "metric", "value",
-                                                      "n_items", "benchmark", COLLAPSED])))
+                                                      "n_items", "n_samples", "benchmark", COLLAPSED])))
     evals[COLLAPSED] = evals[COLLAPSED].fillna("").astype(str)
-    for column in ("value", "n_items", "seed"):
+    for column in ("value", "n_items", "n_samples", "seed"):
         numbers = pd.to_numeric(evals[column], errors="coerce")
         bad = evals[numbers.isna() & evals[column].notna()]
         if not bad.empty:
-            raise ValueError(f"{eval_path}: column {column!r} holds {bad[column].iloc[0]!r} (row {bad.index[0]}), "
-                             "not a number; remake the file with `gdpo aggregate`.")
+            raise ValueError(f"{eval_path}, line {int(bad.index[0]) + 2}: column {column!r} holds "
+                             f"{bad[column].iloc[0]!r}, not a number; remake the file with `gdpo aggregate`.")
         evals = evals.assign(**{column: numbers})
     evals = evals.dropna(subset=["value"])
+    _check_counts(evals, eval_path)
     keys = ["task", "method", "seed", "benchmark", "metric"]
     repeated = evals[evals.duplicated(subset=keys, keep=False)]
     if not repeated.empty:
@@ -474,6 +527,43 @@ def _checked_evals(evals: pd.DataFrame, eval_path: str) -> pd.DataFrame:
         raise ValueError(f"{eval_path} repeats the row {dict(row[keys])} ({len(repeated)} repeated rows); each "
                          "(task, method, seed, benchmark, metric) must appear once (remake it with `gdpo aggregate`).")
     return evals
+
+
+#: More evaluated items than any benchmark of this field has (BFCL-v3: 4,441; the largest math sets: tens of
+#: thousands): a count above it is a unit error (responses × samples, or tokens), not items.
+MAX_ITEMS = 1_000_000
+#: Samples per item above which a count is not one (the paper's math evaluation: 16).
+MAX_SAMPLES = 10_000
+
+
+def _check_counts(evals: pd.DataFrame, eval_path: str) -> None:
+    """Refuse item and sample counts no evaluation can have, and a file of 0–1 fractions read as percentages.
+
+    Raises:
+        ValueError: naming the file, its line, the value and the fix.
+    """
+    def fail(rows: pd.DataFrame, what: str, fix: str) -> None:
+        first = rows.iloc[0]
+        raise ValueError(f"{eval_path}, line {int(rows.index[0]) + 2} ({first['task']}/{first['method']} seed "
+                         f"{first['seed']}, {first['metric']}): {what} {fix}")
+
+    items = evals["n_items"]
+    if (bad := evals[items.notna() & (items <= 0)]).shape[0]:
+        fail(bad, f"n_items is {bad['n_items'].iloc[0]:g}; a value needs at least one evaluated item.",
+             "Drop the row, or re-run its evaluation with eval_size ≥ 1 and remake the file with `gdpo aggregate`.")
+    if (bad := evals[items.notna() & (items > MAX_ITEMS)]).shape[0]:
+        fail(bad, f"n_items is {bad['n_items'].iloc[0]:g}, more than any benchmark has (> {MAX_ITEMS:,}).",
+             "n_items counts evaluated items per run (not responses, samples or tokens); remake the file with "
+             "`gdpo aggregate`.")
+    samples = evals["n_samples"]
+    if (bad := evals[samples.notna() & ((samples < 1) | (samples > MAX_SAMPLES))]).shape[0]:
+        fail(bad, f"n_samples is {bad['n_samples'].iloc[0]:g}; samples per item must be between 1 and "
+                  f"{MAX_SAMPLES:,}.", "Remake the file with `gdpo aggregate`.")
+    values = evals["value"]
+    if len(values) and values.between(0, 1).all() and ((values > 0) & (values < 1)).any():
+        fail(evals[(values > 0) & (values < 1)], "every value of the file lies between 0 and 1: these look like "
+             "0–1 fractions, and the rules read percentages (0.425 would be read as 0.425 %, not 42.5 %).",
+             "Multiply the values by 100, or remake the file with `gdpo aggregate`.")
 
 
 def _not_configured(table_or_figure: str, what: str) -> Verdict:
@@ -533,22 +623,47 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
     return Gathered(cells, setups, shortfall, labels)
 
 
+def seeds_compared(cells: Cells, comparisons: Sequence[Sequence[tuple[tuple[str, str, str], tuple[str, str, str]]]]
+                   ) -> int:
+    """Seeds per compared method that a verdict actually rests on: for each comparison (a list of (a, b) cell
+    pairs whose differences are averaged per seed, as :func:`pooled` does; one pair for a plain paired
+    difference), the seeds common to every side of it; the fewest over comparisons. A reference evaluated
+    once (``once``) pairs with any seed."""
+    fewest = math.inf
+    for pairs in comparisons:
+        sides = [cells[key] for pair in pairs for key in pair]
+        seed_sets = [set(sample.seeds) for sample in sides if not sample.once]
+        fewest = min(fewest, len(set.intersection(*seed_sets)) if seed_sets else 0)
+    return 0 if fewest is math.inf else int(fewest)
+
+
 def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdict,
-                   decide: Callable, comparison: str) -> Verdict:
+                   decide: Callable, comparison: str, comparisons: Sequence | None = None) -> Verdict:
+    """The table claim's verdict from what :func:`gather` read. ``comparisons``: the cell pairs a rule pools
+    across setups or tasks (:func:`seeds_compared`); the minimum's seed count applies to them too."""
     if isinstance(gathered, Verdict):
         return dataclasses.replace(gathered, comparison=comparison)
-    outcome, _, text = decide(gathered.cells, list(gathered.setups))
+    decision = decide(gathered.cells, list(gathered.setups))
+    text = decision.text
     for setup, task in gathered.setups.items():  # name what ran; the paper's setup it stands for beside it
         text = text.replace(f"{setup}: ", f"{task} (as the paper's {setup}): ")
     run = "; ".join(gathered.labels)
     absent = [s for s in _PAPER_SETUPS.get(claim_id, ()) if s not in gathered.setups]
     if absent:
         comparison += f" — judged on {', '.join(gathered.setups)} only; the paper's {', '.join(absent)} not mapped"
-    short = {s: m for s, m in gathered.shortfall.items() if m}
+    short = {s: list(m) for s, m in gathered.shortfall.items() if m}
+    if comparisons is not None:
+        used = seeds_compared(gathered.cells, comparisons)
+        need = CLAIMS_BY_ID[claim_id].minimum.seeds
+        if used < need:
+            short.setdefault("pooled", []).append(f"≥ {need} seeds per method common to every pooled comparison "
+                                                   f"(have {used})")
+    parts = parts_text(decision.parts)
     if short:
         needs = "; ".join(f"{s} needs " + ", ".join(m) for s, m in short.items())
-        return Verdict(f"{text} — not decided: {needs}", comparison, UNDERPOWERED, evidence.eval_path, run=run)
-    return Verdict(text, comparison, outcome, evidence.eval_path, run=run)
+        return Verdict(f"{text} — not decided: {needs}", comparison, UNDERPOWERED, evidence.eval_path, run=run,
+                       parts=parts)
+    return Verdict(text, comparison, decision.outcome, evidence.eval_path, run=run, parts=parts)
 
 
 #: The paper's setups of each table claim (a config that maps fewer is judged on those, and the row says so).
@@ -619,7 +734,9 @@ def rule_c6(evidence: Evidence) -> Verdict:
     at 1 point; CPU designs underpowered."""
     comparison = "GDPO − GRPO paired by seed, averaged over Table 3's setups: accuracy above 0, Exceed below 0"
     gathered = gather(evidence, "C6", "table3", ("gdpo", "grpo"), ("acc", "exceed"))
-    return _table_verdict(evidence, "C6", gathered, decide_c6, comparison)
+    pooled_pairs = None if isinstance(gathered, Verdict) else [
+        [((s, "gdpo", m), (s, "grpo", m)) for s in gathered.setups] for m in ("acc", "exceed")]
+    return _table_verdict(evidence, "C6", gathered, decide_c6, comparison, pooled_pairs)
 
 
 def rule_c8(evidence: Evidence) -> Verdict:
@@ -674,14 +791,22 @@ def rule_c7(evidence: Evidence) -> Verdict:
         if isinstance(gathered, Verdict):
             return dataclasses.replace(gathered, comparison=comparison)
         cells.update(gathered.cells)
-        shortfall += [f"w{weight}: " + ", ".join(m) for m in gathered.shortfall.values() if m]
+        # The seeds gather counts (GRPO's paired with GDPO's in one task) are not the pairs C7 compares: below.
+        shortfall += [f"w{weight}: " + ", ".join(kept) for m in gathered.shortfall.values()
+                      if (kept := [x for x in m if "seeds per method" not in x])]
         labels += [label.replace(f"(paper: {weight})", f"(paper: length weight {weight})") for label in gathered.labels]
-    outcome, _, text = decide_c7(cells)
+    decision = decide_c7(cells)
     run = "; ".join(labels)
+    # The verdict pairs each method across tasks (weight w against weight 1): the seeds those pairs share.
+    used = seeds_compared(cells, [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25")
+                                  for m in ("grpo", "gdpo") for r in ("acc", "exceed")])
+    if used < MIN_SEEDS:
+        shortfall.insert(0, f"≥ {MIN_SEEDS} seeds per method common to each weight and weight 1 (have {used})")
+    parts = parts_text(decision.parts)
     if shortfall:
-        return Verdict(f"{text} — not decided: needs " + "; ".join(shortfall), comparison, UNDERPOWERED,
-                       evidence.eval_path, run=run)
-    return Verdict(text, comparison, outcome, evidence.eval_path, run=run)
+        return Verdict(f"{decision.text} — not decided: needs " + "; ".join(shortfall), comparison, UNDERPOWERED,
+                       evidence.eval_path, run=run, parts=parts)
+    return Verdict(decision.text, comparison, decision.outcome, evidence.eval_path, run=run, parts=parts)
 
 
 def _curve_task(evidence: Evidence, figure: str, what: str, comparison: str):
@@ -701,7 +826,9 @@ def _events_verdict(evidence: Evidence, claim_id: str, task: str, methods: tuple
     prompts = (evidence.runs.get(task) or {}).get("prompts_per_batch")
     shortfall = minimum.shortfall(seeds, steps=evidence.num_steps(task, methods), prompts_per_batch=prompts)
     outcome, interval = decide_events(claim_id, events[a].to_numpy(), events[b].to_numpy())
-    text = f"{measured}; rate difference {interval.text('', 2)} ({interval.source})"
+    detectable = smallest_detectable_rate(len(events[a]), len(events[b])) if seeds else math.nan
+    text = (f"{measured}; rate difference {interval.text('', 2)} ({interval.source}); with these seeds the rule "
+            f"detects a {a} rate ≥ {detectable:.2f} (none for {b}) with 80 % power")
     run = evidence.run_label(task, methods, _paper_setup(claim_id))
     if shortfall:
         return Verdict(f"{text} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED,
@@ -919,31 +1046,32 @@ def _sim_run(per_seed: pd.DataFrame, study: str) -> str:
     return f"policy-gradient bench, study {study}, {seeds} seeds"
 
 
-def _sim_combine(outcomes: Sequence[str]) -> str:
-    """A study's variants must agree: unanimous outcomes stand, a mix is inconclusive."""
-    values = set(outcomes)
-    return values.pop() if len(values) == 1 else INCONCLUSIVE
-
-
 def sim_verdict_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
-    """C3 at scale sim (study ``format_vs_correctness``): per variant, GDPO − GRPO of the final success of
-    correctness and of format (points), paired by seed: both above 0 reproduce, either below 0 refutes (the
-    bench's units are not the paper's, so the paper's magnitude is not used); variants must agree."""
-    outcomes, parts, pairs = [], [], []
+    """C3 at scale sim (study ``format_vs_correctness``): per variant (cell), GDPO − GRPO of the final success of
+    correctness and of format (points), paired by seed, at the grid's Bonferroni level: both above 0 reproduce,
+    either below 0 refutes (the bench's units are not the paper's, so no paper magnitude: δ = 0);
+    :func:`over_cells` across cells."""
+    outcomes, parts, pairs, verdicts = {}, [], [], {}
     better = Criterion("better", +1, 0.0)
-    for variant in _variants(per_seed, "format_vs_correctness"):
+    variants = _variants(per_seed, "format_vs_correctness")
+    level = bonferroni_level(2 * len(variants))  # two parts in every cell
+    for variant in variants:
         samples = {r: (_sim_sample(per_seed, "format_vs_correctness", variant, "gdpo", r),
                        _sim_sample(per_seed, "format_vs_correctness", variant, "grpo", r))
                    for r in ("correctness", "format")}
-        intervals = {r: paired(*pair) for r, pair in samples.items()}
+        intervals = {r: paired(*pair, level=level) for r, pair in samples.items()}
         pairs.append(_sim_pairs(*samples.values()))
-        outcomes.append(combine([better.decide(i) for i in intervals.values()]))
+        cell = {f"{variant} {r}": better.decide(i) for r, i in intervals.items()}
+        verdicts.update(cell)
+        outcomes[variant] = combine(list(cell.values()))
         parts.append(f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items()))
-    text, comparison = "GDPO − GRPO final success; " + "; ".join(parts), "both paired differences above 0 in every variant"
+    text = (f"GDPO − GRPO final success (intervals at {100 * level:.2f} %); " + "; ".join(parts)
+            + f". Cells: {_tally(outcomes)}")
+    comparison = "both paired differences above 0, combined over cells (shown in a cell and refuted in none)"
     run = _sim_run(per_seed, "format_vs_correctness")
     if min(pairs) < MIN_SEEDS:
         return _sim_underpowered(min(pairs), text, comparison, evidence, run)
-    return Verdict(text, comparison, _sim_combine(outcomes), evidence, run=run)
+    return Verdict(text, comparison, over_cells(outcomes), evidence, run=run, parts=parts_text(verdicts))
 
 
 def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
@@ -955,7 +1083,8 @@ def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
             for reward, metric in (("correctness", "acc"), ("length", "exceed")):
                 cells[(weight, method, metric)] = _sim_sample(per_seed, "easy_vs_hard_weights", f"w{weight}",
                                                               method, reward)
-    outcome, _, text = decide_c7(cells)
+    decision = decide_c7(cells)
+    outcome, text = decision.outcome, decision.text
     text = "final success " + text.replace(" acc ", " correctness ").replace(" exceed ", " length ")
     comparison = f"w 0.75, 0.5 within ±{BARELY_MARGIN:g} pts of w 1; w 0.25 outside it (both methods)"
     run = _sim_run(per_seed, "easy_vs_hard_weights")
@@ -963,26 +1092,7 @@ def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
                          for m in ("grpo", "gdpo") for r in ("acc", "exceed")))
     if pairs < MIN_SEEDS:
         return _sim_underpowered(pairs, text, comparison, evidence, run)
-    return Verdict(text, comparison, outcome, evidence, run=run)
-
-
-def sim_verdict_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
-    """C8 at scale sim (study ``easy_vs_hard_weights``, variant ``conditioned``): GDPO − GRPO of the final
-    success of correctness and of the conditioned length reward, paired by seed: both above 0 reproduce,
-    either below 0 refutes."""
-    better = Criterion("better", +1, 0.0)
-    samples = {r: (_sim_sample(per_seed, "easy_vs_hard_weights", "conditioned", "gdpo", r),
-                   _sim_sample(per_seed, "easy_vs_hard_weights", "conditioned", "grpo", r))
-               for r in ("correctness", "length")}
-    intervals = {r: paired(*pair) for r, pair in samples.items()}
-    verdict = combine([better.decide(i) for i in intervals.values()])
-    text = "GDPO − GRPO final success, conditioned length: " + ", ".join(
-        f"{r} {_interval_text(i)}" for r, i in intervals.items())
-    run = _sim_run(per_seed, "easy_vs_hard_weights")
-    pairs = _sim_pairs(*samples.values())
-    if pairs < MIN_SEEDS:
-        return _sim_underpowered(pairs, text, "both paired differences above 0", evidence, run)
-    return Verdict(text, "both paired differences above 0", verdict, evidence, run=run)
+    return Verdict(text, comparison, outcome, evidence, run=run, parts=parts_text(decision.parts))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1000,15 +1110,37 @@ def bonferroni_level(cells: int) -> float:
     return 1 - (1 - LEVEL) / max(1, cells)
 
 
-def shown_in_any_cell(outcomes: Mapping[str, str]) -> str:
-    """A failure mode looked for over a grid of settings: shown (``reproduced``) where any cell shows it at the
-    Bonferroni level; ruled out (``not reproduced``) only where every cell rules it out; else inconclusive."""
+def over_cells(outcomes: Mapping[str, str]) -> str:
+    """The one rule by which every sim claim combines the cells of its grid, each cell decided at the grid's
+    Bonferroni level (:func:`bonferroni_level`): the claim is shown where some cell shows it and no cell refutes
+    it (``reproduced`` if a cell reproduces, else ``smaller`` if a cell finds a smaller effect); ruled out
+    (``not reproduced``) only where every cell rules it out; otherwise (cells disagreeing, or none decided)
+    ``inconclusive``. A false ``reproduced`` needs a cell's interval to miss, which the Bonferroni level keeps
+    below 5 % over the grid."""
     values = list(outcomes.values())
-    if REPRODUCED in values:
-        return REPRODUCED
     if values and all(v == NOT_REPRODUCED for v in values):
         return NOT_REPRODUCED
+    if NOT_REPRODUCED not in values:
+        if REPRODUCED in values:
+            return REPRODUCED
+        if SMALLER in values:
+            return SMALLER
     return INCONCLUSIVE
+
+
+def shown_in_any_cell(outcomes: Mapping[str, str]) -> str:
+    """Kept for callers of the former name: :func:`over_cells`."""
+    return over_cells(outcomes)
+
+
+def _tally(outcomes: Mapping[str, str]) -> str:
+    """``"reproduced in 3/4, inconclusive in 1/4 (cell_a)"``: cells by outcome, the odd ones named."""
+    counts = collections.Counter(outcomes.values())
+    if not counts:
+        return "no cells"
+    most = counts.most_common(1)[0][0]
+    return ", ".join(f"{outcome} in {count}/{len(outcomes)}" + ("" if outcome == most else " (" + ", ".join(
+        n for n, o in outcomes.items() if o == outcome) + ")") for outcome, count in counts.most_common())
 
 
 def _sim_initial_sample(per_seed: pd.DataFrame, study: str, variant: str, method: str, reward: str) -> Sample:
@@ -1059,22 +1191,71 @@ def smallest_detectable_rate(trials_a: int, trials_b: int, level: float = LEVEL,
 
 def decide_sim_events(claim_id: str, events: Mapping[str, tuple[pd.Series, pd.Series]]) -> tuple[str, dict, str]:
     """C5 / C10 over a grid: per cell, :func:`decide_events` (a − b, paired nothing: rates over seeds) at the
-    Bonferroni level of the grid; :func:`shown_in_any_cell` across cells. ``events``: cell → (a's, b's)."""
+    Bonferroni level of the grid; :func:`over_cells` across cells. ``events``: cell → (a's, b's)."""
     level = bonferroni_level(len(events))
     outcomes, parts = {}, []
     for cell, (a, b) in events.items():
         outcomes[cell], interval = decide_events(claim_id, a.to_numpy(), b.to_numpy(), level)
         parts.append(f"{cell}: {int(a.sum())}/{len(a)} vs {int(b.sum())}/{len(b)}, difference "
                      f"{interval.text('', 2)}")
-    return shown_in_any_cell(outcomes), outcomes, "; ".join(parts)
+    return over_cells(outcomes), outcomes, "; ".join(parts)
+
+
+#: per_seed.csv's column marking a positive-control cell (settings engineered so that the event happens).
+POSITIVE_CONTROL = "positive_control"
+
+
+def _control_cells(per_seed: pd.DataFrame, study: str) -> set[str]:
+    rows = per_seed[per_seed["study"] == study]
+    if POSITIVE_CONTROL not in rows:
+        return set()
+    return set(rows.loc[rows[POSITIVE_CONTROL].astype(str).str.lower().isin(["true", "1"]), "variant"])
+
+
+def sim_event_power(claim_id: str, cells: int, seeds: int) -> float:
+    """The sim event rows' power, defined as every row's: P(``reproduced``) of :func:`decide_sim_events` over
+    ``cells`` cells of ``seeds`` seeds per method when in every cell the compared method's event rate is
+    :data:`EVENT_BASE_RATE_SIM` + the claim's effect and the reference's :data:`EVENT_BASE_RATE_SIM` (exact:
+    per cell by enumeration, cells independent)."""
+    from scipy.stats import binom
+
+    level = bonferroni_level(cells)
+    rate_b = EVENT_BASE_RATE_SIM
+    rate_a = min(1.0, rate_b + EVENT_EFFECTS[claim_id])
+    pa, pb = binom.pmf(np.arange(seeds + 1), seeds, rate_a), binom.pmf(np.arange(seeds + 1), seeds, rate_b)
+    by_outcome: dict[str, float] = collections.defaultdict(float)
+    for x in range(seeds + 1):
+        if pa[x] < 1e-12:
+            continue
+        for y in range(seeds + 1):
+            if pb[y] < 1e-12:
+                continue
+            outcome = Criterion("better", +1, EVENT_EFFECTS[claim_id]).decide(
+                rate_difference_interval(x, seeds, y, seeds, level))
+            by_outcome[outcome] += float(pa[x] * pb[y])
+    refuted = by_outcome[NOT_REPRODUCED]
+    undecided = by_outcome[SMALLER] + by_outcome[INCONCLUSIVE]
+    return float((1 - refuted) ** cells - undecided ** cells)
+
+
+#: The reference method's event rate under the alternative, at every scale (:mod:`gdpo.reporting.calibration`
+#: uses the same): the compared method's rate is this plus the claim's effect.
+EVENT_BASE_RATE_SIM = 0.05
 
 
 def _sim_events_verdict(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods: tuple[str, str],
                         event_name: str) -> Verdict:
+    """An event claim over a grid (:func:`decide_sim_events`), its positive controls apart: a refutation
+    stands only where some cell — a control engineered to produce the event, or any grid cell — shows that
+    the bench produces the event through the same detector; without one the row is ``not modelled`` (the
+    bench produced no event in any arm)."""
     study = SEQUENCE_STUDIES[claim_id]
     a_name, b_name = methods
-    events = {v: (_sim_events(per_seed, study, v, a_name), _sim_events(per_seed, study, v, b_name))
-              for v in _variants(per_seed, study)}
+    controls = _control_cells(per_seed, study)
+    variants = [v for v in _variants(per_seed, study) if v not in controls]
+    events = {v: (_sim_events(per_seed, study, v, a_name), _sim_events(per_seed, study, v, b_name)) for v in variants}
+    control_events = {v: (_sim_events(per_seed, study, v, a_name), _sim_events(per_seed, study, v, b_name))
+                      for v in sorted(controls)}
     outcome, outcomes, text = decide_sim_events(claim_id, events)
     cells = len(events)
     level = bonferroni_level(cells)
@@ -1086,20 +1267,34 @@ def _sim_events_verdict(claim_id: str, per_seed: pd.DataFrame, evidence: str, me
         bounds.append(f"{name} {total}/{runs} runs, rate ≤ {rate_interval(total, runs).high:.3f}")
     shown = [cell for cell, o in outcomes.items() if o == REPRODUCED]
     detectable = smallest_detectable_rate(seeds, seeds, level)
-    power = event_power(seeds, seeds, EVENT_EFFECTS[claim_id], level)
+    power = round(sim_event_power(claim_id, cells, seeds), 3)
+    control_text = "; ".join(f"{v}: {a_name} {int(a.sum())}/{len(a)}, {b_name} {int(b.sum())}/{len(b)}"
+                             for v, (a, b) in control_events.items())
+    grid_events = sum(int(a.sum()) + int(b.sum()) for a, b in events.values())
+    control_seen = sum(int(a.sum()) + int(b.sum()) for a, b in control_events.values())
     measured = (f"{event_name} {a_name} vs {b_name} per cell ({cells} cells, {seeds} seeds each, intervals at "
-                f"{100 * level:.2f} %): {text}. Shown in {len(shown)}/{cells} cells"
-                + (f" ({', '.join(shown)})" if shown else "")
+                f"{100 * level:.2f} %): {text}. Cells: {_tally(outcomes)}"
                 + f". Over the grid: {'; '.join(bounds)} (95 % Wilson upper bounds). Per cell the design detects a "
-                f"{a_name} rate ≥ {detectable:.2f} (with none for {b_name}) with 80 % power")
-    comparison = (f"{event_name} rate {a_name} − {b_name} (Newcombe, Bonferroni over the grid's cells): above 0 in "
-                  f"any cell shows the mechanism; below {EVENT_EFFECTS[claim_id]:g} in every cell rules it out")
-    run = f"sequence bench, study {study}, {cells} cells × {seeds} seeds per method"
-    shortfall = _shortfall(claim_id, per_seed, study, seeds)
+                f"{a_name} rate ≥ {detectable:.2f} (with none for {b_name}) with 80 % power"
+                + (f". Positive control{'s' if len(control_events) > 1 else ''} (settings engineered to produce the "
+                   f"event, not part of the grid): {control_text}" if control_events else ". No positive control"))
+    comparison = (f"{event_name} rate {a_name} − {b_name} (Newcombe, Bonferroni over the grid's cells), combined "
+                  f"over cells (shown in a cell and refuted in none; ruled below {EVENT_EFFECTS[claim_id]:g} in "
+                  "every cell refutes, if a positive control shows the bench can produce the event)")
+    run = (f"sequence bench, study {study}, {cells} cells × {seeds} seeds per method"
+           + (f" + {len(control_events)} positive control cell{'s' if len(control_events) > 1 else ''}"
+              if control_events else ""))
+    shortfall = _shortfall(claim_id, per_seed[~per_seed["variant"].isin(controls)], study, seeds)
+    parts = parts_text(outcomes)
     if shortfall:
         return Verdict(f"{measured} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED, evidence,
-                       power=power, run=run)
-    return Verdict(measured, comparison, outcome, evidence, power=power, run=run)
+                       power=power, run=run, parts=parts)
+    if outcome == NOT_REPRODUCED and not (grid_events or control_seen):
+        why = ("the bench produced no " + event_name + " in any arm of any cell"
+               + (", its positive control included" if control_events else ", and no positive control shows that "
+                  "it can") + ": a refutation needs the event to be producible")
+        return Verdict(f"{measured} — {why}", comparison, NOT_MODELLED, evidence, power=power, run=run, parts=parts)
+    return Verdict(measured, comparison, outcome, evidence, power=power, run=run, parts=parts)
 
 
 def sim_verdict_c5(per_seed: pd.DataFrame, evidence: str) -> Verdict:
@@ -1122,7 +1317,7 @@ def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C4 at scale sim (study ``seq_tool_calling``): per cell, :func:`decide_c4` with GRPO w/o std's final format
     success against its step-0 format (the base model) and :data:`NO_FORMAT_RATE`, and its correctness credit
     (graded, points) against GRPO's within ±:data:`PARITY_MARGIN`, at the grid's Bonferroni level;
-    :func:`shown_in_any_cell` across cells."""
+    :func:`over_cells` across cells."""
     study = SEQUENCE_STUDIES["C4"]
     variants = _variants(per_seed, study)
     cells: dict[tuple[str, str, str], Sample] = {}
@@ -1132,61 +1327,63 @@ def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
         cells[(v, "grpo_nostd", "avg")] = _sim_sample(per_seed, study, v, "grpo_nostd", "correctness")
         cells[(v, "grpo", "avg")] = _sim_sample(per_seed, study, v, "grpo", "correctness")
     level = bonferroni_level(len(variants))
-    _, outcomes, text = decide_c4(cells, variants, level)
-    outcome = shown_in_any_cell(outcomes)
-    shown = [v for v, o in outcomes.items() if o == REPRODUCED]
+    decision = decide_c4(cells, variants, level)  # which divides by its three parts per cell again
+    outcomes, text = decision.by_setup, decision.text
+    outcome = over_cells(outcomes)
     seeds = _sim_pairs(*((cells[(v, "grpo_nostd", "avg")], cells[(v, "grpo", "avg")]) for v in variants))
-    measured = (f"per cell ({len(variants)} cells, intervals at {100 * level:.2f} %; avg = correctness credit): "
-                f"{text.replace('GRPO w/o std', 'w/o std')}. Shown in {len(shown)}/{len(variants)} cells"
-                + (f" ({', '.join(shown)})" if shown else ""))
+    measured = (f"per cell ({len(variants)} cells, intervals at {100 * part_level(3 * len(variants)):.2f} %; avg = "
+                "correctness credit): "
+                f"{text.replace('GRPO w/o std', 'w/o std')}. Cells: {_tally(outcomes)}")
     comparison = (f"in a cell: w/o std's format below the base's and below {NO_FORMAT_RATE:g} %, its correctness "
-                  f"within ±{PARITY_MARGIN:g} pts of GRPO's; any cell shows the mechanism, every cell refuting "
-                  "rules it out")
+                  f"within ±{PARITY_MARGIN:g} pts of GRPO's; combined over cells (shown in a cell and refuted in none; "
+                  "refuted in every cell rules it out)")
     run = f"sequence bench, study {study}, {len(variants)} cells × {seeds} seeds per method"
     shortfall = _shortfall("C4", per_seed, study, seeds)
     shortfall = [s for s in shortfall if "items" not in s]
     if shortfall:
         return Verdict(f"{measured} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED,
                        evidence, run=run)
-    return Verdict(measured, comparison, outcome, evidence, run=run)
+    return Verdict(measured, comparison, outcome, evidence, run=run, parts=parts_text(outcomes))
 
 
 def sim_verdict_c8_sequence(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C8 at scale sim (study ``seq_conditioned_length``): in every cell whose length reward is conditioned on
     correctness (Eq. 8), GDPO − GRPO of the final success of correctness and of the length reward (share of
-    responses within the limit, whether paid or not), paired by seed: both above 0 reproduce, either below 0
-    refutes; the cells must agree (a cell neither way, or cells disagreeing, leave it inconclusive); the row
-    counts the conditioned cells by outcome. The unconditioned cells (``conditioning=none`` in the cell's name:
-    grid cells and extra cells both carry the grid's coordinates) are reported beside them."""
+    responses within the limit, whether paid or not), paired by seed, at the Bonferroni level of the
+    conditioned cells: both above 0 reproduce, either below 0 refutes (δ = 0: the bench's units); combined by
+    :func:`over_cells`; the row counts the conditioned cells by outcome. The unconditioned cells
+    (``conditioning=none`` in the cell's name: grid cells and extra cells both carry the grid's coordinates)
+    are reported beside them."""
     study = SEQUENCE_STUDIES["C8"]
     better = Criterion("better", +1, 0.0)
-    outcomes, parts, plain, pairs, names = [], [], [], [], []
-    for variant in _variants(per_seed, study):
+    variants = _variants(per_seed, study)
+    conditioned = [v for v in variants if "conditioning=none" not in v]
+    level = bonferroni_level(2 * len(conditioned))  # two parts in every conditioned cell
+    outcomes, parts, plain, pairs, verdicts = {}, [], [], [], {}
+    for variant in variants:
         samples = {r: (_sim_sample(per_seed, study, variant, "gdpo", r), _sim_sample(per_seed, study, variant, "grpo", r))
                    for r in ("correctness", "length")}
-        intervals = {r: paired(*pair) for r, pair in samples.items()}
+        intervals = {r: paired(*pair, level=level) for r, pair in samples.items()}
         described = f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items())
-        if "conditioning=none" in variant:
+        if variant not in conditioned:
             plain.append(described)
             continue
         pairs.append(_sim_pairs(*samples.values()))
-        outcomes.append(combine([better.decide(i) for i in intervals.values()]))
+        cell = {f"{variant} {r}": better.decide(i) for r, i in intervals.items()}
+        verdicts.update(cell)
+        outcomes[variant] = combine(list(cell.values()))
         parts.append(described)
-        names.append(variant)
-    comparison = "conditioned length: both paired differences above 0 in every conditioned cell"
+    comparison = ("conditioned length: both paired differences above 0, combined over the conditioned cells (shown in "
+                  "a cell and refuted in none; refuted in every cell rules it out)")
     run = f"sequence bench, study {study}, {len(parts) + len(plain)} cells"
     if not parts:
         return Verdict("", comparison, NOT_RUN, f"{evidence}: no cell of {study} conditions the length reward")
-    counts = collections.Counter(outcomes)
-    most = counts.most_common(1)[0][0]
-    tally = ", ".join(f"{outcome} in {count}/{len(outcomes)}" + ("" if outcome == most else " (" + ", ".join(
-        n for n, o in zip(names, outcomes) if o == outcome) + ")") for outcome, count in counts.most_common())
-    text = ("GDPO − GRPO final success, conditioned length: " + "; ".join(parts)
+    text = (f"GDPO − GRPO final success, conditioned length (intervals at {100 * level:.2f} %): " + "; ".join(parts)
             + ("; plain length (for comparison): " + "; ".join(plain) if plain else "")
-            + f". Conditioned cells: {tally}")
+            + f". Conditioned cells: {_tally(outcomes)}")
     if min(pairs) < MIN_SEEDS:
         return _sim_underpowered(min(pairs), text, comparison, evidence, run)
-    return Verdict(text, comparison, _sim_combine(outcomes), evidence, run=run)
+    return Verdict(text, comparison, over_cells(outcomes), evidence, run=run, parts=parts_text(verdicts))
 
 
 def sim_not_modelled(claim_id: str) -> Callable[[pd.DataFrame, str], Verdict]:
