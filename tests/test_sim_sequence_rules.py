@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from gdpo.reporting import rules
-from gdpo.reporting.contract import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED
+from gdpo.reporting.contract import INCONCLUSIVE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED
 
 
 def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, steps: int = 1000,
@@ -25,8 +25,10 @@ def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, ste
 
 
 @pytest.mark.parametrize("counts_a, counts_b, verdict", [
-    ([30, 0, 0, 0], [0, 0, 0, 0], REPRODUCED),       # one corner shows it
-    ([0, 0, 0, 0], [0, 0, 0, 0], NOT_REPRODUCED),    # absent everywhere, each cell ruling out a 0.2 difference
+    ([30, 0, 0, 0], [0, 0, 0, 0], REPRODUCED),       # one corner shows it; the others hold 0, not the opposite
+    ([30, 0, 0, 0], [0, 0, 30, 0], INCONCLUSIVE),    # another corner shows the opposite
+    ([0, 0, 0, 0], [0, 0, 0, 0], NOT_MODELLED),      # no event in any arm and no control: not a refutation
+    ([4, 3, 4, 3], [4, 3, 4, 3], NOT_REPRODUCED),    # events seen, each cell ruling out a 0.2 difference
     ([6, 0, 0, 0], [0, 0, 0, 0], INCONCLUSIVE),      # a hint in one corner, not enough
 ])
 def test_c10_is_decided_over_the_grid(counts_a, counts_b, verdict):
@@ -86,7 +88,7 @@ def format_table(nostd_format: float, grpo_correct: float = 0.6, nostd_correct: 
 def test_c4_shows_or_rules_out_the_format_failure():
     assert rules.sim_verdict_c4(format_table(0.0), "x").verdict == REPRODUCED
     learned = rules.sim_verdict_c4(format_table(0.7), "x")
-    assert learned.verdict == NOT_REPRODUCED and "Shown in 0/2 cells" in learned.measured_value
+    assert learned.verdict == NOT_REPRODUCED and "Cells: not reproduced in 2/2" in learned.measured_value
     # correctness far below GRPO's: not the paper's "matches correctness"
     assert rules.sim_verdict_c4(format_table(0.0, nostd_correct=0.3), "x").verdict == NOT_REPRODUCED
 
@@ -132,13 +134,38 @@ def test_c8_cells_must_agree_and_the_row_names_the_odd_ones():
     assert "3 cells" in verdict.run
 
 
+def test_a_positive_control_lets_a_grid_without_events_refute():
+    """The grid never shows the event, but a control cell engineered to produce it does, through the same
+    detector: the refutation stands, the control is reported and not counted as a grid cell."""
+    table = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0, 40], "gdpo": [0, 0, 0, 0, 35]}, steps=200)
+    table["positive_control"] = table["variant"] == "cell4"
+    verdict = rules.sim_verdict_c10(table, "x")
+    assert verdict.verdict == NOT_REPRODUCED, verdict.measured_value
+    assert "4 cells" in verdict.measured_value and "Positive control" in verdict.measured_value
+    assert "cell4: gdpo_nobn 40/64, gdpo 35/64" in verdict.measured_value
+    # A control that produced nothing shows nothing: still not modelled.
+    table.loc[table["variant"] == "cell4", "outcome_event"] = False
+    assert rules.sim_verdict_c10(table, "x").verdict == NOT_MODELLED
+
+
+def test_sim_event_power_is_the_whole_grids_probability_of_reproduced():
+    """Exact power against a Monte Carlo of the same rule: every cell at rates 0.05 + effect vs 0.05."""
+    generator = np.random.default_rng(3)
+    cells, seeds, replicates, hits = 4, 32, 2000, 0
+    for _ in range(replicates):
+        events = {f"cell{c}": (pd.Series(generator.random(seeds) < 0.25), pd.Series(generator.random(seeds) < 0.05))
+                  for c in range(cells)}
+        hits += rules.decide_sim_events("C10", events)[0] == REPRODUCED
+    assert rules.sim_event_power("C10", cells, seeds) == pytest.approx(hits / replicates, abs=0.03)
+
+
 def test_ledger_reads_the_sequence_studies_or_says_they_did_not_run(tmp_path):
     from gdpo.reporting.ledger import build_ledger
 
     path = tmp_path / "per_seed.csv"
     events_table("seq_batch_step", {"gdpo_nobn": [0, 0], "gdpo": [0, 0]}, steps=200).to_csv(path, index=False)
     ledger = build_ledger("mini", None, path, scale_rows=False).set_index(["claim_id", "scale"])
-    assert ledger.loc[("C10", "sim"), "verdict"] == NOT_REPRODUCED
+    assert ledger.loc[("C10", "sim"), "verdict"] == NOT_MODELLED  # no event anywhere, no positive control
     for claim in ("C4", "C5", "C8"):
         row = ledger.loc[(claim, "sim")]
         assert row["verdict"] == NOT_RUN and rules.SEQUENCE_STUDIES[claim] in row["evidence"]
