@@ -116,19 +116,18 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 def cmd_power(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, load_config
-    from gdpo.reporting.calibration import ASSUMED_SEED_SD, TableDesign, designs_from_config, power_report
+    from gdpo.reporting.calibration import TableDesign, designs_from_config, power_report
 
     config = apply_grid({**load_config(args.config), "grid": args.grid})
-    seed_sd = ASSUMED_SEED_SD if args.seed_sd is None else args.seed_sd
-    print(f"{args.config} ({args.grid} grid), seed spread {seed_sd:g} points per run, target power {args.target:g}:")
-    report = power_report(config, seed_sd=seed_sd, target=args.target)
-    items = [d.items for d in designs_from_config(config, seed_sd).values() if isinstance(d, TableDesign)]
-    smallest = min(items, default=None)
-    if smallest and 100 / smallest > 4 * seed_sd:
-        print(f"Note: at {smallest:.0f} items a run's score moves in steps of {100 / smallest:.1f} points, far above a "
-              f"spread of {seed_sd:g}; pass --seed-sd as measured over your runs' seeds (the ledger's power "
-              "column uses the measured spread).")
-    print(report.to_string(index=False))
+    print(f"{args.config} ({args.grid} grid), target power {args.target:g}. Each run's score is simulated as its "
+          "method's rate + the seed spread, measured by the evaluation's binomial noise (items × samples).")
+    for claim, design in designs_from_config(config, args.seed_sd).items():
+        if isinstance(design, TableDesign):
+            print(f"  {claim}: seed spread {design.spread_source}")
+    if args.seed_sd is None:
+        print("  (pass --seed-sd with the spread measured over your runs' seeds; the ledger's power column uses "
+              "the measured one)")
+    print(power_report(config, seed_sd=args.seed_sd, target=args.target).to_string(index=False))
     return 0
 
 

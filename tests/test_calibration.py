@@ -13,7 +13,7 @@ import pytest
 from gdpo.config import apply_grid, load_config
 from gdpo.reporting import calibration, ledger
 from gdpo.reporting.calibration import EventDesign, TableDesign
-from gdpo.reporting.contract import DECISIVE, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
+from gdpo.reporting.contract import IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
 from gdpo.training.run import describe_runs
 
 PAPER_CONFIGS = ("paper-tool_calling", "paper-math", "paper-code")
@@ -46,25 +46,36 @@ def paper_ledger(tmp_path_factory) -> pd.DataFrame:
     return built.set_index("claim_id")
 
 
-@pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9", "C11"])
-def test_the_papers_numbers_reproduce_their_own_claims(paper_ledger, claim):
+@pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9"])
+def test_the_papers_numbers_never_refute_their_own_claims_at_the_shipped_designs(paper_ledger, claim):
     row = paper_ledger.loc[claim]
-    assert row["verdict"] == REPRODUCED, (row["measured_value"], row["evidence"])
+    assert row["verdict"] not in (NOT_REPRODUCED, UNDERPOWERED), (row["measured_value"], row["evidence"])
 
 
-def test_c9_holds_on_table_5_although_gdpo_exceeds_more_at_two_objectives(paper_ledger):
-    # The old rule wanted exceed below GRPO's at 2 objectives, where the paper shows +0.07 points.
-    assert "2obj" in paper_ledger.loc["C9", "measured_value"] and paper_ledger.loc["C9", "verdict"] == REPRODUCED
+def _powered(claim: str):
+    designs = {}
+    for name in PAPER_CONFIGS:
+        designs.update(calibration.designs_from_config(config(name), seed_sd=calibration.ASSUMED_SEED_SD))
+    seeds = calibration.seeds_for_power(designs[claim], 0.95, replicates=400)
+    assert seeds is not None, claim
+    return designs[claim].with_seeds(seeds)
+
+
+# C7 has no paper numbers (Fig. 6's Table 8 is not given): its alternative is ours, not the paper's.
+@pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9"])
+def test_the_papers_numbers_reproduce_their_own_claims_where_the_design_has_the_power(claim):
+    """The paper's tables as per-seed data (runs agreeing to ASSUMED_SEED_SD plus their evaluation's binomial
+    noise), at the paper config's items and the seeds `gdpo power` asks for (95 % at that spread): reproduced."""
+    powered = _powered(claim)
+    assert calibration._decide(powered, calibration.paper_number_cells(powered)) == REPRODUCED, (claim, powered.seeds)
 
 
 def test_the_paper_rows_name_the_models_and_their_spread_dependence():
-    # How fragile the paper's own evidence is: the largest seed spread at which each claim still reproduces.
-    designs = {}
-    for name in PAPER_CONFIGS:
-        designs.update(calibration.designs_from_config(config(name)))
+    # How fragile the paper's own evidence is: the largest seed spread at which each claim still reproduces, at
+    # the powered design; above the spread it was powered for, and finite.
     for claim in ("C3", "C4", "C6", "C8", "C9"):
-        spread = calibration.break_even_seed_sd(designs[claim])
-        assert calibration.ASSUMED_SEED_SD < spread < 2.0, (claim, spread)
+        spread = calibration.break_even_seed_sd(_powered(claim))
+        assert calibration.ASSUMED_SEED_SD < spread < 5.0, (claim, spread)
 
 
 def _all_designs():
@@ -77,42 +88,74 @@ def _all_designs():
 
 
 DESIGNS = list(_all_designs())
+PAPER_TABLE_DESIGNS = [(label, claim, design) for label, claim, design in DESIGNS
+                       if label in PAPER_CONFIGS and isinstance(design, TableDesign)]
+
+
+@pytest.mark.parametrize(("label", "claim", "design"), PAPER_TABLE_DESIGNS,
+                         ids=[f"{c}-{l}" for l, c, _ in PAPER_TABLE_DESIGNS])
+def test_every_table_rule_is_calibrated_at_the_paper_design_and_the_smallest_gated_one(label, claim, design):
+    """1000 replicates each, at the design's default spread and at no seed spread: under no difference
+    P(reproduced or smaller) ≤ 5 %; under the paper's effect P(not reproduced) ≤ 5 % and P(reproduced) within
+    0.05 of the stated power."""
+    assert calibration.calibration_failures(design, REPLICATES) == []
+    smallest = calibration.smallest_gated(design)
+    assert smallest.seeds == 3 and smallest.items == pytest.approx(100)
+    assert calibration.calibration_failures(smallest, REPLICATES) == []
+
+
+@pytest.mark.parametrize("broken", ["half-width intervals", "no floor, normal quantile"])
+def test_the_calibration_fails_a_deliberately_broken_rule(monkeypatch, broken):
+    """The same checks on a rule whose intervals are too narrow: they must fail (they can)."""
+    from gdpo.reporting import contract, rules
+
+    honest = contract.paired_interval
+
+    def too_narrow(differences, item_variances, common_variance=0.0, level=contract.LEVEL):
+        interval = honest(differences, item_variances, common_variance, level)
+        half = (interval.high - interval.low) / 4
+        return contract.Interval(interval.mean, interval.mean - half, interval.mean + half, "broken")
+
+    def no_floor(differences, item_variances, common_variance=0.0, level=contract.LEVEL):
+        d = np.asarray(differences, dtype=float)
+        half = 1.959964 * (d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 and d.std() > 0 else 1e-6)
+        return contract.Interval(d.mean(), d.mean() - half, d.mean() + half, "broken")
+
+    monkeypatch.setattr(rules, "paired_interval", too_narrow if broken == "half-width intervals" else no_floor)
+    design = calibration.designs_from_config(config("paper-math"))["C8"]
+    assert calibration.calibration_failures(calibration.smallest_gated(design), REPLICATES) != []
 
 
 @pytest.mark.parametrize(("label", "claim", "design"), DESIGNS, ids=[f"{c}-{l}" for l, c, _ in DESIGNS])
 def test_null_gives_almost_no_false_decision_at_each_shipped_design(label, claim, design):
-    """Both methods from one process, at the config's seeds, items and steps, as the ledger applies the rule.
-    ``reproduced`` is a false positive at every design; at the CPU designs, which cannot rule out the paper's
-    effect, any decisive verdict is one. (At a paper design that can, ``not reproduced`` under the null is
-    the correct refutation: its rate is reported as power to refute, not bounded.)"""
-    for spread in (calibration.ASSUMED_SEED_SD, 1.0, 4.0):
+    """Both methods from one process, at the config's seeds, items and steps, as the ledger applies the rule:
+    a verdict in the paper's direction is a false positive at every design; the CPU designs are gated."""
+    for spread in (design.seed_sd if isinstance(design, TableDesign) else 0.0, 0.0):
         if isinstance(design, EventDesign):
             worst = calibration.event_null_worst_case(design)
-            reproduced, decisive = worst[REPRODUCED], worst["decisive"]
+            reproduced = worst[REPRODUCED]
             rates = calibration.event_probabilities(design, 0.3, 0.3)
         else:
             rates = calibration.simulate_table(dataclasses.replace(design, seed_sd=spread), False, REPLICATES)
-            reproduced = rates.get(REPRODUCED, 0.0)
-            decisive = sum(rates.get(v, 0.0) for v in DECISIVE)
+            reproduced = sum(rates.get(v, 0.0) for v in IN_PAPERS_DIRECTION)
         assert reproduced <= 0.05, (label, claim, spread, rates)
         if label in CPU_CONFIGS:
-            assert decisive <= 0.05, (label, claim, spread, rates)
             assert rates.get(UNDERPOWERED, 0.0) == 1.0  # no CPU design meets a language-model claim's minimum
 
 
 @pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9", "C7"])
 @pytest.mark.parametrize("seeds", [3, 5, 10])
-@pytest.mark.parametrize("spread", [0.25, 2.0, 8.0])
+@pytest.mark.parametrize("spread", [0.0, 2.0, 8.0])
 def test_the_bare_interval_rule_keeps_its_false_positive_rate_above_the_minimum(claim, seeds, spread):
     """Ungated, at and above the minimum seeds, at small (100) and paper-sized item counts and spreads from
-    far below to far above the items' grid: ties, near-ties and one-sided rounding included."""
+    none (evaluation noise only) to far above it."""
     source = {"C3": "paper-tool_calling", "C4": "paper-tool_calling", "C9": "paper-code"}.get(claim, "paper-math")
     design = calibration.designs_from_config(config(source))[claim].with_seeds(seeds)
     for items in (None, 100):
         sized = design if items is None else design.with_items(items / design.items)
         rates = calibration.simulate_table(dataclasses.replace(sized, seed_sd=spread), False, REPLICATES, seed=seeds,
                                            gated=False)
-        assert rates.get(REPRODUCED, 0.0) <= 0.05, (items, rates)
+        assert sum(rates.get(v, 0.0) for v in IN_PAPERS_DIRECTION) <= 0.05, (items, rates)
 
 
 @pytest.mark.parametrize("claim", ["C5", "C10"])
@@ -145,16 +188,26 @@ def test_curve_claims_at_the_cpu_lengths_are_underpowered():
         assert calibration.curve_null(claim, steps, seeds=2, replicates=10) == {UNDERPOWERED: 1.0}
 
 
-def test_power_is_computed_by_the_same_simulation():
-    design = calibration.designs_from_config(config("paper-math"))["C8"]
-    power = calibration.power_of(design, replicates=REPLICATES)
-    # Under the paper's effect the rule reproduces most of the time at the assumed spread ...
-    assert power > 0.8
-    # ... less with a wider spread, and never when the design is below the minimum.
-    assert calibration.power_of(dataclasses.replace(design, seed_sd=2.0), replicates=REPLICATES) < power
-    assert calibration.power_of(design.with_seeds(2), replicates=REPLICATES) == 0.0
-    # Seeds needed for 80 % grow with the spread.
-    assert calibration.seeds_for_power(dataclasses.replace(design, seed_sd=1.0)) > 3
+def test_power_behaves_like_power():
+    """Non-increasing in the seed spread, non-decreasing in the evaluated items, above 0 when runs do not vary
+    (the evaluation's noise alone), 0 below the minimum; seeds needed grow with the spread."""
+    design = calibration.designs_from_config(config("paper-math"))["C8"].with_seeds(5)
+    by_spread = [calibration.power_of(dataclasses.replace(design, seed_sd=sd), REPLICATES) for sd in (0, 0.5, 1, 2)]
+    assert all(a >= b - 0.03 for a, b in zip(by_spread, by_spread[1:])), by_spread
+    assert by_spread[0] > 0.5
+    small = dataclasses.replace(design.with_items(100 / design.items), seed_sd=0.5)
+    by_items = [calibration.power_of(small.with_items(k), REPLICATES) for k in (1, 4, 16, 64)]
+    assert all(b >= a - 0.03 for a, b in zip(by_items, by_items[1:])), by_items
+    assert by_items[-1] > by_items[0]
+    assert calibration.power_of(design.with_seeds(2), REPLICATES) == 0.0
+    assert (calibration.seeds_for_power(dataclasses.replace(design, seed_sd=2.0))
+            > calibration.seeds_for_power(dataclasses.replace(design, seed_sd=0.25)))
+
+
+def test_the_default_spread_is_not_below_the_evaluations_noise():
+    """AIME's 30 problems × 16 samples alone move a run's Table 3 average by about 0.5 points."""
+    design = calibration.designs_from_config(config("paper-math"))["C6"]
+    assert design.seed_sd >= 0.5 and "binomial" in design.spread_source
 
 
 def test_false_refutation_under_the_papers_effect_is_rare():
@@ -164,7 +217,7 @@ def test_false_refutation_under_the_papers_effect_is_rare():
         for claim, design in calibration.designs_from_config(config(name)).items():
             if isinstance(design, TableDesign):
                 rates = calibration.simulate_table(design, True, REPLICATES)
-                assert rates.get(NOT_REPRODUCED, 0.0) <= 0.1, (claim, rates)
+                assert rates.get(NOT_REPRODUCED, 0.0) <= 0.05, (claim, rates)
             else:
                 rate_a = calibration.EVENT_BASE_RATE + calibration.rules.EVENT_EFFECTS[claim]
                 rates = calibration.event_probabilities(design, rate_a, calibration.EVENT_BASE_RATE)

@@ -38,8 +38,8 @@ from scipy import stats
 from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting import rules
 from gdpo.reporting.contract import (
-    BARELY_MARGIN, CLAIMS_BY_ID, DECISIVE, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED, binomial_variance,
-    paper_effect,
+    BARELY_MARGIN, CLAIMS_BY_ID, DECISIVE, IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED,
+    binomial_variance, paper_effect,
 )
 
 #: Seed spread (points, beyond the evaluation's binomial noise) at which the paper's own numbers are expanded
@@ -640,7 +640,7 @@ def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
     return pd.DataFrame(rows)
 
 
-def power_report(config: Mapping, seed_sd: float = ASSUMED_SEED_SD, target: float = 0.8,
+def power_report(config: Mapping, seed_sd: float | None = None, target: float = 0.8,
                  replicates: int = 400) -> pd.DataFrame:
     """What `gdpo power` prints: per claim the config can decide, its design, the power of its rule (gated by
     the claim's minimum), the fewest seeds per method for ``target`` at the design's items, and the fewest
@@ -658,6 +658,7 @@ def power_report(config: Mapping, seed_sd: float = ASSUMED_SEED_SD, target: floa
             items_needed = "not by items alone" if needed is None else f"{needed:,.0f}"
         seeds_needed = seeds_for_power(design, target, replicates=replicates)
         records.append({"claim": claim_id, "seeds": design.seeds, "items/run": items,
+                        "spread": f"{design.seed_sd:.2f}" if isinstance(design, TableDesign) else "—",
                         "steps": getattr(design, "steps", None) or "—",
                         "power": round(power_of(design, replicates), 2),
                         f"seeds for {target:g}": seeds_needed if seeds_needed is not None else "more than 64",
@@ -666,46 +667,69 @@ def power_report(config: Mapping, seed_sd: float = ASSUMED_SEED_SD, target: floa
     return pd.DataFrame(records)
 
 
-#: Seed spreads (points) over which :func:`calibration_table` takes the worst null rates: from far below a
-#: small evaluation's k/n grid (seeds tie) to far above it.
-NULL_SPREADS = (ASSUMED_SEED_SD, 1.0, 4.0)
-
-
 def calibration_table(configs: Mapping[str, Mapping], replicates: int = 1000) -> pd.DataFrame:
-    """Per config and claim: the design (``seeds``, ``items`` per run, ``steps``), whether it meets the claim's
-    minimum, the null rates of ``reproduced`` (false positive) and of ``not reproduced`` — both the worst over
-    :data:`NULL_SPREADS`, gated as the ledger applies the rule — the null rate of ``reproduced`` of the bare
-    interval rule (no gate), and the power at spreads 0.25 and 1 point. Event claims are exact (worst over
-    the event rate)."""
+    """Per config and claim, at the config's design and (table claims) at the smallest design the gate admits:
+    seeds, items per run, the seed spread (the default, :func:`default_seed_sd`), whether the minimum is met,
+    under no difference the rate of a verdict in the paper's direction (worst over spreads 0 and the
+    default), under the paper's effect the rate of ``not reproduced`` and the power (P(reproduced)). Event
+    claims are exact (the null worst over the event rate)."""
     records = []
     for name, config in configs.items():
         for claim_id, design in designs_from_config(config).items():
             minimum = CLAIMS_BY_ID[claim_id].minimum
-            record = {"config": name, "claim": claim_id, "seeds": design.seeds}
             if isinstance(design, EventDesign):
-                record.update(items="—", steps=design.steps, meets_minimum=not minimum.shortfall(
-                    design.seeds, steps=design.steps, prompts_per_batch=design.prompts_per_batch))
-                gated, bare = event_null_worst_case(design), event_null_worst_case(design, gated=False)
-                record.update(null_reproduced=gated[REPRODUCED], null_refuted=gated["decisive"] - gated[REPRODUCED],
-                              null_reproduced_ungated=bare[REPRODUCED], power_sd_0_25=event_power(design),
-                              power_sd_1=event_power(design))
-            else:
-                record.update(items=round(design.items), steps="—",
-                              meets_minimum=not minimum.shortfall(design.seeds, design.items))
-                worst = {"null_reproduced": 0.0, "null_refuted": 0.0, "null_reproduced_ungated": 0.0}
-                for spread in NULL_SPREADS:
-                    spread_design = dataclasses.replace(design, seed_sd=spread)
-                    null = simulate_table(spread_design, effect=False, replicates=replicates)
-                    bare = simulate_table(spread_design, effect=False, replicates=replicates, gated=False)
-                    worst["null_reproduced"] = max(worst["null_reproduced"], null.get(REPRODUCED, 0.0))
-                    worst["null_refuted"] = max(worst["null_refuted"], null.get(NOT_REPRODUCED, 0.0))
-                    worst["null_reproduced_ungated"] = max(worst["null_reproduced_ungated"], bare.get(REPRODUCED, 0.0))
-                record.update(worst)
-                for spread, column in ((ASSUMED_SEED_SD, "power_sd_0_25"), (1.0, "power_sd_1")):
-                    record[column] = simulate_table(dataclasses.replace(design, seed_sd=spread), effect=True,
-                                                    replicates=replicates).get(REPRODUCED, 0.0)
-            records.append(record)
+                gated = event_null_worst_case(design)
+                rate_a = min(1.0, EVENT_BASE_RATE + rules.EVENT_EFFECTS[claim_id])
+                effect = event_probabilities(design, rate_a, EVENT_BASE_RATE)
+                records.append({"config": name, "claim": claim_id, "design": "config", "seeds": design.seeds,
+                                "items": "—", "spread": "—", "meets_minimum": not minimum.shortfall(
+                                    design.seeds, steps=design.steps, prompts_per_batch=design.prompts_per_batch),
+                                "null_in_direction": gated[REPRODUCED],
+                                "effect_not_reproduced": effect.get(NOT_REPRODUCED, 0.0),
+                                "power": effect.get(REPRODUCED, 0.0)})
+                continue
+            for label, sized in (("config", design), ("smallest gated", smallest_gated(design))):
+                null = max(sum(simulate_table(dataclasses.replace(sized, seed_sd=sd), False, replicates, seed=11)
+                               .get(v, 0.0) for v in IN_PAPERS_DIRECTION) for sd in (0.0, sized.seed_sd))
+                effect = simulate_table(sized, True, replicates, seed=12)
+                records.append({"config": name, "claim": claim_id, "design": label, "seeds": sized.seeds,
+                                "items": round(sized.items), "spread": round(sized.seed_sd, 2),
+                                "meets_minimum": not minimum.shortfall(sized.seeds, sized.items),
+                                "null_in_direction": null, "effect_not_reproduced": effect.get(NOT_REPRODUCED, 0.0),
+                                "power": effect.get(REPRODUCED, 0.0)})
     return pd.DataFrame(records)
+
+
+def smallest_gated(design: TableDesign) -> TableDesign:
+    """The smallest design the claim's minimum admits with ``design``'s setups and rates: its minimum seeds
+    and evaluated items per run, one sample per item, the default spread."""
+    minimum = CLAIMS_BY_ID[design.claim_id].minimum
+    sized = design.with_seeds(minimum.seeds).with_items(max(minimum.items, 1) / design.items)
+    cells = {k: dataclasses.replace(c, samples=1) for k, c in sized.cells.items()}
+    sized = dataclasses.replace(sized, cells=cells)
+    return dataclasses.replace(sized, seed_sd=default_seed_sd(sized), spread_source="default")
+
+
+def calibration_failures(design: TableDesign, replicates: int = 1000, bound: float = 0.05) -> list[str]:
+    """What the calibration demands of a table claim's rule at ``design``, as a list of failures (empty: it
+    holds): under no difference P(``reproduced`` or ``smaller``) ≤ ``bound``; under the paper's effect
+    P(``not reproduced``) ≤ ``bound`` and P(``reproduced``) within ``bound`` of the stated power
+    (:func:`power_of`, an independent simulation). Both at the design's spread and at no seed spread."""
+    failures = []
+    for sd in (design.seed_sd, 0.0):
+        sized = dataclasses.replace(design, seed_sd=sd)
+        null = simulate_table(sized, False, replicates, seed=11)
+        effect = simulate_table(sized, True, replicates, seed=12)
+        stated = power_of(sized, replicates)
+        in_direction = sum(null.get(v, 0.0) for v in IN_PAPERS_DIRECTION)
+        where = f"{design.claim_id} at {design.seeds} seeds, {design.items:,.0f} items, spread {sd:.2f}"
+        if in_direction > bound:
+            failures.append(f"{where}: no difference gives reproduced/smaller {in_direction:.3f}")
+        if effect.get(NOT_REPRODUCED, 0.0) > bound:
+            failures.append(f"{where}: the paper's effect gives not reproduced {effect.get(NOT_REPRODUCED, 0.0):.3f}")
+        if abs(effect.get(REPRODUCED, 0.0) - stated) > bound:
+            failures.append(f"{where}: reproduced {effect.get(REPRODUCED, 0.0):.3f} against stated power {stated:.3f}")
+    return failures
 
 
 __all__ = ["ASSUMED_SEED_SD", "Cell", "EventDesign", "TableDesign", "break_even_seed_sd", "calibration_table",
