@@ -152,6 +152,13 @@ def cmd_publish_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_republish_ledger(args: argparse.Namespace) -> int:
+    from gdpo.reporting.publish import republish_ledger
+
+    print(f"rebuilt {republish_ledger(args.published)}/claims.csv and CLAIMS.md; PROVENANCE.json records the inputs")
+    return 0
+
+
 def cmd_prepare_model(args: argparse.Namespace) -> int:
     from gdpo.training.models import prepare_model
 
@@ -398,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--grid", choices=["default", "full"], default="default")
     sub.set_defaults(handler=cmd_publish_results)
 
+    sub = commands.add_parser(
+        "republish-ledger", help="rebuild a published scale's claims.csv and CLAIMS.md from its committed evidence "
+                                 "with the current rules, recording the hash of every input in PROVENANCE.json")
+    sub.add_argument("published", help="a published scale, e.g. paper_figures/mini")
+    sub.set_defaults(handler=cmd_republish_ledger)
     sub = commands.add_parser(
         "prepare-model",
         help="materialise a model spec into a model directory",

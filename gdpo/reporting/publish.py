@@ -55,6 +55,7 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
             copied[name] = source.format(scale=scale)
     provenance = {
         "commit": _git("rev-parse", "HEAD", cwd=root),
+        "ledger_commit": _git("rev-parse", "HEAD", cwd=root),
         "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no", cwd=root)),
         "config": str(config_file),
         "config_sha256": hashlib.sha256(Path(config_file).read_bytes()).hexdigest(),
@@ -64,9 +65,44 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
         "evidence": copied,
         "reporting": config.get("reporting") or {},
         "runs": describe_runs(config),
+        "inputs": input_hashes(out, root, config),
     }
     (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     return out.resolve()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def input_hashes(published: Path, root: Path, config: dict) -> dict[str, str]:
+    """SHA-256 of every input of the published ledger: each evidence file, the config, and the sim study
+    files the bench ran (``config/sim/<study>.yaml``), by path relative to the repository."""
+    files = sorted((published / "evidence").glob("*.csv"))
+    files += [root / "config" / "sim" / f"{study}.yaml" for study in (config.get("sim") or {}).get("studies", [])]
+    return {path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix(): _sha256(path)
+            for path in files if path.is_file()}
+
+
+def republish_ledger(published: str | Path, root: str | Path = ".") -> Path:
+    """Rebuild a published scale's ``claims.csv`` and ``CLAIMS.md`` from its committed evidence with the current
+    rules, and record in ``PROVENANCE.json`` the commit of the rules (``ledger_commit``) and the hash of every
+    input (:func:`input_hashes`). The evidence itself and the commit that produced it are left as they were."""
+    import tempfile
+
+    from gdpo.reporting.ledger import LEDGER_COLUMNS, ledger_markdown
+
+    published, root = Path(published), Path(root)
+    provenance = json.loads((published / "PROVENANCE.json").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as workdir:
+        ledger = rebuild_ledger(published, workdir)
+    ledger[LEDGER_COLUMNS].to_csv(published / "claims.csv", index=False, float_format="%.3f")
+    (published / "CLAIMS.md").write_text(ledger_markdown(ledger, provenance["scale"]), encoding="utf-8")
+    config = apply_grid({**load_config(root / provenance["config"]), "grid": provenance.get("grid", "default")})
+    provenance["ledger_commit"] = _git("rev-parse", "HEAD", cwd=root)
+    provenance["inputs"] = input_hashes(published, root, config)
+    (published / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
+    return published
 
 
 def rebuild_ledger(published: str | Path, workdir: str | Path):
