@@ -391,9 +391,9 @@ class SpreadEstimate:
     evaluation_sd: float
 
     def text(self) -> str:
-        point = (f"{math.sqrt(self.estimate_variance):.2f}" if self.estimate_variance > 0
+        point = (f"{math.sqrt(self.estimate_variance):.2f} pts" if self.estimate_variance > 0
                  else "below the evaluation's own noise")
-        return (f"seed spread measured over {self.dof} degrees of freedom: {point} pts (evaluation's binomial sd "
+        return (f"seed spread measured over {self.dof} degrees of freedom: {point} (evaluation's binomial sd "
                 f"{self.evaluation_sd:.2f}); power at its 80 % upper bound, {self.upper:.2f} pts")
 
 
@@ -736,3 +736,99 @@ __all__ = ["ASSUMED_SEED_SD", "Cell", "EventDesign", "TableDesign", "break_even_
            "curve_null", "designs_from_config", "event_null_worst_case", "event_power", "ledger_power",
            "paper_number_cells", "paper_number_evals", "power_of", "seeds_for_power", "items_for_power",
            "simulate_table"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Scale sim: the table-like sim rows, simulated from the bench's own cells
+# --------------------------------------------------------------------------------------------------
+
+#: The paper's effect in points used for each sim table row's power (the bench's success rates are percentages
+#: too, though not the paper's benchmarks): reward → GDPO − GRPO (C3, C8), or the claim's own alternative.
+def _sim_effects(claim_id: str) -> dict[str, float]:
+    if claim_id == "C3":
+        return {"correctness": paper_effect("C3", "Qwen2.5-1.5B", "avg"),
+                "format": paper_effect("C3", "Qwen2.5-1.5B", "format")}
+    if claim_id == "C8":  # Exceed lower by 5.72 points: the share within the limit higher by as much
+        return {"correctness": paper_effect("C8", "", "acc"), "length": -paper_effect("C8", "", "exceed")}
+    return {}
+
+
+def _sim_design(claim_id: str, per_seed: pd.DataFrame):
+    """(cells read from the bench, the decision on cells, the shift of each cell under the paper's effect)."""
+    study = rules.SIM_RULES[claim_id][0]
+    variants = rules._variants(per_seed, study)
+    if claim_id in ("C3", "C8"):
+        rewards = ("correctness", "format") if claim_id == "C3" else ("correctness", "length")
+        decided = [v for v in variants if "conditioning=none" not in v] if claim_id == "C8" else variants
+        cells = rules._sim_pair_cells(per_seed, study, decided, rewards)
+        effects = _sim_effects(claim_id)
+        shifts = {k: effects[k[2]] if k[1] == "gdpo" else 0.0 for k in cells}
+        reference = {k: (k[0], "grpo", k[2]) for k in cells}
+        return cells, lambda c: rules.decide_sim_pairs(c, decided, rewards).outcome, shifts, reference
+    if claim_id == "C4":
+        cells = {}
+        for v in variants:
+            cells[(v, "grpo_nostd", "format")] = rules._sim_sample(per_seed, study, v, "grpo_nostd", "format")
+            cells[(v, "base", "format")] = rules._sim_initial_sample(per_seed, study, v, "grpo_nostd", "format")
+            cells[(v, "grpo_nostd", "avg")] = rules._sim_sample(per_seed, study, v, "grpo_nostd", "correctness")
+            cells[(v, "grpo", "avg")] = rules._sim_sample(per_seed, study, v, "grpo", "correctness")
+        level = rules.bonferroni_level(len(variants))
+        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", ("grpo_nostd", "grpo"))
+        # Under the claim: w/o std's format at 0 % (the base's is measured), its correctness GRPO's + the gap.
+        reference = {k: ((k[0], "base", "format") if k[2] == "format" else (k[0], "grpo", "avg")) for k in cells}
+        shifts = {k: (-math.inf if k == (k[0], "grpo_nostd", "format") else gap if k[1] == "grpo_nostd" else 0.0)
+                  for k in cells}
+        return cells, lambda c: rules.over_cells(rules.decide_c4(c, variants, level).by_setup), shifts, reference
+    if claim_id == "C7":
+        cells = {(w, m, metric): rules._sim_sample(per_seed, study, f"w{w}", m, reward)
+                 for w in ("1", "0.75", "0.5", "0.25") for m in ("grpo", "gdpo")
+                 for reward, metric in (("correctness", "acc"), ("length", "exceed"))}
+        reference = {k: ("1", k[1], k[2]) for k in cells}
+        shifts = {k: (-C7_CHANGE if k[0] == "0.25" and k[2] == "acc" else 0.0) for k in cells}
+        return cells, lambda c: rules.decide_c7(c).outcome, shifts, reference
+    raise KeyError(f"{claim_id} has no sim table design")
+
+
+def simulate_sim(claim_id: str, per_seed: pd.DataFrame, effect: bool, replicates: int = 400, seed: int = 0,
+                 seed_sd: float | None = None) -> dict[str, float]:
+    """Share of each verdict of a sim table row's decision (the ledger's own) over ``replicates`` simulated
+    benches with the study's cells: every cell at its reference method's measured rate (null), or shifted by
+    the paper's effect in points (``effect``); each seed's value its rate + the seed spread (measured over
+    the study, :func:`estimate_seed_spread`, unless given), measured by the cell's sampled completions
+    (binomial)."""
+    cells, decide, shifts, reference = _sim_design(claim_id, per_seed)
+    if seed_sd is None:
+        spread = estimate_seed_spread(list(cells.values()))
+        seed_sd = spread.upper if spread is not None else 0.0
+    rng = np.random.default_rng(seed)
+    draws = {}
+    for key, sample in cells.items():
+        base = float(np.mean(cells[reference[key]].values))
+        mean = base + shifts[key] if effect else base
+        if effect and shifts[key] == -math.inf:
+            mean = 0.0
+        trials = max(1, int(np.nanmax(sample.items))) if np.isfinite(sample.items).any() else 10_000
+        rates = np.clip(mean + seed_sd * rng.standard_normal((replicates, len(sample))), 0.0, 100.0)
+        values = 100.0 * rng.binomial(trials, rates / 100.0) / trials
+        draws[key] = (values, binomial_variance(values, trials), sample)
+    counts: dict[str, int] = {}
+    for r in range(replicates):
+        simulated = {key: rules.Sample(sample.seeds, values[r], variances[r], sample.items)
+                     for key, (values, variances, sample) in draws.items()}
+        outcome = decide(simulated)
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return {k: v / replicates for k, v in counts.items()}
+
+
+def sim_power(claim_id: str, per_seed: pd.DataFrame, replicates: int = 400) -> tuple[float, str]:
+    """A sim table row's power, defined as every row's (P(reproduced) if the paper's effect held, here in every
+    cell, in points of the bench's success rates), and what it assumed."""
+    cells = _sim_design(claim_id, per_seed)[0]
+    spread = estimate_seed_spread(list(cells.values()))
+    power = simulate_sim(claim_id, per_seed, True, replicates).get(REPRODUCED, 0.0)
+    alternative = {"C3": "GDPO +2.63 correctness and +4.33 format points over GRPO (Table 1, 1.5B)",
+                   "C8": "GDPO +2.00 correctness and +5.72 within-limit points over GRPO (Table 4)",
+                   "C4": "w/o std at 0 % format and 0.92 points below GRPO's correctness (Table 2)",
+                   "C7": f"weight 0.25 moving correctness by {C7_CHANGE:g} points, the others not"}[claim_id]
+    basis = f"in every cell: {alternative}; " + (spread.text() if spread else "no seed spread measured")
+    return round(power, 3), basis

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from gdpo.reporting import rules
-from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, LEVEL, NOT_RUN, Claim, Verdict
+from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, LEVEL, NOT_MODELLED, NOT_RUN, Claim, Verdict
 
 LEDGER_COLUMNS = ["claim_id", "scale", "statement", "paper_value", "run", "measured_value", "comparison", "verdict",
                   "parts", "power", "power_basis", "evidence"]
@@ -54,6 +54,10 @@ VERDICT_NOTES = [
     "binomial variance over items × samples (pooled as one more observation where the seeds vary less), so ties "
     "and single seeds never give a point; event rates: Newcombe's interval of the rate difference.",
 ]
+#: Sim rows whose power is simulated from the bench's cells (the event rows compute theirs exactly).
+SIM_TABLE_POWER = ("C3", "C4", "C7", "C8")
+
+
 def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None,
                  eval_csv: str | Path | None = None, steps_csv: str | Path | None = None,
                  reporting: dict | None = None, scale_rows: bool = True, runs: dict | None = None,
@@ -103,7 +107,14 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             elif per_seed is None or study not in set(per_seed["study"]):
                 add(claim, "sim", Verdict("", "", NOT_RUN, f"missing study {study!r} in {sim_per_seed}"))
             else:
-                add(claim, "sim", rule(per_seed, f"{sim_per_seed} (study {study})"))
+                verdict = rule(per_seed, f"{sim_per_seed} (study {study})")
+                basis = ""
+                if with_power and claim.claim_id in SIM_TABLE_POWER and verdict.verdict not in (NOT_RUN, NOT_MODELLED):
+                    from gdpo.reporting import calibration
+
+                    power, basis = calibration.sim_power(claim.claim_id, per_seed)
+                    verdict = dataclasses.replace(verdict, power=power)
+                add(claim, "sim", verdict, basis)
         if not scale_rows:
             continue
         if claim.claim_id == "C11":

@@ -1046,32 +1046,41 @@ def _sim_run(per_seed: pd.DataFrame, study: str) -> str:
     return f"policy-gradient bench, study {study}, {seeds} seeds"
 
 
-def sim_verdict_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
-    """C3 at scale sim (study ``format_vs_correctness``): per variant (cell), GDPO − GRPO of the final success of
-    correctness and of format (points), paired by seed, at the grid's Bonferroni level: both above 0 reproduce,
-    either below 0 refutes (the bench's units are not the paper's, so no paper magnitude: δ = 0);
-    :func:`over_cells` across cells."""
-    outcomes, parts, pairs, verdicts = {}, [], [], {}
+def decide_sim_pairs(cells: Cells, variants: Sequence[str], rewards: tuple[str, str]) -> Decision:
+    """Sim C3 / C8 on their cells (keys (variant, method, reward)): per cell, GDPO − GRPO of the final success of
+    both ``rewards``, paired by seed, each above 0 (δ = 0: the bench's units are not the paper's), at the
+    Bonferroni level over the cells' parts; cells combined by :func:`over_cells`."""
     better = Criterion("better", +1, 0.0)
-    variants = _variants(per_seed, "format_vs_correctness")
-    level = bonferroni_level(2 * len(variants))  # two parts in every cell
+    level = bonferroni_level(2 * len(variants))
+    outcomes, texts, verdicts = {}, [], {}
     for variant in variants:
-        samples = {r: (_sim_sample(per_seed, "format_vs_correctness", variant, "gdpo", r),
-                       _sim_sample(per_seed, "format_vs_correctness", variant, "grpo", r))
-                   for r in ("correctness", "format")}
-        intervals = {r: paired(*pair, level=level) for r, pair in samples.items()}
-        pairs.append(_sim_pairs(*samples.values()))
+        intervals = {r: paired(cells[(variant, "gdpo", r)], cells[(variant, "grpo", r)], level) for r in rewards}
         cell = {f"{variant} {r}": better.decide(i) for r, i in intervals.items()}
         verdicts.update(cell)
         outcomes[variant] = combine(list(cell.values()))
-        parts.append(f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items()))
-    text = (f"GDPO − GRPO final success (intervals at {100 * level:.2f} %); " + "; ".join(parts)
-            + f". Cells: {_tally(outcomes)}")
+        texts.append(f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items()))
+    return Decision(over_cells(outcomes), outcomes, f"(intervals at {100 * level:.2f} %) " + "; ".join(texts),
+                    verdicts)
+
+
+def _sim_pair_cells(per_seed: pd.DataFrame, study: str, variants: Sequence[str], rewards: Sequence[str]) -> dict:
+    return {(v, m, r): _sim_sample(per_seed, study, v, m, r) for v in variants for m in ("gdpo", "grpo")
+            for r in rewards}
+
+
+def sim_verdict_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
+    """C3 at scale sim (study ``format_vs_correctness``): :func:`decide_sim_pairs` on correctness and format."""
+    variants = _variants(per_seed, "format_vs_correctness")
+    cells = _sim_pair_cells(per_seed, "format_vs_correctness", variants, ("correctness", "format"))
+    decision = decide_sim_pairs(cells, variants, ("correctness", "format"))
+    pairs = min(_sim_pairs(*((cells[(v, "gdpo", r)], cells[(v, "grpo", r)]) for r in ("correctness", "format")))
+                for v in variants)
+    text = f"GDPO − GRPO final success {decision.text}. Cells: {_tally(decision.by_setup)}"
     comparison = "both paired differences above 0, combined over cells (shown in a cell and refuted in none)"
     run = _sim_run(per_seed, "format_vs_correctness")
-    if min(pairs) < MIN_SEEDS:
-        return _sim_underpowered(min(pairs), text, comparison, evidence, run)
-    return Verdict(text, comparison, over_cells(outcomes), evidence, run=run, parts=parts_text(verdicts))
+    if pairs < MIN_SEEDS:
+        return _sim_underpowered(pairs, text, comparison, evidence, run)
+    return Verdict(text, comparison, decision.outcome, evidence, run=run, parts=parts_text(decision.parts))
 
 
 def sim_verdict_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
@@ -1352,43 +1361,31 @@ def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
 
 
 def sim_verdict_c8_sequence(per_seed: pd.DataFrame, evidence: str) -> Verdict:
-    """C8 at scale sim (study ``seq_conditioned_length``): in every cell whose length reward is conditioned on
-    correctness (Eq. 8), GDPO − GRPO of the final success of correctness and of the length reward (share of
-    responses within the limit, whether paid or not), paired by seed, at the Bonferroni level of the
-    conditioned cells: both above 0 reproduce, either below 0 refutes (δ = 0: the bench's units); combined by
-    :func:`over_cells`; the row counts the conditioned cells by outcome. The unconditioned cells
+    """C8 at scale sim (study ``seq_conditioned_length``): :func:`decide_sim_pairs` on correctness and the length
+    reward (share of responses within the limit, whether paid or not) over the cells whose length reward is
+    conditioned on correctness (Eq. 8); the row counts them by outcome. The unconditioned cells
     (``conditioning=none`` in the cell's name: grid cells and extra cells both carry the grid's coordinates)
     are reported beside them."""
     study = SEQUENCE_STUDIES["C8"]
-    better = Criterion("better", +1, 0.0)
     variants = _variants(per_seed, study)
     conditioned = [v for v in variants if "conditioning=none" not in v]
-    level = bonferroni_level(2 * len(conditioned))  # two parts in every conditioned cell
-    outcomes, parts, plain, pairs, verdicts = {}, [], [], [], {}
-    for variant in variants:
-        samples = {r: (_sim_sample(per_seed, study, variant, "gdpo", r), _sim_sample(per_seed, study, variant, "grpo", r))
-                   for r in ("correctness", "length")}
-        intervals = {r: paired(*pair, level=level) for r, pair in samples.items()}
-        described = f"{variant}: " + ", ".join(f"{r} {_interval_text(i)}" for r, i in intervals.items())
-        if variant not in conditioned:
-            plain.append(described)
-            continue
-        pairs.append(_sim_pairs(*samples.values()))
-        cell = {f"{variant} {r}": better.decide(i) for r, i in intervals.items()}
-        verdicts.update(cell)
-        outcomes[variant] = combine(list(cell.values()))
-        parts.append(described)
     comparison = ("conditioned length: both paired differences above 0, combined over the conditioned cells (shown in "
                   "a cell and refuted in none; refuted in every cell rules it out)")
-    run = f"sequence bench, study {study}, {len(parts) + len(plain)} cells"
-    if not parts:
+    run = f"sequence bench, study {study}, {len(variants)} cells"
+    if not conditioned:
         return Verdict("", comparison, NOT_RUN, f"{evidence}: no cell of {study} conditions the length reward")
-    text = (f"GDPO − GRPO final success, conditioned length (intervals at {100 * level:.2f} %): " + "; ".join(parts)
+    cells = _sim_pair_cells(per_seed, study, variants, ("correctness", "length"))
+    decision = decide_sim_pairs(cells, conditioned, ("correctness", "length"))
+    plain = [f"{v}: " + ", ".join(f"{r} {_interval_text(paired(cells[(v, 'gdpo', r)], cells[(v, 'grpo', r)]))}"
+                                  for r in ("correctness", "length")) for v in variants if v not in conditioned]
+    pairs = min(_sim_pairs(*((cells[(v, "gdpo", r)], cells[(v, "grpo", r)]) for r in ("correctness", "length")))
+                for v in conditioned)
+    text = (f"GDPO − GRPO final success, conditioned length {decision.text}"
             + ("; plain length (for comparison): " + "; ".join(plain) if plain else "")
-            + f". Conditioned cells: {_tally(outcomes)}")
-    if min(pairs) < MIN_SEEDS:
-        return _sim_underpowered(min(pairs), text, comparison, evidence, run)
-    return Verdict(text, comparison, over_cells(outcomes), evidence, run=run, parts=parts_text(verdicts))
+            + f". Conditioned cells: {_tally(decision.by_setup)}")
+    if pairs < MIN_SEEDS:
+        return _sim_underpowered(pairs, text, comparison, evidence, run)
+    return Verdict(text, comparison, decision.outcome, evidence, run=run, parts=parts_text(decision.parts))
 
 
 def sim_not_modelled(claim_id: str) -> Callable[[pd.DataFrame, str], Verdict]:
