@@ -61,7 +61,11 @@ def test_validate_config_command(capsys):
 def test_power_command_prints_each_claims_design_and_the_seeds_it_needs(capsys):
     assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5"]) == 0
     out = capsys.readouterr().out
-    assert "seed spread 0.5 points" in out and "C9" in out and "seeds for 0.8" in out
+    assert "C9: seed spread 0.5 pts, given" in out and "seeds for 0.8" in out and "binomial noise" in out
+    assert main(["power", "--config", str(REPO / "config/paper-math.yaml")]) == 0
+    out = capsys.readouterr().out
+    # The default spread and where it came from: the evaluation's own noise (AIME's 30 problems × 16 samples...).
+    assert "C6: seed spread 0.5" in out and "the evaluation's own binomial sd" in out and "pass --seed-sd" in out
     assert main(["power", "--config", str(REPO / "config/mini.yaml")]) == 0
     out = capsys.readouterr().out
     assert "≥ 3 seeds per method (have 2)" in out and "pass --seed-sd" in out
@@ -70,7 +74,7 @@ def test_power_command_prints_each_claims_design_and_the_seeds_it_needs(capsys):
 def test_calibrate_command_reports_null_rates_and_power(capsys):
     assert main(["calibrate", str(REPO / "config/paper-code.yaml"), "--replicates", "200"]) == 0
     out = capsys.readouterr().out
-    assert "null_reproduced" in out and "power_sd_0_25" in out and "C9" in out
+    assert "null_in_direction" in out and "effect_not_reproduced" in out and "smallest gated" in out and "C9" in out
 
 
 def test_publish_results_before_a_run_says_what_to_do(tmp_path, capsys, monkeypatch):
