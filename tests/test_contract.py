@@ -29,7 +29,7 @@ def test_seeds_that_vary_less_than_the_evaluation_are_floored_by_it():
     differences = np.array([1.0, 3.0, 2.5, 4.0])
     s2, v, k = float(np.var(differences, ddof=1)), 9.0, 4
     interval = paired_interval(differences, np.full(k, v))
-    half = stats.t.ppf(0.975, k) * math.sqrt(((k - 1) * s2 + v) / k / k)
+    half = stats.t.ppf(0.975, k - 1) * math.sqrt(((k - 1) * s2 + v) / k / k)
     assert (interval.low, interval.high) == pytest.approx((2.625 - half, 2.625 + half))
     assert "floored by the evaluation" in interval.source
 
@@ -40,7 +40,7 @@ def test_tied_seeds_or_one_seed_never_give_a_point(differences):
     k = len(differences)
     item_variance = binomial_variance(30.0, 24) + binomial_variance(25.8, 24)
     interval = paired_interval(differences, np.full(k, item_variance))
-    assert interval.high - interval.low == pytest.approx(2 * stats.t.ppf(0.975, k) * math.sqrt(item_variance) / k)
+    assert interval.high - interval.low == pytest.approx(2 * stats.t.ppf(0.975, max(k - 1, 1)) * math.sqrt(item_variance) / k)
     assert interval.low < 0 < interval.high  # one item in 24 decides nothing, however many seeds tie on it
     assert "floored" in interval.source
 
@@ -240,3 +240,15 @@ def test_minimum_says_what_is_missing():
 def test_verdict_values_are_checked():
     with pytest.raises(ValueError, match="verdict must be one of"):
         contract.Verdict("", "", "kinda", "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(differences=_differences, v=_variance, factor=st.floats(0.001, 1.0), criterion=_criteria)
+def test_more_evaluated_items_never_widen_or_weaken(differences, v, factor, criterion):
+    """The reviewer's case: identical per-seed values, more items (a smaller binomial variance) must not give a
+    wider interval (it did at s² = v, where the degrees of freedom used to jump)."""
+    k = len(differences)
+    fewer = paired_interval(differences, [v] * k)
+    more = paired_interval(differences, [v * factor] * k)
+    assert more.high - more.low <= fewer.high - fewer.low + 1e-9
+    _no_weaker(fewer, more, criterion, 0.0)

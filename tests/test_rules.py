@@ -171,7 +171,7 @@ def test_c9_gives_each_verdict(gdpo_pass, exceed, bug, expected):
 
 def test_c9_does_not_demand_lower_exceed_at_two_objectives():
     # Table 5 shows GDPO's 2-objective exceed 0.07 points above GRPO's: "kept", not "lowered".
-    rows = code_rows([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8], gdpo_exceed_2obj=(20.3, 21.2, 19.8))
+    rows = code_rows([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8], gdpo_exceed_2obj=(20.1, 20.6, 19.6))
     assert rules.rule_c9(evidence(rows)).verdict == REPRODUCED
 
 

@@ -190,3 +190,16 @@ def test_sim_table_rows_are_calibrated_on_the_published_benchs_own_cells(claim):
     else:
         assert sum(null.get(v, 0.0) for v in IN_PAPERS_DIRECTION) <= 0.05, null
     assert effect.get(NOT_REPRODUCED, 0.0) <= 0.05, effect
+
+
+def test_the_control_flag_is_read_strictly_and_only_the_compared_methods_event_counts():
+    table = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0, 40], "gdpo": [0, 0, 0, 0, 0]}, steps=200)
+    for spelled in (True, "True", 1, 1.0, "1.0", " true"):
+        marked = table.assign(positive_control=[spelled if v == "cell4" else False for v in table["variant"]])
+        assert rules.sim_verdict_c10(marked, "x").verdict == NOT_REPRODUCED, spelled
+    bad = table.assign(positive_control=["yes" if v == "cell4" else False for v in table["variant"]])
+    with pytest.raises(ValueError, match="must be True or False"):
+        rules.sim_verdict_c10(bad, "x")
+    # One event of the reference method alone does not show the compared method's event can be seen.
+    only_reference = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0], "gdpo": [1, 0, 0, 0]}, steps=200)
+    assert rules.sim_verdict_c10(only_reference, "x").verdict == NOT_MODELLED

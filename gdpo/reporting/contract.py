@@ -34,8 +34,8 @@ own spread and the evaluation's noise. A run's score on n items with m samples e
 binomially, p(1 − p)/(n m) (Agresti–Coull-adjusted, so 0 % and 100 % keep a non-zero variance); where the
 seeds vary more than that, their sample variance s² is the estimate and the interval is Student's t with
 k − 1 degrees of freedom (k seeds); where they vary less (ties, one seed, runs that agree to the item), the
-binomial variance v enters as one more observation: ((k − 1) s² + v) / k, with k degrees of freedom (a
-scaled-inverse-χ² prior of one degree of freedom centred on v). The method: a seed interval floored by the
+binomial variance v enters as one more observation: ((k − 1) s² + v) / k, still with k − 1 degrees of freedom
+(1 for one seed), so that the interval never narrows as v grows (fewer items never look like more evidence). The method: a seed interval floored by the
 evaluation's binomial variance, pooled. It never collapses to a point; more seeds that agree on an equal or
 larger effect never widen it nor weaken its verdict (``tests/test_contract.py``, property tests); and it is
 conservative where runs agree better than independent item flips would make them (greedy evaluation of a
@@ -149,8 +149,8 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
             decides on any of several comparisons, Bonferroni).
 
     With s² the seeds' sample variance (0 for one seed) and v the mean item variance: where s² ≥ v (k ≥ 2) the
-    variance of one difference is s² with k − 1 degrees of freedom (Student's t); otherwise it is
-    ((k − 1) s² + v) / k with k degrees of freedom. The half-width is t · √(variance / k + common_variance).
+    variance of one difference is s² (Student's t); otherwise it is ((k − 1) s² + v) / k; both with k − 1
+    degrees of freedom (1 for one seed). The half-width is t · √(variance / k + common_variance).
     A missing item count (NaN variance) gives a NaN interval: no decision.
     """
     d = np.asarray(differences, dtype=float)
@@ -161,10 +161,12 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
     mean = float(d.mean())
     spread = float(d.var(ddof=1)) if k > 1 else 0.0
     floor = float(v.mean())
+    # k − 1 degrees of freedom in both branches (1 for a single seed): the variance, max(s², ((k − 1) s² + v) / k),
+    # never falls as v grows, so fewer evaluated items never give a narrower interval.
     if k > 1 and spread >= floor:  # NaN floor compares False: no decision below
         variance, dof, source = spread, k - 1, f"t over {k} seeds"
     else:
-        variance, dof = ((k - 1) * spread + floor) / k, k
+        variance, dof = ((k - 1) * spread + floor) / k, max(k - 1, 1)
         why = "one seed" if k == 1 else f"{k} seeds vary less than it"
         source = f"t over {k} seed{'s' if k > 1 else ''}, floored by the evaluation's binomial noise ({why})"
     half = _t_quantile(dof, level) * math.sqrt(variance / k + common_variance)

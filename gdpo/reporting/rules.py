@@ -1219,11 +1219,31 @@ def decide_sim_events(claim_id: str, events: Mapping[str, tuple[pd.Series, pd.Se
 POSITIVE_CONTROL = "positive_control"
 
 
+#: How per_seed.csv may spell the positive-control flag (pandas writes booleans, or 1.0 / 0.0 after a
+#: concatenation with a study that lacks the column, NaN there).
+_FLAG = {"true": True, "1": True, "1.0": True, "false": False, "0": False, "0.0": False, "nan": False, "": False}
+
+
 def _control_cells(per_seed: pd.DataFrame, study: str) -> set[str]:
+    """The study's positive-control cells (``positive_control`` true on their rows).
+
+    Raises:
+        ValueError: a flag that is neither true nor false, or a cell whose rows disagree.
+    """
     rows = per_seed[per_seed["study"] == study]
     if POSITIVE_CONTROL not in rows:
         return set()
-    return set(rows.loc[rows[POSITIVE_CONTROL].astype(str).str.lower().isin(["true", "1"]), "variant"])
+    spelled = rows[POSITIVE_CONTROL].astype(str).str.strip().str.lower()
+    unknown = sorted(set(spelled) - set(_FLAG))
+    if unknown:
+        raise ValueError(f"per_seed.csv: {POSITIVE_CONTROL} of study {study} holds {unknown}; it must be True or False "
+                         "(remake the file with `gdpo sim-summary`).")
+    flags = spelled.map(_FLAG)
+    mixed = flags.groupby(rows["variant"]).nunique()
+    if (mixed > 1).any():
+        raise ValueError(f"per_seed.csv: cell {mixed[mixed > 1].index[0]!r} of study {study} is marked a positive "
+                         "control on some rows only (remake the file with `gdpo sim-summary`).")
+    return set(rows.loc[flags.to_numpy(), "variant"])
 
 
 def sim_event_power(claim_id: str, cells: int, seeds: int) -> float:
@@ -1284,8 +1304,10 @@ def _sim_events_verdict(claim_id: str, per_seed: pd.DataFrame, evidence: str, me
     power = round(sim_event_power(claim_id, cells, seeds), 3)
     control_text = "; ".join(f"{v}: {a_name} {int(a.sum())}/{len(a)}, {b_name} {int(b.sum())}/{len(b)}"
                              for v, (a, b) in control_events.items())
-    grid_events = sum(int(a.sum()) + int(b.sum()) for a, b in events.values())
-    control_seen = sum(int(a.sum()) + int(b.sum()) for a, b in control_events.values())
+    # The bench must be shown to produce the compared method's event (GRPO's collapse, gdpo_nobn's failure):
+    # an event of the reference method alone does not show that the claimed one could have been seen.
+    grid_events = sum(int(a.sum()) for a, _ in events.values())
+    control_seen = sum(int(a.sum()) for a, _ in control_events.values())
     measured = (f"{event_name} {a_name} vs {b_name} per cell ({cells} cells, {seeds} seeds each, intervals at "
                 f"{100 * level:.2f} %): {text}. Cells: {_tally(outcomes)}"
                 + f". Over the grid: {'; '.join(bounds)} (95 % Wilson upper bounds). Per cell the design detects a "
@@ -1304,7 +1326,7 @@ def _sim_events_verdict(claim_id: str, per_seed: pd.DataFrame, evidence: str, me
         return Verdict(f"{measured} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED, evidence,
                        power=power, run=run, parts=parts)
     if outcome == NOT_REPRODUCED and not (grid_events or control_seen):
-        why = ("the bench produced no " + event_name + " in any arm of any cell"
+        why = (f"the bench produced no {event_name} of {a_name} in any cell"
                + (", its positive control included" if control_events else ", and no positive control shows that "
                   "it can") + ": a refutation needs the event to be producible")
         return Verdict(f"{measured} — {why}", comparison, NOT_MODELLED, evidence, power=power, run=run, parts=parts)
@@ -1340,8 +1362,7 @@ def sim_verdict_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
         cells[(v, "base", "format")] = _sim_initial_sample(per_seed, study, v, "grpo_nostd", "format")
         cells[(v, "grpo_nostd", "avg")] = _sim_sample(per_seed, study, v, "grpo_nostd", "correctness")
         cells[(v, "grpo", "avg")] = _sim_sample(per_seed, study, v, "grpo", "correctness")
-    level = bonferroni_level(len(variants))
-    decision = decide_c4(cells, variants, level)  # which divides by its three parts per cell again
+    decision = decide_c4(cells, variants)  # Bonferroni over every cell's three parts
     outcomes, text = decision.by_setup, decision.text
     outcome = over_cells(outcomes)
     seeds = _sim_pairs(*((cells[(v, "grpo_nostd", "avg")], cells[(v, "grpo", "avg")]) for v in variants))
