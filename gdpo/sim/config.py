@@ -2,8 +2,10 @@
 
 A study is reward definitions + methods + seeds + steps + prompts + G + learning rate + options, and
 optionally named *variants* (each a set of overrides of the study's keys) or a *grid* (the cartesian
-product of a few keys' values, which generates the variants), and optionally *extra cells* varied one factor
-at a time around a cell of the grid or a variant (``extra_cells``, see :func:`build_study`). Every key is
+product of a few keys' values, which generates the variants), optionally *extra cells* varied one factor
+at a time around a cell of the grid or a variant (``extra_cells``, see :func:`build_study`), and optionally
+*positive controls* (``positive_controls``: named cells whose settings are engineered so that the study's
+outcome event does happen, run and reported like every cell but marked as controls). Every key is
 checked; a bad one raises ``ValueError`` naming the key, what is allowed there and the file.
 
 Override rules of a variant (and of a grid point): a top-level key replaces the study's value, except
@@ -36,6 +38,15 @@ CORRELATION_RANGE = (-0.5, 0.95)
 EXTRA_CELLS_HELP = ("list of one-factor-at-a-time blocks {around: a cell of the grid (one value of every grid key) "
                     "or a variant name, vary: mapping key → list of values}; each value is one more cell, the "
                     "around cell with that one key changed")
+#: Prefix of a positive control's cell (variant) name: ``control:<name>``.
+CONTROL_PREFIX = "control:"
+#: Keys a positive control cannot set: it is judged by the study's own outcome, on its methods and seeds.
+CONTROL_FIXED_KEYS = ("outcome", "methods", "seeds")
+#: What ``positive_controls`` holds (both benches; see :func:`build_study`).
+POSITIVE_CONTROLS_HELP = ("mapping control name → overrides of the study's keys (as a variant's), settings engineered "
+                          "so that the study's outcome event happens; each is one more cell named "
+                          f"'{CONTROL_PREFIX}<name>', marked positive_control in the results (it cannot set "
+                          + ", ".join(CONTROL_FIXED_KEYS) + ")")
 
 _REWARD_KEYS = {
     "name": "reward name (a column of the results)",
@@ -74,8 +85,9 @@ _TOP_KEYS = {
     "variants": "mapping variant name → overrides of the keys above",
     "grid": "mapping key → list of values; every combination is a variant",
     "extra_cells": EXTRA_CELLS_HELP,
+    "positive_controls": POSITIVE_CONTROLS_HELP,
 }
-_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid", "extra_cells"}
+_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid", "extra_cells", "positive_controls"}
 _DEFAULTS: dict[str, Any] = {
     "description": "",
     "claims": [],
@@ -189,13 +201,19 @@ class RunConfig:
 @dataclasses.dataclass(frozen=True)
 class Study:
     """A validated study file. ``variants`` maps variant name → its resolved :class:`RunConfig`, in file
-    order; a study without variants has the single variant ``"default"``."""
+    order; a study without variants has the single variant ``"default"``. ``controls``: the names of the
+    variants that are positive controls (``control:<name>``, after every other cell)."""
 
     name: str
     description: str
     claims: tuple[str, ...]
     path: str
     variants: tuple[tuple[str, RunConfig], ...]
+    controls: tuple[str, ...] = ()
+
+    def is_control(self, name: str) -> bool:
+        """Whether the variant ``name`` is a positive control."""
+        return name in self.controls
 
     def variant(self, name: str) -> RunConfig:
         for variant_name, config in self.variants:
@@ -556,6 +574,36 @@ def _extra_cells(check: _Checker, raw: Any, grid: Mapping, variants: Mapping, to
     return cells
 
 
+def _positive_controls(check: _Checker, raw: Any, top_keys, not_overridable) -> list[tuple[str, dict]]:
+    """(``control:<name>``, overrides) of every positive control (see :func:`build_study`), in file order."""
+    if not isinstance(raw, Mapping) or not raw:
+        check.fail("positive_controls", raw, "a non-empty mapping of control name → overrides of the study's keys "
+                                             f"({POSITIVE_CONTROLS_HELP})")
+    allowed = sorted(set(top_keys) - set(not_overridable) - set(CONTROL_FIXED_KEYS))
+    cells = []
+    for name, overrides in raw.items():
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            check.fail("positive_controls", name, "control names that are non-empty strings without surrounding "
+                                                  "spaces")
+        if name.startswith(CONTROL_PREFIX):
+            check.fail(f"positive_controls.{name}", name, f"a name without the '{CONTROL_PREFIX}' prefix (the cell "
+                                                          f"is named '{CONTROL_PREFIX}<name>')")
+        key = f"positive_controls.{name}"
+        if not isinstance(overrides, Mapping) or not overrides:
+            check.fail(key, overrides, "a non-empty mapping of the study's keys to the control's values "
+                                       "(a control must change some setting)")
+        for override_key in overrides:
+            if override_key in CONTROL_FIXED_KEYS:
+                raise ValueError(f"{check.path}: key '{key}.{override_key}' cannot be set in a positive control: a "
+                                 "control is judged by the study's own outcome, on the study's methods and seeds; "
+                                 f"allowed keys: {', '.join(allowed)}.")
+            if override_key in not_overridable or override_key not in top_keys:
+                raise ValueError(f"{check.path}: unknown key '{key}.{override_key}'; allowed keys: "
+                                 f"{', '.join(allowed)}.")
+        cells.append((f"{CONTROL_PREFIX}{name}", dict(overrides)))
+    return cells
+
+
 def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_overridable, resolve: Callable,
                 apply_overrides: Callable, grid_label: Callable[[str, Any], str]) -> Study:
     """What every bench's study file shares: a ``name``, then either named ``variants`` or a ``grid`` (every
@@ -572,17 +620,27 @@ def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_over
     ``learning_rate=0.1,max_length=24,prompts=32``); a cell of a variant ``<variant>,<key>=<value>``. The extra
     cells come after the grid's (or the variants) and are run and reported like them.
 
+    ``positive_controls`` declares cells whose settings are engineered so that the study's outcome event
+    happens, to show that the bench and the outcome's detector can see the event at all: a mapping
+    ``{<name>: {key: value, ...}}`` of overrides of the study's keys, applied like a variant's (on the study's
+    top-level settings, not on a grid cell). Each is one more cell named ``control:<name>``, after every other
+    cell, run on the study's methods and seeds and judged by the study's outcome (a control cannot set
+    ``outcome``, ``methods`` or ``seeds``, and the study must count an outcome); :attr:`Study.controls` lists
+    them and the results mark their rows ``positive_control``. Ordinary variants cannot take the ``control:``
+    prefix.
+
     Raises:
         ValueError: a bad key or value (named with the file); ``extra_cells`` in a study without a grid or
             variants, an ``around`` that is not a cell of the study, a key that cannot vary, or an extra cell
             that repeats another cell's name or settings (its around cell's, a grid cell's or another extra
-            cell's).
+            cell's); a positive control that is not a non-empty mapping of settable keys, in a study without an
+            outcome, or with the settings of another cell.
     """
     check.unknown_keys(data, top_keys)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"{path}: missing or empty key 'name' (the study name, a string).")
-    base = {k: v for k, v in data.items() if k not in ("variants", "grid", "extra_cells")}
+    base = {k: v for k, v in data.items() if k not in ("variants", "grid", "extra_cells", "positive_controls")}
     variants_raw = data.get("variants") or {}
     grid_raw = data.get("grid") or {}
     if not isinstance(variants_raw, Mapping):
@@ -611,6 +669,10 @@ def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_over
     if data.get("extra_cells") is not None:
         overrides += _extra_cells(check, data["extra_cells"], grid_raw, variants_raw, top_keys, not_overridable,
                                   grid_label)
+    for variant_name, _ in overrides:
+        if variant_name.startswith(CONTROL_PREFIX):
+            raise ValueError(f"{path}: cell '{variant_name}': the prefix '{CONTROL_PREFIX}' marks positive controls; "
+                             "declare a control under 'positive_controls' or rename the variant.")
     if overrides:
         variants = []
         for index, (variant_name, override) in enumerate(overrides):
@@ -626,9 +688,24 @@ def build_study(data: Mapping, path: str, check: _Checker, *, top_keys, not_over
             variants.append((variant_name, config))
     else:
         variants = [("default", resolve(check, base))]
+    controls = []
+    if data.get("positive_controls") is not None:
+        for control_name, override in _positive_controls(check, data["positive_controls"], top_keys, not_overridable):
+            control_check = _Checker(path, f" (positive control '{control_name}')")
+            config = resolve(control_check, apply_overrides(control_check, base, override))
+            if config.outcome.kind == "none":
+                raise ValueError(f"{path}: positive control '{control_name}' needs the study to count an outcome "
+                                 "(its 'outcome' is none): a positive control shows that the outcome's event can "
+                                 "happen.")
+            for other_name, other in variants:
+                if other == config:
+                    raise ValueError(f"{path}: positive control '{control_name}' has the same settings as the cell "
+                                     f"'{other_name}'; a control must change the settings of every other cell.")
+            variants.append((control_name, config))
+            controls.append(control_name)
     claims = tuple(str(c) for c in (data.get("claims") or []))
     return Study(name=name, description=str(data.get("description", "")), claims=claims, path=path,
-                 variants=tuple(variants))
+                 variants=tuple(variants), controls=tuple(controls))
 
 
 def parse_study(data: Any, path: str = "<study>") -> Study:
@@ -653,7 +730,9 @@ def load_study(path: str | Path) -> Study:
     Its cells are the grid's (every combination of ``grid``'s values) or the named ``variants``, then the
     ``extra_cells``: blocks ``{around: <a grid cell or a variant name>, vary: {key: [values]}}``, each value one
     more cell, the around cell with that one key changed (one factor at a time; :func:`build_study`). A study
-    fixes its cells before any result of them is seen and reports every one.
+    fixes its cells before any result of them is seen and reports every one. Last come the
+    ``positive_controls``: cells named ``control:<name>`` whose settings are engineered so that the outcome's
+    event happens (:attr:`Study.controls`).
 
     Raises:
         ValueError: the file is missing, not YAML, or a key is unknown or out of range; the message names

@@ -2,7 +2,8 @@
 
 A sequence study names the policy's vocabulary and step-0 habits, the rewards computed from each sampled
 sequence, and the training settings; ``grid`` (cartesian product of a few keys' values) or ``variants``
-(named overrides) make its runs, and ``extra_cells`` adds cells one factor at a time around one of them
+(named overrides) make its runs, ``extra_cells`` adds cells one factor at a time around one of them and
+``positive_controls`` adds named cells engineered so that the study's outcome event happens
 (:func:`gdpo.sim.config.build_study`). Every key is checked; a bad one raises ``ValueError`` naming the key,
 what is allowed there and the file. Reward kinds and the token layout are described in
 :mod:`gdpo.sim.sequence_rewards`.
@@ -17,7 +18,7 @@ from typing import Any
 
 from gdpo.advantages import available_conventions, available_methods
 from gdpo.sim.config import (
-    EXTRA_CELLS_HELP, OPTIMIZERS, ConditioningSpec, _Checker, _format_grid_value, build_study,
+    EXTRA_CELLS_HELP, OPTIMIZERS, POSITIVE_CONTROLS_HELP, ConditioningSpec, _Checker, _format_grid_value, build_study,
 )
 
 REWARD_KINDS = ("correctness", "format", "length", "no_bug")
@@ -69,8 +70,9 @@ _TOP_KEYS = {
     "variants": "mapping variant name → overrides of the keys above",
     "grid": "mapping key → list of values; every combination is a variant (fixed before results are seen)",
     "extra_cells": EXTRA_CELLS_HELP,
+    "positive_controls": POSITIVE_CONTROLS_HELP,
 }
-_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid", "extra_cells"}
+_NOT_OVERRIDABLE = {"name", "bench", "description", "claims", "variants", "grid", "extra_cells", "positive_controls"}
 _DEFAULTS: dict[str, Any] = {
     "description": "",
     "claims": [],

@@ -1,5 +1,8 @@
 """Running a study: every (variant, method) through the bench, as one tidy table.
 
+Positive controls (a study's ``positive_controls``, cells named ``control:<name>``) run and are judged like
+every cell; their rows carry ``positive_control`` True, every other row False.
+
 Per-run outcomes (one per seed, the same on all of that run's rows):
 
 - ``failure_to_converge`` (C10): a run *fails to converge* if, at the end of training — the mean over the
@@ -114,6 +117,7 @@ def _trace_frame(study: Study, variant: str, method: str, config: RunConfig, tra
         "study": study.name,
         "bench": config.bench,
         "variant": variant,
+        "positive_control": study.is_control(variant),
         "method": method,
         "seed": np.asarray(config.seeds)[seed_index],
         "step": step_index,
@@ -152,7 +156,8 @@ def run_study(study: Study, variant: str | None = None, method: str | None = Non
 
     Returns:
         One row per (study, variant, method, seed, step, reward) with columns ``study, bench`` (``bernoulli`` or
-        ``sequence``), ``variant, method,
+        ``sequence``), ``variant, positive_control`` (True on the rows of a positive control, a cell engineered
+        so that the outcome's event happens; False on every other cell), ``method,
         seed, step, reward, weight, mean`` (reward as paid, reward units), ``success`` (graded value in
         [0, 1] before conditioning), ``zero_std_fraction`` (of groups, for this reward),
         ``distinct_per_group``, ``distinct_in_batch``, ``distinct_groups_in_batch`` (advantages rounded to

@@ -44,7 +44,9 @@ def per_seed_outcomes(df: pd.DataFrame) -> pd.DataFrame:
     10 % of the run's steps), ``auc`` (mean success over all steps, i.e. the area under the learning curve
     divided by the number of steps), ``final_mean`` (reward as paid, same window), ``n_final_samples``
     (sampled completions behind ``final_success``: window steps × prompts × rollouts; the ledger's item
-    count where seeds tie), ``prompts`` (per batch), ``steps`` (of the run) and the seed's outcome."""
+    count where seeds tie), ``prompts`` (per batch), ``steps`` (of the run), the seed's outcome and
+    ``positive_control`` (True for a positive control's cell, False otherwise and for results written before
+    the column existed)."""
     keys = [*_KEYS, "reward", "seed"]
     num_steps = df.groupby(_KEYS)["step"].transform("max") + 1
     window = num_steps.map(final_window)
@@ -61,7 +63,19 @@ def per_seed_outcomes(df: pd.DataFrame) -> pd.DataFrame:
         final["n_final_samples"] = final["final_steps"] * shape["prompts"] * shape["generations"]
         final["prompts"] = shape["prompts"]
     final["steps"] = num_steps.groupby([df[k] for k in keys], sort=False).first()
-    return table.join(final.drop(columns="final_steps")).reset_index()
+    table = table.join(final.drop(columns="final_steps")).reset_index()
+    table.insert(len(keys), "positive_control", _control_flags(df, table))
+    return table
+
+
+def _control_flags(df: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
+    """``positive_control`` of each (study, variant) row of ``table``, read from ``df`` (False without the column)."""
+    if "positive_control" not in df:
+        return np.zeros(len(table), dtype=bool)
+    marked = df["positive_control"].eq(True)  # missing (a CSV without the column concatenated) → False
+    flags = marked.groupby([df["study"], df["variant"]], sort=False).any()
+    index = pd.MultiIndex.from_frame(table[["study", "variant"]])
+    return flags.reindex(index, fill_value=False).to_numpy(dtype=bool)
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -71,7 +85,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     (:data:`BOOTSTRAP_RESAMPLES` resamples, fixed seed, so the table is deterministic); rates use the
     **Wilson** score interval.
 
-    Columns: ``study, variant, method, reward, seeds``; ``final_success`` (+ ``_ci_low``, ``_ci_high``):
+    Columns: ``study, variant, method, reward, positive_control`` (a positive control's cell), ``seeds``; ``final_success`` (+ ``_ci_low``, ``_ci_high``):
     mean over seeds of the success averaged over the last 10 % of steps; ``auc`` (+ CI): mean over seeds
     of the success averaged over all steps (area under the learning curve per step); ``final_mean``:
     reward as paid over the last 10 % of steps; ``distinct_per_group``: mean over steps and seeds of the
@@ -85,6 +99,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, group in seeds.groupby([*_KEYS, "reward"], sort=False):
         row = dict(zip([*_KEYS, "reward"], key))
+        row["positive_control"] = bool(group["positive_control"].iloc[0])
         row["seeds"] = int(group["seed"].nunique())
         for column in ("final_success", "auc"):
             values = group[column].to_numpy()
