@@ -45,10 +45,14 @@ def test_the_default_workflows_ledger_decides_nothing_its_evidence_cannot_suppor
     # GDPO behind GRPO on correctness in 3 of its 4 conditioned cells, the two alike at 2 prompts per batch.
     sim = ledger[ledger["scale"] == "sim"].set_index("claim_id")
     assert sim.loc["C4", "verdict"] == "not reproduced"
-    # C5 and C10: no event in any arm of any cell (0/192, 0/512) and no positive control: not a refutation.
-    for claim in ("C5", "C10"):
-        assert sim.loc[claim, "verdict"] == "not modelled"
-        assert "no positive control shows that it can" in sim.loc[claim, "measured_value"]
+    # C10: no gdpo_nobn failure in any of the 8 cells (0/512), while a declared positive control (reward weights
+    # 0.1 under SGD) shows the contrast through the same detector: a refutation on this bench.
+    assert sim.loc["C10", "verdict"] == "not reproduced"
+    assert "Positive controls" in sim.loc["C10", "measured_value"]
+    # C5: no collapse in the grid (0/192), and the control (correctness unpaid) collapses both methods alike: the
+    # detector fires on this bench, but nothing shows the bench can produce GRPO's collapse: not modelled.
+    assert sim.loc["C5", "verdict"] == "not modelled"
+    assert "grpo 29/32, gdpo 29/32" in sim.loc["C5", "measured_value"]
     assert sim.loc["C8", "verdict"] == "inconclusive"
     assert "not reproduced in 2/4, inconclusive in 2/4" in sim.loc["C8", "measured_value"]
 

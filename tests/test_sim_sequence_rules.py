@@ -28,7 +28,7 @@ def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, ste
     ([30, 0, 0, 0], [0, 0, 0, 0], REPRODUCED),       # one corner shows it; the others hold 0, not the opposite
     ([30, 0, 0, 0], [0, 0, 30, 0], INCONCLUSIVE),    # another corner shows the opposite
     ([0, 0, 0, 0], [0, 0, 0, 0], NOT_MODELLED),      # no event in any arm and no control: not a refutation
-    ([4, 3, 4, 3], [4, 3, 4, 3], NOT_REPRODUCED),    # events seen, each cell ruling out a 0.2 difference
+    ([4, 3, 4, 3], [4, 3, 4, 3], NOT_MODELLED),      # events alike in both arms: no control shows a contrast
     ([6, 0, 0, 0], [0, 0, 0, 0], INCONCLUSIVE),      # a hint in one corner, not enough
 ])
 def test_c10_is_decided_over_the_grid(counts_a, counts_b, verdict):
@@ -135,15 +135,20 @@ def test_c8_cells_must_agree_and_the_row_names_the_odd_ones():
 
 
 def test_a_positive_control_lets_a_grid_without_events_refute():
-    """The grid never shows the event, but a control cell engineered to produce it does, through the same
-    detector: the refutation stands, the control is reported and not counted as a grid cell."""
-    table = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0, 40], "gdpo": [0, 0, 0, 0, 35]}, steps=200)
+    """The grid never shows the claimed contrast, but a control cell engineered to produce it does, through the
+    same detector and rule: the refutation stands, the control is reported and not counted as a grid cell."""
+    table = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0, 40], "gdpo": [0, 0, 0, 0, 2]}, steps=200)
     table["positive_control"] = table["variant"] == "cell4"
     verdict = rules.sim_verdict_c10(table, "x")
     assert verdict.verdict == NOT_REPRODUCED, verdict.measured_value
     assert "4 cells" in verdict.measured_value and "Positive control" in verdict.measured_value
-    assert "cell4: gdpo_nobn 40/64, gdpo 35/64" in verdict.measured_value
-    # A control that produced nothing shows nothing: still not modelled.
+    assert "cell4: gdpo_nobn 40/64, gdpo 2/64" in verdict.measured_value
+    # A control with the event in both methods alike shows the detector fires, not the claimed contrast.
+    table.loc[(table["variant"] == "cell4") & (table["method"] == "gdpo"), "outcome_event"] = \
+        table.loc[(table["variant"] == "cell4") & (table["method"] == "gdpo_nobn"), "outcome_event"].to_numpy()
+    alike = rules.sim_verdict_c10(table, "x")
+    assert alike.verdict == NOT_MODELLED and "its control gave" in alike.measured_value
+    # A control that produced nothing shows nothing either.
     table.loc[table["variant"] == "cell4", "outcome_event"] = False
     assert rules.sim_verdict_c10(table, "x").verdict == NOT_MODELLED
 
