@@ -542,3 +542,25 @@ def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():
                               ("gdpo", "ast_calls"): [0.0, 0.0, 0.0, 0.0]})
     verdict = rules.rule_c3(evidence(rows))
     assert verdict.measured_value.endswith("[calls made: grpo 75.0 %, gdpo 5.0 %; AST acc. (calls): gdpo 0.0 %]")
+
+
+def test_the_seed_gate_counts_the_seeds_a_pooled_verdict_rests_on():
+    """The reviewer's case: two Table 3 setups with seeds {0,1,2} and {2,3,4} each pass a per-setup count, but
+    C6 pools them over the one seed they share: underpowered, and the row says so."""
+    reporting = {"tables": {"table3": {"R1-1.5B": "m1", "R1-7B": "m7"}}}
+    first = eval_rows("m1", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})
+    second = [{**r, "seed": r["seed"] + 2} for r in eval_rows(
+        "m7", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})]
+    verdict = rules.rule_c6(evidence(first + second, reporting=reporting))
+    assert verdict.verdict == UNDERPOWERED
+    assert "≥ 3 seeds per method common to every pooled comparison (have 1)" in verdict.measured_value
+
+
+def test_c7_gate_counts_seeds_shared_across_the_weights():
+    """Weight 1 on seeds 0–2 and the other weights on seeds 3–5: every task has 3 seeds, no pair shares one."""
+    rows = []
+    for task, offset in (("math", 0), ("math_w075", 3), ("math_w05", 3), ("math_w025", 3)):
+        rows += [{**r, "seed": r["seed"] + offset} for r in sweep_rows({task: [50.0, 50.5, 49.9]})]
+    verdict = rules.rule_c7(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED
+    assert "common to each weight and weight 1 (have 0)" in verdict.measured_value
