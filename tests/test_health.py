@@ -9,6 +9,7 @@ import pytest
 
 from gdpo.evaluation.health import NO_HEALTH_BLOCK, collapse_reasons, health_record, not_judged_reason
 from gdpo.reporting.aggregate import gather_evals
+from gdpo.tasks.tool_calling.diagnostics import offered_tool_names, parsed_calls
 from gdpo.tasks.tool_calling.evaluation import call_metrics
 
 
@@ -32,14 +33,48 @@ def test_collapse_reasons(family, health, collapsed):
     assert health_record(family, health)["collapsed"] == reasons
 
 
+TOOLS = [{"name": "f", "description": "d", "parameters": {}}, {"name": "math.factorial", "parameters": {}}]
+
+
 def test_call_metrics_separate_calls_from_declining():
-    rows = [{"id": "a", "answer_type": "tool_call"}, {"id": "b", "answer_type": "tool_call"},
-            {"id": "c", "answer_type": "response"}]
+    rows = [{"id": "a", "answer_type": "tool_call", "tools": TOOLS}, {"id": "b", "answer_type": "tool_call", "tools": TOOLS},
+            {"id": "c", "answer_type": "response", "tools": TOOLS}]
     call = '<think>x</think>\n<tool_call>\n{"name": "f", "parameters": {}}\n</tool_call>'
     think_only = "<think>I can call the tools in the response</think>"
     metrics = call_metrics(rows, [[call, think_only], [think_only, think_only], [think_only, call]],
                            {"a": [True, False], "b": [False, False], "c": [True, True]})
     assert metrics == {"calls": 25.0, "ast_calls": 25.0, "declined": 50.0, "n_need_call": 2}
+
+
+def _call(*names: str) -> str:
+    lines = "\n".join(json.dumps({"name": name, "parameters": {}}) for name in names)
+    return f"<think>x</think>\n<tool_call>\n{lines}\n</tool_call>"
+
+
+@pytest.mark.parametrize("text, counts", [
+    (_call("f"), True),
+    (_call("math.factorial", "f"), True),
+    (_call(""), False),                         # an empty tool name
+    (_call(" "), False),
+    (_call("g"), False),                        # a tool the item does not offer
+    (_call("f", "g"), False),                   # one of the calls names a tool not offered
+    (_call("math_factorial"), False),           # not the name the prompt lists
+    ("<think>x</think>\n<tool_call>\n\n</tool_call>", False),
+])
+def test_calls_count_only_calls_to_the_items_tools(text, counts):
+    rows = [{"id": "a", "answer_type": "tool_call", "tools": TOOLS}, {"id": "b", "answer_type": "response", "tools": TOOLS}]
+    metrics = call_metrics(rows, [[text], [text]], {"a": [False], "b": [False]})
+    assert metrics["calls"] == (100.0 if counts else 0.0)
+    # a call to a tool not offered still is no decline
+    assert metrics["declined"] == (0.0 if parsed_calls(text) else 100.0)
+
+
+def test_calls_read_the_tools_as_the_split_stores_them_or_as_json():
+    assert offered_tool_names(json.dumps(TOOLS)) == {"f", "math.factorial"}
+    assert offered_tool_names([{"type": "function", "function": {"name": "g"}}, {"name": ""}, "h"]) == {"g"}
+    assert offered_tool_names(None) == set() and offered_tool_names("not json") == set()
+    row = {"id": "a", "answer_type": "tool_call"}  # an item offering no tool: no call can count
+    assert call_metrics([row], [[_call("f")]], {})["calls"] == 0.0
 
 
 def test_eval_csv_marks_every_row_of_a_collapsed_run(tmp_path):
