@@ -71,6 +71,25 @@ def test_code_block_and_parsing_program():
     assert values["program_parses"] == [1.0, 0.0, 0.0, 1.0, 0.0]
 
 
+@pytest.mark.parametrize("text", [
+    "Sorry", "Sorry.", "I cannot help with that.", "42", "x", "not possible", "yes or no", "Answer: yes",
+    "pass", "global warming", "return home", "raise hell", "```\nSorry\n```", "```python\n42\n```", "  \n",
+])
+def test_prose_that_parses_is_no_program(text):
+    """The reward runs the whole text when there is no fenced block; "Sorry" parses (a bare name) but is no
+    program, and neither is any text without a statement that does something."""
+    assert code.completion_diagnostics([text])["program_parses"] == [0.0]
+
+
+@pytest.mark.parametrize("text", [
+    "def f(x):\n    return x\n", "```python\ndef f(x):\n    return x\n```", "print(input())",
+    "n = int(input())\nprint(n * 2)", "import sys\nsys.stdout.write(sys.stdin.read())", "class A:\n    pass",
+    "total: int = 0", "for line in open(0):\n    print(line)", "Here it is:\n```\nf = lambda x: x\n```",
+])
+def test_real_programs_are_programs(text):
+    assert code.completion_diagnostics([text])["program_parses"] == [1.0]
+
+
 def test_run_summary_says_how_many_steps_had_a_signal_and_what_the_policy_did():
     from gdpo.training.run import summarise
 
