@@ -28,7 +28,8 @@ from gdpo.tasks.math.rewards import completion_text, last_boxed, parse_final_ans
 
 INDICATORS = ("answer_present",)
 
-#: "answer is", "answer:", "result =", "answer, which is" (any case, markdown emphasis allowed), then the answer.
+#: "answer is", "answer:", "result =", "answer, which is" (any case, markdown emphasis allowed), then the
+#: answer.
 _ANSWER_STATEMENT = re.compile(r"\b(?:answer|result)\b[*_\s]*(?:,\s*which\s+)?(?:is\b|:|=)[*_\s:]*",
                                re.IGNORECASE)
 #: A last line ending with an equation's right-hand side: "7 + 3 = 10", "So 2 * 3 = 6."

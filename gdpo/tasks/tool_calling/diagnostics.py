@@ -41,7 +41,8 @@ def parsed_calls(text: str) -> list[dict] | None:
 
 def offered_tool_names(tools) -> set[str]:
     """The names of an item's tools: JSON function schemas ``{"name": …}`` (BFCL's) or OpenAI-style
-    ``{"type": "function", "function": {"name": …}}``, as a list or its JSON text; empty names are dropped."""
+    ``{"type": "function", "function": {"name": …}}``, as a list or its JSON text; empty names are
+    dropped."""
     if isinstance(tools, str):
         try:
             tools = json.loads(tools)
