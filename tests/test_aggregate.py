@@ -53,3 +53,7 @@ def test_evals_become_long_rows_with_not_run_columns_kept(tmp_path):
     assert set(evals["n_items"].dropna()) == {80}
     missing = evals[evals["value"].isna()].iloc[0]
     assert missing["benchmark"] == "multi_turn" and missing["note"].startswith("not run: needs")
+    # no health block: the run is not judged (never healthy), and nothing says it collapsed
+    assert set(evals["health"]) == {"not judged: no health block in eval.json: evaluated before the collapse gate "
+                                    "existed; re-run its evaluation"}
+    assert set(evals["collapsed"]) == {""}

@@ -62,6 +62,32 @@ def test_math_answer_present():
     assert values["answer_present"] == [1.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("text, answered", [
+    ("There are 3 apples.", False),                               # a bare number in prose
+    ("I have 3 ideas but I am not sure", False),
+    ("So 3 + 4 = 7, and then I got lost", False),                 # an equation inside prose
+    ("First 3 + 4 = 7.\nThen we divide the larger number by", False),  # reasoning cut before its conclusion
+    ("42", False),                                                # a number without a final-answer form
+    ("\\boxed{}", False),                                         # an empty box
+    ("The answer is not clear, maybe 3 or 4", False),             # the statement is not followed by the answer
+    ("The answers are 3", False),
+    ("First \\boxed{5}, then I changed my mind: \\boxed{}", False),  # the last box (the one graded) is empty
+    ("so it is \\boxed{42}", True),
+    ("\\boxed{\\frac{1}{2}}", True),
+    ("The answer is 12.", True),                                  # the form the reward's docstring names
+    ("Final answer: -3", True),
+    ("**Answer:** $\\frac{1}{2}$", True),
+    ("The answer is **12**", True),
+    ("answer = (1, 2)", True),
+    ("So the result is 2.", True),
+    ("the final answer, which is 8.", True),
+    ("To add them:\n7 + 3 = 10", True),                          # a closing equation
+    ("So 3 + 4 = 7.", True),
+])
+def test_math_answer_needs_a_final_answer_form(text, answered):
+    assert math_family.completion_diagnostics([text])["answer_present"] == [float(answered)]
+
+
 def test_code_block_and_parsing_program():
     texts = ["```python\ndef f(x):\n    return x\n```", "Here is how: just add them.", "```python\ndef f(:\n```",
              "def f(x):\n    return x\n", ""]
@@ -69,6 +95,25 @@ def test_code_block_and_parsing_program():
     assert values["code_block"] == [1.0, 0.0, 1.0, 0.0, 0.0]
     # prose parses as no program ("Here is how: ..." is a syntax error); bare code without a fence still runs
     assert values["program_parses"] == [1.0, 0.0, 0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("text", [
+    "Sorry", "Sorry.", "I cannot help with that.", "42", "x", "not possible", "yes or no", "Answer: yes",
+    "pass", "global warming", "return home", "raise hell", "```\nSorry\n```", "```python\n42\n```", "  \n",
+])
+def test_prose_that_parses_is_no_program(text):
+    """The reward runs the whole text when there is no fenced block; "Sorry" parses (a bare name) but is no
+    program, and neither is any text without a statement that does something."""
+    assert code.completion_diagnostics([text])["program_parses"] == [0.0]
+
+
+@pytest.mark.parametrize("text", [
+    "def f(x):\n    return x\n", "```python\ndef f(x):\n    return x\n```", "print(input())",
+    "n = int(input())\nprint(n * 2)", "import sys\nsys.stdout.write(sys.stdin.read())", "class A:\n    pass",
+    "total: int = 0", "for line in open(0):\n    print(line)", "Here it is:\n```\nf = lambda x: x\n```",
+])
+def test_real_programs_are_programs(text):
+    assert code.completion_diagnostics([text])["program_parses"] == [1.0]
 
 
 def test_run_summary_says_how_many_steps_had_a_signal_and_what_the_policy_did():

@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from gdpo.evaluation.health import collapse_reasons, health_record
+from gdpo.evaluation.health import NO_HEALTH_BLOCK, collapse_reasons, health_record, not_judged_reason
 from gdpo.reporting.aggregate import gather_evals
+from gdpo.tasks.tool_calling.diagnostics import offered_tool_names, parsed_calls
 from gdpo.tasks.tool_calling.evaluation import call_metrics
 
 
@@ -32,14 +33,48 @@ def test_collapse_reasons(family, health, collapsed):
     assert health_record(family, health)["collapsed"] == reasons
 
 
+TOOLS = [{"name": "f", "description": "d", "parameters": {}}, {"name": "math.factorial", "parameters": {}}]
+
+
 def test_call_metrics_separate_calls_from_declining():
-    rows = [{"id": "a", "answer_type": "tool_call"}, {"id": "b", "answer_type": "tool_call"},
-            {"id": "c", "answer_type": "response"}]
+    rows = [{"id": "a", "answer_type": "tool_call", "tools": TOOLS}, {"id": "b", "answer_type": "tool_call", "tools": TOOLS},
+            {"id": "c", "answer_type": "response", "tools": TOOLS}]
     call = '<think>x</think>\n<tool_call>\n{"name": "f", "parameters": {}}\n</tool_call>'
     think_only = "<think>I can call the tools in the response</think>"
     metrics = call_metrics(rows, [[call, think_only], [think_only, think_only], [think_only, call]],
                            {"a": [True, False], "b": [False, False], "c": [True, True]})
     assert metrics == {"calls": 25.0, "ast_calls": 25.0, "declined": 50.0, "n_need_call": 2}
+
+
+def _call(*names: str) -> str:
+    lines = "\n".join(json.dumps({"name": name, "parameters": {}}) for name in names)
+    return f"<think>x</think>\n<tool_call>\n{lines}\n</tool_call>"
+
+
+@pytest.mark.parametrize("text, counts", [
+    (_call("f"), True),
+    (_call("math.factorial", "f"), True),
+    (_call(""), False),                         # an empty tool name
+    (_call(" "), False),
+    (_call("g"), False),                        # a tool the item does not offer
+    (_call("f", "g"), False),                   # one of the calls names a tool not offered
+    (_call("math_factorial"), False),           # not the name the prompt lists
+    ("<think>x</think>\n<tool_call>\n\n</tool_call>", False),
+])
+def test_calls_count_only_calls_to_the_items_tools(text, counts):
+    rows = [{"id": "a", "answer_type": "tool_call", "tools": TOOLS}, {"id": "b", "answer_type": "response", "tools": TOOLS}]
+    metrics = call_metrics(rows, [[text], [text]], {"a": [False], "b": [False]})
+    assert metrics["calls"] == (100.0 if counts else 0.0)
+    # a call to a tool not offered still is no decline
+    assert metrics["declined"] == (0.0 if parsed_calls(text) else 100.0)
+
+
+def test_calls_read_the_tools_as_the_split_stores_them_or_as_json():
+    assert offered_tool_names(json.dumps(TOOLS)) == {"f", "math.factorial"}
+    assert offered_tool_names([{"type": "function", "function": {"name": "g"}}, {"name": ""}, "h"]) == {"g"}
+    assert offered_tool_names(None) == set() and offered_tool_names("not json") == set()
+    row = {"id": "a", "answer_type": "tool_call"}  # an item offering no tool: no call can count
+    assert call_metrics([row], [[_call("f")]], {})["calls"] == 0.0
 
 
 def test_eval_csv_marks_every_row_of_a_collapsed_run(tmp_path):
@@ -61,6 +96,12 @@ def test_eval_csv_marks_every_row_of_a_collapsed_run(tmp_path):
     by_method = evals.groupby("method")["collapsed"].agg(set)
     assert by_method["grpo"] == {"tool calls on the held-out items that need one: 0.0 % (below 5 %)"}
     assert by_method["gdpo"] == {""} and by_method["base"] == {""}
+    # the health column tells the healthy run from the one evaluated before the gate existed
+    health = evals.groupby("method")["health"].agg(set)
+    assert health["grpo"] == {"collapsed"} and health["gdpo"] == {"healthy"}
+    assert health["base"] == {f"not judged: {NO_HEALTH_BLOCK}"}
+    assert NO_HEALTH_BLOCK == ("no health block in eval.json: evaluated before the collapse gate existed; "
+                               "re-run its evaluation")
 
 
 def test_eval_csv_judges_the_health_numbers_not_a_stored_verdict(tmp_path):
@@ -70,3 +111,39 @@ def test_eval_csv_judges_the_health_numbers_not_a_stored_verdict(tmp_path):
                                 "health": {"calls": 0.0, "truncated": 0.0}}))  # no stored "collapsed" list
     assert set(gather_evals([path])["collapsed"]) == {"tool calls on the held-out items that need one: 0.0 % "
                                                       "(below 5 %)"}
+
+
+@pytest.mark.parametrize("family, health, missing", [
+    ("tool_calling", None, "no health block"),
+    ("tool_calling", {}, "no health block"),
+    ("math", {"collapsed": []}, "no number for 'answers' or 'truncated'"),
+    ("tool_calling", {"calls": None, "truncated": 0.0}, "no number for 'calls'"),   # no item needed a call
+    ("code", {"programs": math.nan, "truncated": 10.0}, "no number for 'programs'"),
+    ("code", {"programs": 50.0}, "no number for 'truncated'"),
+    ("", {"answers": 50.0, "truncated": 0.0}, "family '' has no activity indicator"),
+    ("code", {"programs": 50.0, "truncated": 10.0}, None),
+    ("code", {"programs": 0.0, "truncated": 10.0}, None),                            # judged: collapsed
+])
+def test_not_judged_reason(family, health, missing):
+    reason = not_judged_reason(family, health)
+    assert reason is None if missing is None else missing in reason
+
+
+def test_eval_csv_health_column_says_healthy_collapsed_or_not_judged(tmp_path):
+    cases = {"healthy": {"answers": 80.0, "truncated": 10.0}, "collapsed": {"answers": 80.0, "truncated": 100.0},
+             "unjudged": {"truncated": 10.0}, "cut": {"truncated": 100.0}}  # collapsed although not judged otherwise
+    paths = []
+    for method, health in cases.items():
+        path = tmp_path / "runs" / "math" / method / "seed0" / "eval.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"family": "math", "benchmarks": {"b": {"acc": 1.0, "n_items": 8}},
+                                    "health": health}))
+        paths.append(path)
+    evals = gather_evals(paths).set_index("method")
+    assert evals.loc["healthy", "health"] == "healthy" and evals.loc["healthy", "collapsed"] == ""
+    assert evals.loc["collapsed", "health"] == "collapsed"
+    assert evals.loc["collapsed", "collapsed"].startswith("responses cut at the token limit: 100.0 %")
+    assert evals.loc["unjudged", "health"].startswith("not judged: eval.json's health block has no number for "
+                                                      "'answers'")
+    assert evals.loc["unjudged", "collapsed"] == ""
+    assert evals.loc["cut", "health"] == "collapsed"

@@ -624,3 +624,17 @@ def test_fast_evaluation_runs_through_the_engine_model(tiny_model, tmp_path, no_
     result = math_family.evaluate(request)
     assert result["settings"]["backend"] == "gdpo-engine"
     assert result["benchmarks"]["reasoning_gym"]["n_responses"] == 4
+
+
+def test_the_evaluations_answers_count_only_final_answer_forms():
+    """eval.json's ``answers`` (the collapse gate's indicator) wants a boxed answer or an answer statement; a
+    number in prose, which the reward's last-expression fallback would still grade, is no answer."""
+
+    def tokenizer(text, add_special_tokens=False):
+        return {"input_ids": text.split()}
+
+    samples = [{"acc": 0.0, "resps": [["There are 3 apples.", "First 3 + 4 = 7, then we divide"]]},
+               {"acc": 1.0, "resps": [["so it is \\boxed{7}", "The answer is 7."]]}]
+    metrics = evaluation.benchmark_metrics(samples, tokenizer, length_limit=64, max_new_tokens=128)
+    assert metrics["answers"] == 50.0 and metrics["n_responses"] == 4
+    assert is_correct("First 3 + 4 = 7, then we divide", "7")  # the reward itself still grades the last number

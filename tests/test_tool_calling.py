@@ -442,6 +442,26 @@ def test_canonical_ground_truth_passes_bfcl_checker(bfcl_split_dir, tmp_path):
 
 
 @needs_bfcl
+def test_reference_calls_count_as_calls_to_the_items_tools(bfcl_split_dir):
+    """The collapse gate's ``calls`` wants each call to name a tool the item offers: BFCL's own reference calls
+    do (the names as the prompt lists them), a call with an empty name or to another item's tool does not."""
+    from gdpo.tasks.tool_calling.evaluation import call_metrics
+
+    rows = [r for r in read_jsonl(bfcl_split_dir / "train.jsonl") + read_jsonl(bfcl_split_dir / "eval.jsonl")
+            if r["ground_truth_calls"]]
+    assert len(rows) > 1000
+    texts = [[call_block(*row["ground_truth_calls"]), call_block({"name": "", "parameters": {}}),
+              call_block({"name": "not_a_tool_" + row["id"], "parameters": {}})] for row in rows]
+    per_item = {row["id"]: call_metrics([row], [samples], {})["calls"] for row, samples in zip(rows, texts)}
+    # one third of the samples: the reference calls, never the fooling ones; a few BFCL answers name a
+    # function their item does not offer (e.g. simple_363 calls find_closest, offered
+    # restaurant_search.find_closest; see test_canonical_ground_truth_passes_bfcl_checker)
+    assert {round(calls, 6) for calls in per_item.values()} <= {round(100 / 3, 6), 0.0}
+    contradicting = sorted(item for item, calls in per_item.items() if calls == 0.0)
+    assert len(contradicting) <= 10 and "simple_363" in contradicting, contradicting
+
+
+@needs_bfcl
 def test_bfcl_score_hand_written_completions(bfcl_split_dir, tmp_path):
     rows = {r["id"]: r for r in read_jsonl(bfcl_split_dir / "train.jsonl") + read_jsonl(bfcl_split_dir / "eval.jsonl")}
     chosen = ["simple_0", "irrelevance_0", "parallel_0"]

@@ -12,6 +12,11 @@ limit. A run is **collapsed** when
 
 A collapsed run's numbers are not a result of the method: the tables mark its cells and the ledger counts a
 comparison resting on it as no evidence (:mod:`gdpo.reporting.rules`).
+
+A run is **not judged** when the gate lacks the numbers to say (:func:`not_judged_reason`): no ``health``
+block (an eval.json written before the gate existed), or one without the family's activity indicator or the
+truncated share. Not judged is never read as healthy: the ledger gates a comparison resting on such a run
+exactly as one resting on a collapsed run.
 """
 
 from __future__ import annotations
@@ -51,6 +56,34 @@ def collapse_reasons(family: str, health: dict | None) -> list[str]:
     if isinstance(truncated, (int, float)) and not math.isnan(truncated) and truncated >= MAX_TRUNCATED_PERCENT:
         reasons.append(f"responses cut at the token limit: {truncated:.1f} % (at least {MAX_TRUNCATED_PERCENT:g} %)")
     return reasons
+
+
+#: Why a run whose eval.json has no ``health`` block is not judged.
+NO_HEALTH_BLOCK = ("no health block in eval.json: evaluated before the collapse gate existed; "
+                   "re-run its evaluation")
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def not_judged_reason(family: str, health: dict | None) -> str | None:
+    """Why the gate cannot judge a run with this eval.json ``health`` block; None when it can.
+
+    It can when the block holds a number for the family's activity indicator (:data:`ACTIVITY`) and for
+    ``truncated``. A run that :func:`collapse_reasons` already finds collapsed is collapsed whatever else is
+    missing.
+    """
+    if not isinstance(health, dict) or not health:
+        return NO_HEALTH_BLOCK
+    if family not in ACTIVITY:
+        return (f"eval.json's family {family!r} has no activity indicator for the collapse gate "
+                f"(known: {', '.join(ACTIVITY)})")
+    missing = [name for name in (ACTIVITY[family][0], TRUNCATED) if not _number(health.get(name))]
+    if missing:
+        return (f"eval.json's health block has no number for {' or '.join(repr(m) for m in missing)} "
+                "(no evaluated item to count it on, or an older evaluator); re-run its evaluation")
+    return None
 
 
 def health_record(family: str, indicators: dict[str, float]) -> dict:

@@ -3,11 +3,20 @@
 - ``steps.csv``: one row per (task, method, seed, step) with every logged training metric as a column
   (``rewards/<name>/mean``, ``completions/max_length``, ...), from each run's ``metrics.jsonl``.
 - ``eval.csv``: one row per (task, method, seed, benchmark, metric) with ``value`` (percent) and
-  ``n_items`` and ``n_samples`` (samples per item, eval.json's ``settings.num_samples``; 1 where absent), from
-  each ``eval.json``, base-model evaluations included (method ``base``); ``collapsed``
-  holds, on every row of a collapsed run, why it collapsed (:func:`gdpo.evaluation.health.collapse_reasons`
-  on eval.json's ``health`` numbers), and is empty otherwise — also for a file without ``health`` (evaluated
-  before it existed: not judged).
+  ``n_items`` and ``n_samples`` (samples per item, eval.json's ``settings.num_samples``; 1 where absent),
+  from each ``eval.json``, base-model evaluations included (method ``base``). Every row of a run
+  also carries the collapse gate's verdict on it (:mod:`gdpo.evaluation.health`, judged again from
+  eval.json's ``health`` numbers, so the current rule applies to every file):
+
+  - ``health``: ``healthy``; ``collapsed``; or ``not judged: <why>`` (:data:`NOT_JUDGED`, e.g. an eval.json
+    without a ``health`` block, evaluated before the gate existed). Not judged is never healthy: the
+    ledger gates it like a collapsed run (:mod:`gdpo.reporting.rules`).
+  - ``collapsed``: why the run collapsed (:func:`gdpo.evaluation.health.collapse_reasons`), empty
+    otherwise.
+
+  An eval.csv without the ``health`` column (made before it existed) cannot tell a healthy run from one
+  that was not judged: :func:`run_health` reads each of its runs without collapse reasons as not judged,
+  to be remade with ``gdpo aggregate``.
 """
 
 from __future__ import annotations
@@ -18,14 +27,54 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.evaluation.health import collapse_reasons
+from gdpo.evaluation.health import collapse_reasons, not_judged_reason
 
 #: ``.../runs/<task>/<method>/seed<seed>/<file>``: where a run's identity comes from.
 _RUN_PATH = re.compile(r"runs/(?P<task>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
 STEP_KEYS = ["task", "method", "seed", "step"]
 EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items", "n_samples"]
-#: eval.csv's column with the collapse reasons of a run ("" when it did not collapse).
+#: eval.csv's column with the collapse reasons of a run ("" when it did not collapse); also the ``health``
+#: value of a collapsed run.
 COLLAPSED = "collapsed"
+#: eval.csv's column with the gate's verdict on a run: :data:`HEALTHY`, :data:`COLLAPSED` or
+#: ``f"{NOT_JUDGED}: <why>"``.
+HEALTH = "health"
+HEALTHY = "healthy"
+NOT_JUDGED = "not judged"
+#: Why the runs of an eval.csv without the ``health`` column are not judged.
+NO_HEALTH_COLUMN = ("has no 'health' column (made before the gate told a healthy run from one not judged); "
+                    "remake it with `gdpo aggregate`")
+
+
+def health_value(family: str, health: dict | None) -> tuple[str, str]:
+    """``(health, collapsed)`` columns of a run with this eval.json ``family`` and ``health`` block."""
+    reasons = collapse_reasons(family, health)
+    if reasons:
+        return COLLAPSED, "; ".join(reasons)
+    why = not_judged_reason(family, health)
+    return (f"{NOT_JUDGED}: {why}" if why else HEALTHY), ""
+
+
+def run_health(health, collapsed, eval_path: str = "eval.csv") -> tuple[str, str]:
+    """``(state, why)`` of one run from its eval.csv ``health`` and ``collapsed`` values: state
+    :data:`HEALTHY`, :data:`COLLAPSED` (why: the reasons) or :data:`NOT_JUDGED` (why: what is missing).
+
+    ``health`` is None for a file without the ``health`` column; anything but ``healthy`` or ``collapsed``
+    (an empty cell included) is not judged, never healthy."""
+    collapsed = "" if collapsed is None or collapsed != collapsed else str(collapsed)
+    if health is None:
+        return (COLLAPSED, collapsed) if collapsed else (NOT_JUDGED, f"{eval_path} {NO_HEALTH_COLUMN}")
+    health = "" if health != health else str(health).strip()  # NaN: an empty cell
+    if health == HEALTHY and not collapsed:
+        return HEALTHY, ""
+    if health == COLLAPSED or collapsed:
+        return COLLAPSED, collapsed or f"{eval_path} says collapsed without a reason"
+    if not health:
+        return NOT_JUDGED, f"{eval_path} has no health value for the run; remake it with `gdpo aggregate`"
+    if health.startswith(NOT_JUDGED):
+        return NOT_JUDGED, health[len(NOT_JUDGED):].lstrip(": ") or "no reason given"
+    return NOT_JUDGED, (f"{eval_path} has health {health!r}, not one of the gate's verdicts; "
+                        "remake it with `gdpo aggregate`")
 
 
 def run_identity(path: str | Path) -> dict:
@@ -64,8 +113,8 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
     for path in eval_files:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
         # Judged again from the health numbers, so the current rule applies to every file, whatever it stored.
-        reasons = collapse_reasons(record.get("family", ""), record.get("health"))
-        identity = {**run_identity(path), COLLAPSED: "; ".join(reasons)}
+        health, reasons = health_value(record.get("family", ""), record.get("health"))
+        identity = {**run_identity(path), HEALTH: health, COLLAPSED: reasons}
         # Samples per item (pass@1 averaged over them): the evaluation's binomial noise is over items × samples.
         n_samples = (record.get("settings") or {}).get("num_samples", 1)
         for benchmark, metrics in record["benchmarks"].items():
@@ -77,5 +126,5 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
         for column, reason in (record.get("not_run") or {}).items():
             rows.append({**identity, "benchmark": column, "metric": "", "value": None, "n_items": None,
                          "note": f"not run: {reason}"})
-    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note", COLLAPSED])
+    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note", HEALTH, COLLAPSED])
     return frame.sort_values(["task", "method", "seed", "benchmark", "metric"], ignore_index=True)

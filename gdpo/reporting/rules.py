@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from gdpo.reporting.aggregate import COLLAPSED
+from gdpo.reporting.aggregate import COLLAPSED, HEALTH, NOT_JUDGED, run_health
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, LEVEL, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
     PARITY_MARGIN, REPRODUCED, SMALLER, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
@@ -445,13 +445,20 @@ class Evidence:
                     return f"{self.eval_path} has no {metric!r} for {task}/{method}"
         return None
 
-    def collapsed(self, task: str, methods: Sequence[str]) -> list[str]:
-        """``"<method> seed <s>: <why>"`` for every run of (task, one of ``methods``) that eval.csv marks as
-        collapsed (:mod:`gdpo.evaluation.health`)."""
-        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))
-                          & (self.evals[COLLAPSED] != "")]
+    def collapsed(self, task: str, methods: Sequence[str], state: str = COLLAPSED) -> list[str]:
+        """``"<method> seed <s>[, <method> seed <s>…]: <why>"`` for the runs of (task, one of ``methods``)
+        that eval.csv marks as ``state``: ``collapsed`` (why: the reasons) or ``not judged`` (why: what the
+        gate lacked; :mod:`gdpo.evaluation.health`), runs with the same why named together. A file without
+        the ``health`` column cannot tell a healthy run from one not judged: its runs without collapse
+        reasons are all not judged (:func:`gdpo.reporting.aggregate.run_health`)."""
+        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))]
         runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
-        return [f"{r.method} seed {int(r.seed)}: {getattr(r, COLLAPSED)}" for r in runs.itertuples(index=False)]
+        named: dict[str, list[str]] = {}  # why -> the runs
+        for run in runs.to_dict("records"):
+            judged, why = run_health(run.get(HEALTH), run[COLLAPSED], self.eval_path)
+            if judged == state:
+                named.setdefault(why, []).append(f"{run['method']} seed {int(run['seed'])}")
+        return [f"{', '.join(names)}: {why}" for why, names in named.items()]
 
     def samples_per_item(self, task: str, method: str, metric: str) -> int:
         """Samples per evaluated item behind (task, method)'s ``metric`` (eval.csv's ``n_samples``; 1 where not
@@ -619,6 +626,11 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
         collapsed = evidence.collapsed(task, methods)
         if collapsed:
             shortfall[setup].append(f"no collapsed run (collapsed, no evidence: {'; '.join(collapsed)})")
+        # A run the gate could not judge (no health numbers) may have collapsed: gated the same way.
+        unjudged = evidence.collapsed(task, methods, NOT_JUDGED)
+        if unjudged:
+            shortfall[setup].append(f"every run judged by the collapse gate (not judged, no evidence: "
+                                    f"{'; '.join(unjudged)})")
         labels.append(evidence.run_label(task, methods, setup))
     return Gathered(cells, setups, shortfall, labels)
 

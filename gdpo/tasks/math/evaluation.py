@@ -199,8 +199,10 @@ def sample_responses(sample: dict) -> list[str]:
 
 def benchmark_metrics(samples: list[dict], tokenizer, length_limit: int, max_new_tokens: int) -> dict:
     """Acc and Exceed (percent) of one benchmark from its logged samples, plus counts, mean length, the share
-    of responses with a final answer (``answers``) and of responses cut at ``max_new_tokens`` (``truncated``,
-    read as reaching the limit)."""
+    of responses with a final answer in a final-answer form (``answers``,
+    :func:`gdpo.tasks.math.diagnostics.has_final_answer`: a box, an answer statement or a closing equation,
+    not any number in prose) and of responses cut at ``max_new_tokens`` (``truncated``, read as reaching the
+    limit)."""
     from gdpo.tasks.math.diagnostics import completion_diagnostics
 
     lengths = response_lengths(samples, tokenizer, max_new_tokens)

@@ -11,6 +11,10 @@ and BFCL's averages can rise while it does. These indicators make that plain, du
 - ``declined_when_expected``: on items that expect no call (irrelevance), the completion makes none (NaN
   elsewhere).
 
+The evaluation's ``calls`` (:func:`gdpo.tasks.tool_calling.evaluation.call_metrics`, the collapse gate's
+indicator) is stricter than ``call_made``: :func:`calls_offered_tools` also wants every call to name one of
+the tools the item offers, so a call with an empty name, or to a tool not offered, is no call.
+
 Standard library only (the BFCL environment imports the package).
 """
 
@@ -33,6 +37,34 @@ def parsed_calls(text: str) -> list[dict] | None:
     except ToolCallParseError:
         return None
     return calls or None
+
+
+def offered_tool_names(tools) -> set[str]:
+    """The names of an item's tools: JSON function schemas ``{"name": …}`` (BFCL's) or OpenAI-style
+    ``{"type": "function", "function": {"name": …}}``, as a list or its JSON text; empty names are
+    dropped."""
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError:
+            return set()
+    names = set()
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        name = function.get("name") if "name" not in tool and isinstance(function, dict) else tool.get("name")
+        if isinstance(name, str) and name.strip():
+            names.add(name)
+    return names
+
+
+def calls_offered_tools(text: str, tools) -> bool:
+    """Whether the completion makes a tool call the item allows: its first ``<tool_call>`` block parses into
+    at least one call and every call names one of the item's ``tools`` (exactly, as the prompt lists them)."""
+    calls = parsed_calls(text)
+    names = offered_tool_names(tools)
+    return bool(calls) and all(call["name"] in names for call in calls)
 
 
 def completion_indicators(text: str, answer_type: str, expected_calls: list[dict] | None) -> dict[str, float]:

@@ -21,7 +21,7 @@ from gdpo.tasks.tool_calling.data import (
     validate_options,
 )
 from gdpo.evaluation.health import TRUNCATED, health_record
-from gdpo.tasks.tool_calling.diagnostics import parsed_calls
+from gdpo.tasks.tool_calling.diagnostics import calls_offered_tools, parsed_calls
 from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt
 
 BFCL_PYTHON_ENV = "GDPO_BFCL_PYTHON"
@@ -40,28 +40,31 @@ def _or_none(value: float) -> float | None:
 def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str, list[bool]]) -> dict:
     """What the policy does beside BFCL's averages, in percent of samples (every sample of every item).
 
-    - ``calls``: a parsable tool call, on the items whose reference answer calls a tool;
+    - ``calls``: a parsable tool call every call of which names one of the item's tools
+      (:func:`~gdpo.tasks.tool_calling.diagnostics.calls_offered_tools`: an empty name or a tool the item
+      does not offer is no call), on the items whose reference answer calls a tool;
     - ``ast_calls``: BFCL's AST verdict "correct" on those same items (AST accuracy where a call is needed,
       all categories pooled);
-    - ``declined``: no tool call, on the items that need none (BFCL's irrelevance categories pooled).
+    - ``declined``: no parsable tool call at all, on the items that need none (BFCL's irrelevance categories
+      pooled; a call to a tool not offered is no decline either).
 
     A policy that stops calling tools keeps (or raises) BFCL's irrelevance scores and ``declined``, and
     drops ``calls`` to 0: the collapse :mod:`gdpo.evaluation.health` gates on.
 
     Args:
-        rows: the evaluated BFCL split items; samples: their completions' texts, per item;
+        rows: the evaluated BFCL split items (``id``, ``answer_type``, ``tools``); samples: their completions'
+            texts, per item;
         verdicts: item id → BFCL's per-sample correctness (``scores.json`` items).
     """
     needs_call, declines, correct = [], [], []
     for row, texts in zip(rows, samples):
         expects_call = row["answer_type"] in (ANSWER_TOOL_CALL, ANSWER_BOTH)
         for index, text in enumerate(texts):
-            made = parsed_calls(text) is not None
             if expects_call:
-                needs_call.append(made)
+                needs_call.append(calls_offered_tools(text, row.get("tools")))
                 correct.append(bool(verdicts.get(row["id"], [False] * len(texts))[index]))
             else:
-                declines.append(not made)
+                declines.append(parsed_calls(text) is None)
 
     def percent(values: list[bool]) -> float:
         return 100.0 * sum(values) / len(values) if values else float("nan")
