@@ -651,7 +651,7 @@ def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
         items = design.cells[(setup, method, metric)].items
         for seed, value in zip(sample.seeds, sample.values):
             rows.append({"task": task, "method": method, "seed": seed, "benchmark": "paper", "metric": metric,
-                         "value": float(value), "n_items": int(round(items)), "note": ""})
+                         "value": float(value), "n_items": int(round(items)), "note": "", "health": "healthy"})
     return pd.DataFrame(rows)
 
 

@@ -29,7 +29,7 @@ VERDICT_MEANINGS = {
     "inconclusive": "the interval holds both no effect and the paper's effect (low ≤ 0, high ≥ δ)",
     "underpowered": "the evidence is below the claim's stated minimum (seeds per compared method in the comparisons "
                     "the verdict rests on, evaluated items, training steps, prompts per batch, no compared run "
-                    "collapsed); the row says what would be needed, and its interval decides nothing",
+                    "collapsed or not judged by the collapse gate); the row says what would be needed, and its interval decides nothing",
     "not run": "the evidence does not exist: a run, a file or a setup is missing (the evidence column says which)",
     "not modelled": "scale sim only: the bench has no mechanism through which the claim could show, or it produced "
                     "the event in no arm and no positive control shows that it can",
