@@ -54,7 +54,7 @@ PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 2
 C7_CHANGE = 2 * BARELY_MARGIN
 #: Event rates under the alternative of C5 / C10: the reference method's rate (GDPO, gdpo) and the paper's
 #: smallest implied difference (:data:`gdpo.reporting.rules.EVENT_EFFECTS`) added to it (one value at every scale).
-EVENT_BASE_RATE = rules.EVENT_BASE_RATE_SIM
+EVENT_BASE_RATE = rules.EVENT_BASE_RATE
 
 _TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
 _METHODS = {"C3": ("gdpo", "grpo"), "C4": ("grpo_nostd", "grpo", "base"), "C6": ("gdpo", "grpo"),
@@ -339,23 +339,21 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
         return None
     methods = _METHODS[claim_id]
     metrics = _metrics(claim_id, list(setups))
-    cells, samples = {}, []
+    cells, read = {}, {}
     for setup, task in setups.items():
         if evidence.missing(task, methods, metrics):
             return None
         for method in methods:
             for metric in metrics:
-                sample = evidence.sample(task, method, metric)
+                sample = read[(setup, method, metric)] = evidence.sample(task, method, metric)
                 mean = float(np.mean(sample.values))
                 per_item = evidence.samples_per_item(task, method, metric)
                 variance = float(np.nanmean(sample.variances)) if np.isfinite(sample.variances).any() else math.nan
                 items = (_effective_items(mean, variance) / per_item) if np.isfinite(variance) else 1e6
                 cells[(setup, method, metric)] = Cell(mean, items, len(sample), per_item)
-                if method != rules.BASE:
-                    samples.append(sample)
     trained = [m for m in methods if m != "base"]
-    seeds = _seeds_used(claim_id, list(setups), {key: evidence.sample(setups[key[0]], key[1], key[2])
-                                                 for key in cells})
+    samples = [sample for key, sample in read.items() if key[1] != rules.BASE]
+    seeds = _seeds_used(claim_id, list(setups), read)
     items = min((evidence.items(t, m, metrics[0]) or math.inf) for t in setups.values() for m in trained)
     design = TableDesign(claim_id, tuple(setups), cells, 0.0, seeds, items)
     spread = estimate_seed_spread(samples)
@@ -368,7 +366,7 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
     per_group, texts = {}, []
     for setup in setups:
         for metric in metrics:
-            group = estimate_seed_spread([evidence.sample(setups[setup], m, metric) for m in trained])
+            group = estimate_seed_spread([read[(setup, m, metric)] for m in trained])
             per_group[(setup, metric)] = group.upper if group is not None else spread.upper
             texts.append(f"{setup} {metric} {per_group[(setup, metric)]:.2f}")
     cells = {k: dataclasses.replace(c, seed_sd=per_group[(k[0], k[2])]) for k, c in cells.items()}
@@ -440,21 +438,17 @@ def default_seed_sd(design: TableDesign) -> float:
     return float(np.ceil(100 * max(sds)) / 100) if sds else ASSUMED_SEED_SD
 
 
-def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400) -> float:
-    """The ledger's ``power``: P(reproduced) of the claim's rule, gated, on the design the evidence
-    represents, with the paper's effect (NaN where no design can be read)."""
+def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400) -> tuple[float, str]:
+    """The ledger's ``power`` — P(reproduced) of the claim's rule, gated, on the design the evidence
+    represents, with the paper's effect (NaN where no design can be read) — and where its seed spread came
+    from ("" for event claims and missing designs)."""
     design = design_from_evidence(claim_id, evidence)
     if design is None:
-        return math.nan
+        return math.nan, ""
     if isinstance(design, EventDesign):
-        return round(event_power(design), 3)
-    return round(simulate_table(design, effect=True, replicates=replicates).get(REPRODUCED, 0.0), 3)
-
-
-def ledger_spread(claim_id: str, evidence: rules.Evidence) -> str:
-    """Where the ledger row's power took its seed spread from ("" for event claims and missing designs)."""
-    design = design_from_evidence(claim_id, evidence)
-    return design.spread_source if isinstance(design, TableDesign) else ""
+        return round(event_power(design), 3), ""
+    power = simulate_table(design, effect=True, replicates=replicates).get(REPRODUCED, 0.0)
+    return round(power, 3), design.spread_source
 
 
 @functools.lru_cache(maxsize=None)
@@ -840,9 +834,14 @@ def sim_power(claim_id: str, per_seed: pd.DataFrame, replicates: int = 400) -> t
     cells = _sim_design(claim_id, per_seed)[0]
     spread = estimate_seed_spread(list(cells.values()))
     power = simulate_sim(claim_id, per_seed, True, replicates).get(REPRODUCED, 0.0)
-    alternative = {"C3": "GDPO +2.63 correctness and +4.33 format points over GRPO (Table 1, 1.5B)",
-                   "C8": "GDPO +2.00 correctness and +5.72 within-limit points over GRPO (Table 4)",
-                   "C4": "w/o std at 0 % format and 0.92 points below GRPO's correctness (Table 2)",
-                   "C7": f"weight 0.25 moving correctness by {C7_CHANGE:g} points, the others not"}[claim_id]
+    effects = _sim_effects(claim_id)
+    if claim_id in ("C3", "C8"):
+        alternative = ("GDPO − GRPO " + ", ".join(f"{reward} {shift:+.2f}" for reward, shift in effects.items())
+                       + f" points (Table {'1, 1.5B' if claim_id == 'C3' else '4'})")
+    elif claim_id == "C4":
+        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", ("grpo_nostd", "grpo"))
+        alternative = f"w/o std at 0 % format and {gap:+.2f} points of correctness from GRPO's (Table 2)"
+    else:
+        alternative = f"weight 0.25 moving correctness by {C7_CHANGE:g} points, the others not"
     basis = f"in every cell: {alternative}; " + (spread.text() if spread else "no seed spread measured")
     return round(power, 3), basis

@@ -126,8 +126,8 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             if with_power and verdict.verdict != NOT_RUN:
                 from gdpo.reporting import calibration
 
-                verdict = dataclasses.replace(verdict, power=calibration.ledger_power(claim.claim_id, evidence))
-                basis = calibration.ledger_spread(claim.claim_id, evidence)
+                power, basis = calibration.ledger_power(claim.claim_id, evidence)
+                verdict = dataclasses.replace(verdict, power=power)
             add(claim, scale, verdict, basis)
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
@@ -136,7 +136,7 @@ def _event_basis(claim_id: str, scale: str, verdict: Verdict) -> str:
     """What an event row's power assumes (the same alternative at every scale)."""
     if claim_id not in rules.EVENT_EFFECTS or math.isnan(verdict.power):
         return ""
-    rate_b = rules.EVENT_BASE_RATE_SIM
+    rate_b = rules.EVENT_BASE_RATE
     where = "in every cell of the grid" if scale == "sim" else "over the runs"
     return (f"event rate {rate_b + rules.EVENT_EFFECTS[claim_id]:.2f} for the compared method and {rate_b:.2f} for "
             f"the reference, {where} (the claim's smallest implied difference, {rules.EVENT_EFFECTS[claim_id]:g})")

@@ -1152,11 +1152,6 @@ def over_cells(outcomes: Mapping[str, str], opposite: set[str] | None = None) ->
     return INCONCLUSIVE
 
 
-def shown_in_any_cell(outcomes: Mapping[str, str]) -> str:
-    """Kept for callers of the former name: :func:`over_cells`."""
-    return over_cells(outcomes)
-
-
 def _tally(outcomes: Mapping[str, str]) -> str:
     """``"reproduced in 3/4, inconclusive in 1/4 (cell_a)"``: cells by outcome, the odd ones named."""
     counts = collections.Counter(outcomes.values())
@@ -1261,12 +1256,12 @@ def _control_cells(per_seed: pd.DataFrame, study: str) -> set[str]:
 def sim_event_power(claim_id: str, cells: int, seeds: int) -> float:
     """The sim event rows' power, defined as every row's: P(``reproduced``) of :func:`decide_sim_events` over
     ``cells`` cells of ``seeds`` seeds per method when in every cell the compared method's event rate is
-    :data:`EVENT_BASE_RATE_SIM` + the claim's effect and the reference's :data:`EVENT_BASE_RATE_SIM` (exact:
+    :data:`EVENT_BASE_RATE` + the claim's effect and the reference's :data:`EVENT_BASE_RATE` (exact:
     per cell by enumeration, cells independent)."""
     from scipy.stats import binom
 
     level = bonferroni_level(cells)
-    rate_b = EVENT_BASE_RATE_SIM
+    rate_b = EVENT_BASE_RATE
     rate_a = min(1.0, rate_b + EVENT_EFFECTS[claim_id])
     pa, pb = binom.pmf(np.arange(seeds + 1), seeds, rate_a), binom.pmf(np.arange(seeds + 1), seeds, rate_b)
     reproduced, opposite = 0.0, 0.0
@@ -1286,7 +1281,7 @@ def sim_event_power(claim_id: str, cells: int, seeds: int) -> float:
 
 #: The reference method's event rate under the alternative, at every scale (:mod:`gdpo.reporting.calibration`
 #: uses the same): the compared method's rate is this plus the claim's effect.
-EVENT_BASE_RATE_SIM = 0.05
+EVENT_BASE_RATE = 0.05
 
 
 def _sim_events_verdict(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods: tuple[str, str],
