@@ -16,7 +16,7 @@ import pytest
 
 from gdpo.tasks.tool_calling import REWARD_FUNCTIONS, build_dataset
 from gdpo.tasks.tool_calling.bfcl_aggregate import aggregate
-from gdpo.tasks.tool_calling.data import load_toolrl, select_items
+from gdpo.tasks.tool_calling.data import load_toolrl, select_items, select_with_decline_share, validate_options
 from gdpo.tasks.tool_calling.output_format import (
     ToolCallParseError,
     build_prompt,
@@ -360,6 +360,23 @@ def test_select_items_keeps_category_shares():
     with pytest.raises(ValueError, match="only 100 are available"):
         select_items(rows, 101, seed=0)
 
+
+
+def test_decline_share_sets_the_training_mix_and_refuses_impossible_ones():
+    rows = ([{"category": "irrelevance", "answer_type": "response"}] * 40
+            + [{"category": "simple", "answer_type": "tool_call"}] * 50
+            + [{"category": "live_simple", "answer_type": "tool_call+response"}] * 10)
+    chosen = select_with_decline_share(rows, 20, seed=1, share=0.1)
+    assert len(chosen) == 20 and sum(r["answer_type"] == "response" for r in chosen) == 2
+    # the call items keep their categories' shares (50 : 10)
+    assert sum(r["category"] == "live_simple" for r in chosen) == 3
+    assert sum(r["answer_type"] == "response" for r in select_with_decline_share(rows, None, 0, 0.2)) == 15
+    assert all(r["answer_type"] == "response" for r in select_with_decline_share(rows, 10, seed=0, share=1.0))
+    with pytest.raises(ValueError, match="needs 0 items that expect no call and 80 that expect one; the data has 40 and 60"):
+        select_with_decline_share(rows, 80, seed=0, share=0.0)
+    for bad in (1.5, -0.1, "0.1", True):
+        with pytest.raises(ValueError, match="decline_share must be a number from 0 to 1"):
+            validate_options({"data_dir": "x", "decline_share": bad})
 
 # ---------------------------------------------------------------- BFCL environment: split and scorer
 

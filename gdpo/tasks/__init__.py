@@ -17,7 +17,7 @@ from types import ModuleType
 
 #: Task config keys passed to the family's ``build_dataset`` (and its evaluator) as keyword options.
 DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "max_prompt_chars",
-                    "time_limit", "max_tests", "eval_backend")
+                    "decline_share", "time_limit", "max_tests", "eval_backend")
 
 #: Family name → module.
 FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic", "code": "gdpo.tasks.code",

@@ -41,7 +41,7 @@ TRAIN_SOURCES = ("bfcl_v3_split", "toolrl")
 BFCL_SPLIT = "bfcl_v3_split"
 TOOLRL_RAW_FILE = "rlla_rl.json"
 TOOLRL_PARQUET_FILE = "train.parquet"
-OPTIONS = ("train_data", "data_dir", "eval_data", "max_prompt_chars")
+OPTIONS = ("train_data", "data_dir", "eval_data", "max_prompt_chars", "decline_share")
 SPLIT_HINT = (
     "make it with `.venv-bfcl/bin/python -m gdpo.tasks.tool_calling.bfcl_split --out-dir DIR` "
     "(create .venv-bfcl with `make setup`)"
@@ -60,6 +60,7 @@ def validate_options(options: dict) -> dict:
         "data_dir": None,
         "eval_data": BFCL_SPLIT,
         "max_prompt_chars": None,
+        "decline_share": None,
         **options,
     }
     if resolved["train_data"] not in TRAIN_SOURCES:
@@ -76,6 +77,10 @@ def validate_options(options: dict) -> dict:
     limit = resolved["max_prompt_chars"]
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ValueError(f"max_prompt_chars must be a positive integer or null, got {limit!r}.")
+    share = resolved["decline_share"]
+    if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
+        raise ValueError(f"decline_share must be a number from 0 to 1 (the share of training items that expect "
+                         f"no call) or null (BFCL's own mix), got {share!r}.")
     return resolved
 
 
@@ -189,13 +194,40 @@ def select_items(rows: list[dict], size: int | None, seed: int) -> list[dict]:
     return [rows[i] for i in sorted(chosen)]
 
 
+def select_with_decline_share(rows: list[dict], size: int | None, seed: int, share: float) -> list[dict]:
+    """``size`` training rows of which ``round(share * size)`` expect no call (answer type ``response``: the
+    irrelevance items), each part drawn by :func:`select_items`; in input order.
+
+    BFCL's own mix has 37 % such items, whose groups can differ only in format; a smaller share spends more
+    of the RL steps on items that need a call. ``size`` None keeps every call item and as many decline items
+    as the share asks. Too few items of either kind raise ``ValueError`` naming the counts.
+    """
+    indexed = [dict(row, _index=index) for index, row in enumerate(rows)]
+    declines = [row for row in indexed if row["answer_type"] == ANSWER_RESPONSE]
+    calls = [row for row in indexed if row["answer_type"] != ANSWER_RESPONSE]
+    if size is None:
+        wanted_declines = min(len(declines), round(share * len(calls) / (1 - share))) if share < 1 else len(declines)
+        wanted_calls = len(calls) if share < 1 else 0
+    else:
+        wanted_declines = round(share * size)
+        wanted_calls = size - wanted_declines
+    if wanted_declines > len(declines) or wanted_calls > len(calls):
+        raise ValueError(
+            f"decline_share {share:g} of {size} items needs {wanted_declines} items that expect no call and "
+            f"{wanted_calls} that expect one; the data has {len(declines)} and {len(calls)}. Lower train_size "
+            f"or change decline_share.")
+    chosen = select_items(declines, wanted_declines, seed) + select_items(calls, wanted_calls, seed)
+    return [rows[index] for index in sorted(row["_index"] for row in chosen)]
+
+
 def build_dataset(split: str, size: int | None, seed: int, **options):
     """The ``train`` or ``eval`` dataset: columns ``prompt`` (chat messages), ``answer_type``,
     ``ground_truth_calls`` (JSON list of ``{"name", "parameters"}``), ``id``, ``category``.
 
     ``size`` rows are drawn stratified by category with ``seed`` (None: all). Options: ``train_data``,
-    ``data_dir``, ``eval_data`` (module docstring) and ``max_prompt_chars`` (leave out items whose prompt
-    is longer, in characters; None keeps all).
+    ``data_dir``, ``eval_data`` (module docstring), ``max_prompt_chars`` (leave out items whose prompt
+    is longer, in characters; None keeps all) and ``decline_share`` (training only: the share of items
+    that expect no call, :func:`select_with_decline_share`; None keeps BFCL's mix).
     """
     from datasets import Dataset
 
@@ -214,7 +246,10 @@ def build_dataset(split: str, size: int | None, seed: int, **options):
     ]
     if options["max_prompt_chars"] is not None:
         rows = [row for row in rows if prompt_chars(row["prompt"]) <= options["max_prompt_chars"]]
-    rows = select_items(rows, size, seed)
+    if split == "train" and options["decline_share"] is not None:
+        rows = select_with_decline_share(rows, size, seed, options["decline_share"])
+    else:
+        rows = select_items(rows, size, seed)
     columns = ("prompt", "answer_type", "ground_truth_calls", "id", "category")
     return Dataset.from_dict({column: [row[column] for row in rows] for column in columns})
 
