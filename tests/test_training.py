@@ -19,6 +19,8 @@ from gdpo.training import models
 from gdpo.training.rewards import RewardFunctionError, guard_reward_function
 from gdpo.training.run import (
     TIMING_KEYS,
+    cpu_record,
+    environment_record,
     GPURequiredError,
     check_device,
     plan_runs,
@@ -385,3 +387,15 @@ def test_launcher_is_python_on_cpu_scales_and_accelerate_for_paper_configs():
     assert launcher_command(paper, base_dir=REPO) == (
         f"accelerate launch --config_file {REPO}/envs/accelerate/deepspeed_zero3.yaml --num_processes 8"
     )
+
+
+def test_cpu_record_names_the_model_the_kernel_flags_and_torch_dispatch():
+    cpuinfo = ("processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse2 avx2 fma avx512f avx512_bf16 ht\n\n"
+               "processor\t: 1\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse2 avx2\n")
+    record = cpu_record(cpuinfo)
+    # the first processor's entry; flags in KERNEL_FLAGS order, others dropped
+    assert record["model"] == "AMD EPYC 9B14"
+    assert record["kernel_flags"] == ["avx2", "fma", "avx512f", "avx512_bf16"]
+    assert record["torch_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert cpu_record("")["kernel_flags"] == []
+    assert environment_record()["cpu"]["torch_capability"]

@@ -201,8 +201,36 @@ def task_seeds(config: dict, task: str) -> list[int]:
     return list(config["tasks"][task].get("seeds", config["seeds"]))
 
 
+#: CPU flags that decide which kernels run (bfloat16 and int8 matrix units, vector widths).
+KERNEL_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8")
+
+
+def cpu_record(cpuinfo: str | None = None) -> dict:
+    """The CPU's model name, its kernel-relevant flags (:data:`KERNEL_FLAGS`), and the vector instruction set
+    torch's kernels dispatch to (``torch.backends.cpu.get_cpu_capability()``: e.g. AVX512, AVX2). Two machines
+    that differ in any of these can round differently, so one seed need not give the same run on both.
+
+    ``cpuinfo``: the text of /proc/cpuinfo (read when None; empty off Linux).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    return {
+        "model": fields.get("model name") or platform.processor() or None,
+        "kernel_flags": [flag for flag in KERNEL_FLAGS if flag in flags],
+        "torch_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
 def environment_record() -> dict:
-    """Package versions, git commit, device and threads of this process."""
+    """Package versions, git commit, device, threads and CPU (:func:`cpu_record`) of this process."""
     versions = {}
     for package in RECORDED_PACKAGES:
         try:
@@ -223,6 +251,7 @@ def environment_record() -> dict:
         "cuda_devices": torch.cuda.device_count(),
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_record(),
     }
 
 
