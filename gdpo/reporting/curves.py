@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator
 
 from gdpo.reporting.figures import METHOD_COLORS, METHOD_LABELS, save_figure
 from gdpo.reporting.stats import mean_ci
-from gdpo.training.divergence import detect_divergence
+from gdpo.training.divergence import detect_divergence, divergence_measures
 
 CORRECTNESS = "rewards/correct/mean"
 PASS_RATE = "rewards/pass/mean"
@@ -170,6 +170,24 @@ def divergence_steps(steps: pd.DataFrame, task: str, correctness_metric: str = C
         records.append({"method": method, "seed": seed, "divergence_step": np.nan if step is None else step,
                         "n_steps": len(run)})
     return pd.DataFrame(records, columns=["method", "seed", "divergence_step", "n_steps"])
+
+
+def divergence_measure_table(steps: pd.DataFrame, task: str, correctness_metric: str = CORRECTNESS,
+                             length_metric: str = MAX_LENGTH, methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """C5's continuous measures of every seed (:func:`gdpo.training.divergence.divergence_measures`).
+
+    Returns:
+        Columns ``method, seed, correctness_fall, length_growth, n_steps``.
+    """
+    correctness = per_seed_curves(steps, task, correctness_metric, methods)
+    length = per_seed_curves(steps, task, length_metric, methods)
+    joined = correctness.merge(length, on=["method", "seed", "step"], suffixes=("_correct", "_length"))
+    records = []
+    for (method, seed), run in joined.groupby(["method", "seed"]):
+        measures = divergence_measures(run["value_correct"].to_numpy(), run["value_length"].to_numpy())
+        records.append({"method": method, "seed": seed, "correctness_fall": measures["correctness_fall"],
+                        "length_growth": measures["length_growth"], "n_steps": len(run)})
+    return pd.DataFrame(records, columns=["method", "seed", "correctness_fall", "length_growth", "n_steps"])
 
 
 def seeds_note(scale: str, seed_counts: dict[str, int]) -> str:

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, NOT_JUDGED, run_health
 from gdpo.reporting.contract import (
@@ -876,8 +877,31 @@ def rule_c5(evidence: Evidence) -> Verdict:
     if any(s.empty for s in diverged.values()):
         return Verdict("", comparison, NOT_RUN, f"{evidence.steps_path} lacks grpo or gdpo runs of {task}")
     measured = (f"diverged: GRPO {int(diverged['grpo'].sum())}/{len(diverged['grpo'])} seeds, GDPO "
-                f"{int(diverged['gdpo'].sum())}/{len(diverged['gdpo'])}")
+                f"{int(diverged['gdpo'].sum())}/{len(diverged['gdpo'])}") + _divergence_measures_text(evidence, task)
     return _events_verdict(evidence, "C5", task, ("grpo", "gdpo"), diverged, comparison, measured)
+
+
+def _divergence_measures_text(evidence: Evidence, task: str) -> str:
+    """C5's continuous measures beside the event count (reported, not decided on): GRPO − GDPO of the relative
+    fall of correctness from its peak and of the log growth of the max length, paired by seed, mean and 95 %
+    t-interval; empty where the curves are too short or fewer than 2 seeds pair."""
+    from gdpo.reporting import curves
+
+    try:
+        table = curves.divergence_measure_table(evidence.steps, task, methods=("grpo", "gdpo"))
+    except ValueError:
+        return ""
+    texts = []
+    for measure, label in (("correctness_fall", "correctness fall from its peak"),
+                           ("length_growth", "log growth of the max length")):
+        by_seed = table.pivot(index="seed", columns="method", values=measure).dropna()
+        if len(by_seed) < 2:
+            return ""
+        difference = (by_seed["grpo"] - by_seed["gdpo"]).to_numpy()
+        half = stats.t.ppf(0.975, len(difference) - 1) * difference.std(ddof=1) / math.sqrt(len(difference))
+        texts.append(f"{label} GRPO − GDPO {difference.mean():+.3f} [{difference.mean() - half:+.3f}, "
+                     f"{difference.mean() + half:+.3f}]")
+    return f"; continuous measures over {len(by_seed)} paired seeds (reported, not decided on): " + ", ".join(texts)
 
 
 def rule_c10(evidence: Evidence) -> Verdict:

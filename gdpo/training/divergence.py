@@ -78,3 +78,43 @@ def detect_divergence(
             last_above = peak_index + int(np.nonzero(correct[peak_index:u] >= threshold)[0].max())
             return int(steps_array[last_above])
     return None
+
+
+#: Share of a run's steps in its final window (at least 3 steps), for :func:`divergence_measures`.
+FINAL_FRACTION = 0.1
+
+
+def divergence_measures(correctness: Sequence[float], max_length: Sequence[float],
+                        window: int | None = None) -> dict[str, float]:
+    """Continuous per-run measures of C5's divergence, defined before the cpu-evidence experiment's data:
+
+    - ``correctness_fall``: (peak − final) / peak, where final is the mean raw correctness over the last
+      :data:`FINAL_FRACTION` of the steps (at least 3) and peak the highest smoothed correctness (centred mean
+      over ``window`` steps, default ``max(3, n // 25)``, as :func:`detect_divergence`) before that final
+      window. Positive when the run fell from its peak, negative when it was still improving at the end; NaN
+      when the peak is not positive (nothing to fall from).
+    - ``length_growth``: log of the mean raw max length over that final window divided by the smoothed max
+      length at the peak step: 0 when the longest responses end as long as at the peak, log 2 when they doubled.
+
+    Args:
+        correctness: (T,) mean correctness reward per step.
+        max_length: (T,) maximum completion length per step (tokens).
+    """
+    correct = np.asarray(correctness, dtype=float)
+    length = np.asarray(max_length, dtype=float)
+    if len(correct) != len(length):
+        raise ValueError(f"correctness and max_length must have the same length, got {len(correct)} and {len(length)}.")
+    keep = ~(np.isnan(correct) | np.isnan(length))
+    correct, length = correct[keep], length[keep]
+    final = max(3, int(np.ceil(FINAL_FRACTION * len(correct))))
+    if len(correct) < 2 * final:
+        raise ValueError(f"a curve of {len(correct)} steps is too short for the divergence measures (need {2 * final}).")
+    window = window or max(3, len(correct) // 25)
+    smoothed_correct, smoothed_length = _centred_mean(correct, window), _centred_mean(length, window)
+    before_final = smoothed_correct[:-final]
+    # the last step at the peak (a tolerance, since the running sums round a plateau unevenly)
+    peak_index = int(np.nonzero(before_final >= before_final.max() - 1e-9)[0].max())
+    peak = smoothed_correct[peak_index]
+    fall = (peak - correct[-final:].mean()) / peak if peak > 0 else float("nan")
+    growth = float(np.log(length[-final:].mean() / smoothed_length[peak_index]))
+    return {"correctness_fall": float(fall), "length_growth": growth, "peak_step_index": peak_index}
