@@ -6,6 +6,7 @@ Run ``gdpo --help`` for the list, ``gdpo <subcommand> --help`` for each one's op
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -157,6 +158,25 @@ def cmd_republish_ledger(args: argparse.Namespace) -> int:
 
     print(f"rebuilt {republish_ledger(args.published)}/claims.csv and CLAIMS.md; PROVENANCE.json records the inputs")
     return 0
+
+
+def cmd_restore_evidence(args: argparse.Namespace) -> int:
+    from gdpo.evidence import EVAL_FILE, RUN_FILES, restore
+
+    restore(args.src, args.dest, RUN_FILES if args.run else (EVAL_FILE,), json.loads(args.settings))
+    print(f"restored {'the run' if args.run else 'the evaluation'} in {args.src} to {args.dest}")
+    return 0
+
+
+def cmd_run_experiment(args: argparse.Namespace) -> int:
+    from gdpo.config import load_config
+    from gdpo.experiment import run_experiment
+
+    config = load_config(args.configfile)
+    if not config.get("evidence_dir"):
+        raise ValueError(f"{args.configfile} has no evidence_dir: the driver commits each run's evidence there.")
+    return run_experiment(config, args.configfile, args.repo, cores=args.cores, budget_hours=args.budget_hours,
+                          commit=not args.no_commit)
 
 
 def cmd_prepare_model(args: argparse.Namespace) -> int:
@@ -410,6 +430,27 @@ def build_parser() -> argparse.ArgumentParser:
                                  "with the current rules, recording the hash of every input in PROVENANCE.json")
     sub.add_argument("published", help="a published scale, e.g. paper_figures/mini")
     sub.set_defaults(handler=cmd_republish_ledger)
+
+    sub = commands.add_parser(
+        "restore-evidence", help="copy a committed run's evidence into results/ after checking its settings",
+        description="Used by the workflow's restore_run and restore_eval rules (config evidence_dir).")
+    sub.add_argument("--from", dest="src", required=True, help="the committed run directory")
+    sub.add_argument("--to", dest="dest", required=True, help="results/<scale>/runs/<task>/<method>/seed<k>")
+    sub.add_argument("--run", action="store_true", help="the trained run's files (else the evaluation's eval.json)")
+    sub.add_argument("--settings", required=True, help="JSON of the settings the config asks for")
+    sub.set_defaults(handler=cmd_restore_evidence)
+
+    sub = commands.add_parser(
+        "run-experiment", help="run a pre-registered experiment seed by seed, committing each finished run's evidence",
+        description="Calls snakemake for one seed's runs at a time (config/cpu-evidence.yaml), saves and commits each "
+                    "finished run under the config's evidence_dir, skips committed runs, stops when the wall-time "
+                    "budget in its timeline is spent (gdpo/experiment.py). Run it in the pre-registered worktree.")
+    sub.add_argument("--configfile", default="config/cpu-evidence.yaml")
+    sub.add_argument("--repo", default=".", help="the worktree to run in and commit to (default: here)")
+    sub.add_argument("--cores", type=int, default=2)
+    sub.add_argument("--budget-hours", type=float, default=12.0)
+    sub.add_argument("--no-commit", action="store_true", help="save the evidence but do not commit it")
+    sub.set_defaults(handler=cmd_run_experiment)
     sub = commands.add_parser(
         "prepare-model",
         help="materialise a model spec into a model directory",

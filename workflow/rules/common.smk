@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+from gdpo.evidence import RUN_FILES as RUN_EVIDENCE
 from gdpo.config import MINIATURE_MANIFEST, apply_grid, apply_miniature, validate_config
 from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
 from gdpo.reporting.paper_outputs import planned_outputs

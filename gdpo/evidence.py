@@ -1,0 +1,124 @@
+"""Committed evidence of a long experiment (scale cpu-evidence): runs that survive a stopped machine.
+
+A finished run's small files are copied into the repository's evidence directory and committed; a later
+workflow run restores them into ``results/`` (rules ``restore_run`` and ``restore_eval``), so that the run
+counts as done on any machine that has the commit, and only what is missing is trained. Weights are never
+committed: a restored run cannot be evaluated again, only reported.
+
+Layout: ``<evidence_dir>/<task>/<method>/seed<seed>/`` with :data:`RUN_FILES` (a trained run),
+:data:`EVAL_FILE` and :data:`SAMPLE_FILE` (an evaluation; the base model's has only these).
+
+Restoring checks that the committed run was made with the settings the config now asks for (the run's
+``config.json`` and the evaluation's ``settings``), so evidence from another design is never counted as
+this one's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+#: A trained run's evidence (metrics per step, summary, resolved settings, environment).
+RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "env.json")
+#: An evaluation's evidence.
+EVAL_FILE = "eval.json"
+#: Completions kept beside eval.json (the first :data:`SAMPLE_ITEMS` items of the evaluator's own file).
+SAMPLE_FILE = "completions_sample.jsonl"
+SAMPLE_ITEMS = 50
+#: The evaluator's completion files, per family (tool calling and code; math's lm-eval samples per benchmark).
+_COMPLETION_PATTERNS = ("completions.jsonl", "samples_*.jsonl")
+
+
+def run_key_dir(root: str | Path, task: str, method: str, seed: int) -> Path:
+    """``root/<task>/<method>/seed<seed>`` (the layout of both ``results/<scale>/runs`` and the evidence)."""
+    return Path(root) / task / method / f"seed{seed}"
+
+
+def completion_sample(eval_work_dir: Path, items: int = SAMPLE_ITEMS) -> list[str]:
+    """The first ``items`` lines of each completion file of an evaluation's work directory (sorted names)."""
+    lines: list[str] = []
+    for pattern in _COMPLETION_PATTERNS:
+        for path in sorted(eval_work_dir.glob(pattern)):
+            with path.open(encoding="utf-8") as handle:
+                for index, line in enumerate(handle):
+                    if index >= items:
+                        break
+                    if line.strip():
+                        lines.append(line.rstrip("\n"))
+    return lines
+
+
+def save_evidence(run_dir: str | Path, dest: str | Path, trained: bool = True) -> list[Path]:
+    """Copy a finished run's evidence from ``run_dir`` (``results/<scale>/runs/<task>/<method>/seed<k>``) to
+    ``dest``; ``trained`` False for the base model (its evaluation only). Returns the files written.
+
+    Raises ``ValueError`` naming the missing files when the run has not finished (nothing is written then).
+    """
+    run_dir, dest = Path(run_dir), Path(dest)
+    names = (*RUN_FILES, EVAL_FILE) if trained else (EVAL_FILE,)
+    missing = [name for name in names if not (run_dir / name).is_file()]
+    if missing:
+        raise ValueError(f"{run_dir} has not finished: {', '.join(missing)} missing; train and evaluate it first "
+                         f"(snakemake {run_dir / EVAL_FILE}).")
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in names:
+        shutil.copyfile(run_dir / name, dest / name)
+        written.append(dest / name)
+    sample = completion_sample(run_dir / "eval")
+    if sample:
+        (dest / SAMPLE_FILE).write_text("\n".join(sample) + "\n", encoding="utf-8")
+        written.append(dest / SAMPLE_FILE)
+    return written
+
+
+def committed(evidence_dir: str | Path, trained: bool = True) -> set[tuple[str, str, int]]:
+    """``(task, method, seed)`` of every complete run (``trained``) or evaluation in ``evidence_dir``."""
+    root = Path(evidence_dir)
+    names = RUN_FILES if trained else (EVAL_FILE,)
+    found = set()
+    for seed_dir in root.glob("*/*/seed*") if root.is_dir() else []:
+        if all((seed_dir / name).is_file() for name in names) and seed_dir.name[4:].isdigit():
+            found.add((seed_dir.parent.parent.name, seed_dir.parent.name, int(seed_dir.name[4:])))
+    return found
+
+
+def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "") -> list[str]:
+    """Keys of ``expected`` whose committed value differs; nested mappings compared key by key (the committed
+    run may record more keys than the config sets, e.g. TRL arguments derived at run time)."""
+    # Compared as JSON, the form both were written in (tuples become lists, keys strings).
+    expected = json.loads(json.dumps(expected, default=str))
+    differences = []
+    for key, value in expected.items():
+        found = committed_settings.get(key)
+        if isinstance(value, dict) and isinstance(found, dict):
+            differences += _differences(found, value, f"{prefix}{key}.")
+        elif found != value:
+            differences.append(f"{prefix}{key}: committed {json.dumps(found)}, config {json.dumps(value)}")
+    return differences
+
+
+def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected: Mapping | None = None) -> None:
+    """Copy committed evidence ``names`` from ``src`` into ``run_dir``.
+
+    ``expected``: the settings the config asks for (``resolve_run_settings`` for a trained run,
+    ``resolve_eval_settings`` for an evaluation); every key must equal the committed one (``config.json``, or
+    eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is copied.
+    """
+    src, run_dir, names = Path(src), Path(run_dir), list(names)
+    if expected is not None:
+        if "config.json" in names:
+            committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))
+        else:
+            committed_settings = json.loads((src / EVAL_FILE).read_text(encoding="utf-8")).get("settings") or {}
+        differences = _differences(committed_settings, expected)
+        if differences:
+            raise ValueError(
+                f"The committed evidence in {src} was made with other settings than the config asks for ("
+                + "; ".join(differences) + "). Restore the config of the pre-registered design, or move the "
+                "evidence away to run this design afresh.")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copyfile(src / name, run_dir / name)

@@ -1,0 +1,153 @@
+"""Committed run evidence (gdpo.evidence) and the experiment driver's order and budget (gdpo.experiment)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gdpo.evidence import EVAL_FILE, RUN_FILES, SAMPLE_FILE, committed, restore, run_key_dir, save_evidence
+from gdpo.experiment import TIMELINE, experiment_batches, run_experiment, spent_hours
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def finished_run(run_dir: Path, settings: dict, completions: int = 80) -> Path:
+    run_dir.mkdir(parents=True)
+    for name in RUN_FILES:
+        (run_dir / name).write_text("{}\n")
+    # as train() writes it: the settings, with TRL's arguments completed at run time
+    (run_dir / "config.json").write_text(json.dumps({**settings, "trl": {**settings.get("trl", {}), "seed": 0}}))
+    (run_dir / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 277}, "benchmarks": {}}))
+    (run_dir / "eval").mkdir()
+    (run_dir / "eval" / "completions.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(completions)))
+    return run_dir
+
+
+def test_save_then_restore_round_trips_and_keeps_a_sample(tmp_path):
+    run = finished_run(tmp_path / "results/tool_calling/gdpo/seed0", {"task": "tool_calling", "max_steps": 100})
+    dest = run_key_dir(tmp_path / "evidence", "tool_calling", "gdpo", 0)
+    written = save_evidence(run, dest)
+    assert {p.name for p in written} == {*RUN_FILES, EVAL_FILE, SAMPLE_FILE}
+    assert len((dest / SAMPLE_FILE).read_text().splitlines()) == 50
+    assert not (dest / "model").exists()
+    assert committed(tmp_path / "evidence") == {("tool_calling", "gdpo", 0)}
+    restored = tmp_path / "fresh/seed0"
+    restore(dest, restored, RUN_FILES, {"task": "tool_calling", "max_steps": 100})
+    restore(dest, restored, [EVAL_FILE], {"eval_size": 277})
+    assert (restored / "metrics.jsonl").read_text() == (run / "metrics.jsonl").read_text()
+    assert json.loads((restored / EVAL_FILE).read_text())["settings"]["eval_size"] == 277
+
+
+def test_unfinished_runs_are_not_saved_and_other_settings_are_not_restored(tmp_path):
+    run = finished_run(tmp_path / "run", {"max_steps": 100})
+    (run / EVAL_FILE).unlink()
+    with pytest.raises(ValueError, match="has not finished: eval.json missing"):
+        save_evidence(run, tmp_path / "evidence/t/m/seed0")
+    assert not (tmp_path / "evidence").exists()
+    (run / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 24}}))
+    save_evidence(run, tmp_path / "evidence/t/m/seed0")
+    with pytest.raises(ValueError, match=r"max_steps: committed 100, config 500.*Restore the config"):
+        restore(tmp_path / "evidence/t/m/seed0", tmp_path / "out", RUN_FILES, {"max_steps": 500})
+    with pytest.raises(ValueError, match="eval_size: committed 24, config 277"):
+        restore(tmp_path / "evidence/t/m/seed0", tmp_path / "out", [EVAL_FILE], {"eval_size": 277})
+    assert not (tmp_path / "out").exists()
+    # a base model's evaluation counts as an evaluation, not as a trained run
+    (tmp_path / "evidence/t/base/seed0").mkdir(parents=True)
+    (tmp_path / "evidence/t/base/seed0" / EVAL_FILE).write_text("{}")
+    assert committed(tmp_path / "evidence", trained=False) == {("t", "m", 0), ("t", "base", 0)}
+    assert committed(tmp_path / "evidence") == {("t", "m", 0)}
+
+
+def cpu_evidence_config() -> dict:
+    return yaml.safe_load((REPO / "config/cpu-evidence.yaml").read_text())
+
+
+def test_batches_go_seed_by_seed_with_every_method_and_the_base_models_first_seed():
+    config = cpu_evidence_config()
+    batches = experiment_batches(config)
+    assert [b[0]["seed"] for b in batches] == sorted({b[0]["seed"] for b in batches})
+    for batch in batches:
+        assert len({r["seed"] for r in batch}) == 1
+        methods = {(r["task"], r["method"]) for r in batch if r["method"] != "base"}
+        seed = batch[0]["seed"]
+        expected = {(task, m) for task, spec in config["tasks"].items()
+                    if seed in spec.get("seeds", config["seeds"]) for m in spec.get("methods", config["methods"])}
+        assert methods == expected
+        assert [r["method"] == "base" for r in batch] == sorted(r["method"] == "base" for r in batch)
+    assert ("tool_calling", "base") in {(r["task"], r["method"]) for r in batches[0]}
+
+
+def test_the_driver_stops_before_a_batch_once_the_budget_is_spent(tmp_path, capsys):
+    config = {**cpu_evidence_config(), "evidence_dir": "evidence"}
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / TIMELINE).write_text(json.dumps({"seed": 0, "seconds": 7200.0}) + "\n")
+    assert spent_hours(tmp_path / "evidence") == 2.0
+    assert run_experiment(config, "config/cpu-evidence.yaml", tmp_path, budget_hours=2.0, commit=False) == 3
+    assert "Budget of 2 h spent (2.00 h" in capsys.readouterr().out
+
+
+def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
+    """Dry run at scale cpu-evidence: a committed (task, method, seed) is restored (rules restore_run and
+    restore_eval), every other run is trained; evidence made with other settings stops the restore."""
+    from gdpo.evaluation.run import resolve_eval_settings
+    from gdpo.training.run import resolve_run_settings
+
+    config = cpu_evidence_config()
+    evidence = tmp_path / "evidence"
+    config["evidence_dir"] = str(evidence)
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0))
+    (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "math", "gdpo", 0)}))
+    save_evidence(run, run_key_dir(evidence, "math", "gdpo", 0))
+    target_dir = "results/cpu-evidence/runs/math/gdpo"
+    targets = [f"{target_dir}/seed{seed}/{name}" for seed in (0, 1) for name in ("eval.json", "summary.json")]
+
+    def job_counts() -> dict[str, int]:
+        process = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-n", "--configfile", str(configfile), "--cores", "2", *targets],
+            cwd=REPO, capture_output=True, text=True, check=False)
+        assert process.returncode == 0, process.stderr[-2000:]
+        table = process.stdout.split("Job stats:")[1].split("Reasons:")[0]
+        return {words[0]: int(words[1]) for words in map(str.split, table.splitlines())
+                if len(words) == 2 and words[1].isdigit()}
+
+    counts = job_counts()
+    assert counts["restore_run"] == counts["restore_eval"] == 1
+    assert counts["train"] == counts["evaluate"] == 1  # seed 1 only
+    # evidence made with another design is refused when the workflow runs the restore
+    changed = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"trl.max_steps: committed 500, config 400"):
+        restore(run_key_dir(evidence, "math", "gdpo", 0), changed, RUN_FILES,
+                resolve_run_settings({**config, "tasks": {**config["tasks"], "math": {
+                    **config["tasks"]["math"], "training": {**config["tasks"]["math"]["training"], "max_steps": 400}}}},
+                    "math", "gdpo", 0))
+
+
+def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
+    from gdpo.evaluation.run import resolve_eval_settings
+    from gdpo.training.run import resolve_run_settings
+
+    config = cpu_evidence_config()
+    config["evidence_dir"] = str(tmp_path / "evidence")
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2))
+    (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "tool_calling", "grpo", 2)}))
+    save_evidence(run, run_key_dir(tmp_path / "evidence", "tool_calling", "grpo", 2))
+    work = tmp_path / "work"
+    work.mkdir()
+    targets = [f"results/cpu-evidence/runs/tool_calling/grpo/seed2/{name}" for name in ("eval.json", "summary.json")]
+    process = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+         "--configfile", str(configfile), "--cores", "1", *targets],
+        cwd=work, capture_output=True, text=True, check=False)
+    assert process.returncode == 0, process.stderr[-3000:]
+    restored = work / "results/cpu-evidence/runs/tool_calling/grpo/seed2"
+    assert sorted(p.name for p in restored.iterdir()) == sorted([*RUN_FILES, EVAL_FILE])
+    assert (restored / "config.json").read_text() == (run / "config.json").read_text()
