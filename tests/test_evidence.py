@@ -151,3 +151,51 @@ def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
     restored = work / "results/cpu-evidence/runs/tool_calling/grpo/seed2"
     assert sorted(p.name for p in restored.iterdir()) == sorted([*RUN_FILES, EVAL_FILE])
     assert (restored / "config.json").read_text() == (run / "config.json").read_text()
+
+
+def test_the_driver_skips_every_committed_run(tmp_path, monkeypatch):
+    config = {**cpu_evidence_config(), "evidence_dir": "evidence"}
+    for batch in experiment_batches(config):
+        for run in batch:
+            dest = run_key_dir(tmp_path / "evidence", run["task"], run["method"], run["seed"])
+            dest.mkdir(parents=True)
+            for name in ((EVAL_FILE,) if run["method"] == "base" else (*RUN_FILES, EVAL_FILE)):
+                (dest / name).write_text("{}")
+
+    def no_snakemake(*args, **kwargs):
+        raise AssertionError(f"a committed run was started again: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_snakemake)
+    assert run_experiment(config, "config/cpu-evidence.yaml", tmp_path, commit=False) == 0
+    assert not (tmp_path / "evidence" / TIMELINE).exists()
+
+
+def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_what_finished(tmp_path, monkeypatch):
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0],
+              "tasks": {"math": {**config["tasks"]["math"], "seeds": [0]}}}
+    calls = []
+
+    def fake_snakemake(command, cwd, check):
+        calls.append(command)
+        targets = [c for c in command if c.endswith("eval.json")]
+        if len(calls) == 2:  # the retry finishes every run; the first attempt crashed before any
+            for target in targets:
+                run_dir = Path(cwd) / Path(target).parent
+                finished_run(run_dir, {}) if "/base/" not in target else (
+                    run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text("{}"))
+        return subprocess.CompletedProcess(command, 0 if len(calls) == 2 else 1)
+
+    monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 0
+    assert len(calls) == 2 and "--configfile" in calls[0] and len([c for c in calls[0] if c.endswith("eval.json")]) == 3
+    timeline = [json.loads(line) for line in (tmp_path / "evidence" / TIMELINE).read_text().splitlines()]
+    assert [(t["attempt"], t["exit_code"]) for t in timeline] == [(1, 1), (2, 0)]
+    assert committed(tmp_path / "evidence") == {("math", "grpo", 0), ("math", "gdpo", 0)}
+    assert ("math", "base", 0) in committed(tmp_path / "evidence", trained=False)
+
+    # a batch that fails twice stops the driver with snakemake's exit code
+    calls.clear()
+    monkeypatch.setattr(subprocess, "run", lambda command, cwd, check: subprocess.CompletedProcess(command, 7))
+    config["tasks"]["math"]["seeds"] = [0, 1]
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 7
