@@ -47,6 +47,12 @@ def spent_hours(evidence_dir: Path) -> float:
     return sum(entry["seconds"] for entry in read_timeline(evidence_dir)) / 3600
 
 
+def _head(repo: Path) -> str | None:
+    """The commit the batch ran from (the pre-registered one, or an evidence commit on top of it)."""
+    process = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=False)
+    return process.stdout.strip() or None
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
 
@@ -77,6 +83,7 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                 [sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile", configfile,
                  "--cores", str(cores), *snakemake_args, *targets], cwd=repo, check=False)
             entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
+                     "commit": _head(repo),
                      "attempt": attempt, "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                      "seconds": round(time.time() - started, 1), "exit_code": process.returncode}
             with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:

@@ -176,7 +176,9 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
               "tasks": {"math": {**config["tasks"]["math"], "seeds": [0]}}}
     calls = []
 
-    def fake_snakemake(command, cwd, check):
+    def fake_snakemake(command, cwd, check, **kwargs):
+        if command[0] == "git":
+            return subprocess.CompletedProcess(command, 0, stdout="abc123\n")
         calls.append(command)
         targets = [c for c in command if c.endswith("eval.json")]
         if len(calls) == 2:  # the retry finishes every run; the first attempt crashed before any
@@ -190,12 +192,13 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
     assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 0
     assert len(calls) == 2 and "--configfile" in calls[0] and len([c for c in calls[0] if c.endswith("eval.json")]) == 3
     timeline = [json.loads(line) for line in (tmp_path / "evidence" / TIMELINE).read_text().splitlines()]
-    assert [(t["attempt"], t["exit_code"]) for t in timeline] == [(1, 1), (2, 0)]
+    assert [(t["attempt"], t["exit_code"], t["commit"]) for t in timeline] == [(1, 1, "abc123"), (2, 0, "abc123")]
     assert committed(tmp_path / "evidence") == {("math", "grpo", 0), ("math", "gdpo", 0)}
     assert ("math", "base", 0) in committed(tmp_path / "evidence", trained=False)
 
     # a batch that fails twice stops the driver with snakemake's exit code
     calls.clear()
-    monkeypatch.setattr(subprocess, "run", lambda command, cwd, check: subprocess.CompletedProcess(command, 7))
+    monkeypatch.setattr(subprocess, "run", lambda command, cwd, check, **kwargs: subprocess.CompletedProcess(
+        command, 0 if command[0] == "git" else 7, stdout=""))
     config["tasks"]["math"]["seeds"] = [0, 1]
     assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 7
