@@ -129,6 +129,15 @@ def cmd_power(args: argparse.Namespace) -> int:
         print("  (pass --seed-sd with the spread measured over your runs' seeds; the ledger's power column uses "
               "the measured one)")
     print(power_report(config, seed_sd=args.seed_sd, target=args.target).to_string(index=False))
+    if args.parts:
+        from gdpo.reporting.calibration import part_power
+
+        print("Each part alone, P(reproduced) under the paper's effect at the design's seeds (the part that limits "
+              "the claim is the lowest):")
+        for claim, design in designs_from_config(config, args.seed_sd).items():
+            if isinstance(design, TableDesign):
+                parts = ", ".join(f"{part} {p:.2f}" for part, p in part_power(design).items())
+                print(f"  {claim} ({design.seeds} seeds): {parts}")
     return 0
 
 
@@ -404,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--seed-sd", type=float, default=None,
                      help="run-to-run standard deviation of one method's benchmark score, in points "
                           "(default: gdpo.reporting.calibration.ASSUMED_SEED_SD)")
+    sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
     sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
     sub.set_defaults(handler=cmd_power)
 

@@ -162,13 +162,17 @@ def _c4_accuracy_gap(setup: str) -> float:
 # Simulation of table claims
 # --------------------------------------------------------------------------------------------------
 
-def _decide(design: TableDesign, cells: Mapping) -> str:
+def _decision(design: TableDesign, cells: Mapping) -> rules.Decision:
     claim = design.claim_id
     if claim == "C7":
-        return rules.decide_c7(cells)[0]
+        return rules.decide_c7(cells)
     decide = {"C3": rules.decide_c3, "C4": rules.decide_c4, "C6": rules.decide_c6, "C8": rules.decide_c8,
               "C9": rules.decide_c9}[claim]
-    return decide(cells, list(design.setups))[0]
+    return decide(cells, list(design.setups))
+
+
+def _decide(design: TableDesign, cells: Mapping) -> str:
+    return _decision(design, cells).outcome
 
 
 def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int = 0,
@@ -180,6 +184,15 @@ def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int
     minimum = CLAIMS_BY_ID[design.claim_id].minimum
     if gated and minimum.shortfall(design.seeds, design.items):
         return {UNDERPOWERED: 1.0}
+    counts: dict[str, int] = {}
+    for decision in _simulated_decisions(design, effect, replicates, seed):
+        counts[decision.outcome] = counts.get(decision.outcome, 0) + 1
+    return {k: v / replicates for k, v in counts.items()}
+
+
+def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, seed: int):
+    """The rule's :class:`gdpo.reporting.rules.Decision` on each of ``replicates`` simulated workflows
+    (:func:`simulate_table` describes the simulation)."""
     rng = np.random.default_rng(seed)
     means = cell_means(design, effect)
     draws = {}
@@ -189,14 +202,21 @@ def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int
         trials = max(1, int(round(cell.trials)))
         values = 100.0 * rng.binomial(trials, rates / 100.0) / trials
         draws[key] = (values, binomial_variance(values, cell.trials))
-    counts: dict[str, int] = {}
     for r in range(replicates):
         cells = {key: rules.Sample(tuple(range(values.shape[1])), values[r], variances[r],
                                    np.full(values.shape[1], design.cells[key].items), once=key[1] == rules.BASE)
                  for key, (values, variances) in draws.items()}
-        outcome = _decide(design, cells)
-        counts[outcome] = counts.get(outcome, 0) + 1
-    return {k: v / replicates for k, v in counts.items()}
+        yield _decision(design, cells)
+
+
+def part_power(design: TableDesign, replicates: int = 400, seed: int = 0) -> dict[str, float]:
+    """Per part of the claim, the probability that it alone is *reproduced* under the paper's effect (the
+    simulation of :func:`simulate_table`, ungated): which part limits the claim's power."""
+    counts: dict[str, int] = {}
+    for decision in _simulated_decisions(design, True, replicates, seed):
+        for part, outcome in decision.parts.items():
+            counts[part] = counts.get(part, 0) + (outcome == REPRODUCED)
+    return {part: count / replicates for part, count in counts.items()}
 
 
 # --------------------------------------------------------------------------------------------------
