@@ -255,7 +255,7 @@ def _bad(data_change) -> dict:
 BAD_STUDIES = [
     ("unknown top-level key", lambda d: d.update(learning_rat=0.1), ["learning_rat", "allowed keys", "learning_rate"]),
     ("unknown method", lambda d: d.update(methods=["grpo", "gdpo2"]),
-     ["methods[1]", "gdpo2", "gdpo, gdpo_nobn, grpo, grpo_nostd"]),
+     ["methods[1]", "gdpo2", "gdpo, gdpo_nobn, gdpo_nostd, grpo, grpo_nostd"]),
     ("negative learning rate", lambda d: d.update(learning_rate=-0.1), ["learning_rate", "-0.1", "(0, ∞]"]),
     ("difficulty 0", lambda d: d["rewards"][0].update(difficulty=0.0), ["rewards[0].difficulty", "(0, 1)"]),
     ("difficulty above 1", lambda d: d["rewards"][0].update(difficulty=1.2), ["rewards[0].difficulty", "(0, 1)"]),
