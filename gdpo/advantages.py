@@ -46,8 +46,8 @@ checks each against a reimplementation of the peer's source):
 - ``nemo`` / ``nemo_loo``: NeMo-RL's ``GDPOAdvantageEstimator`` without / with the leave-one-out
   baseline; refuses one reward. Where we deliberately differ: its batch step has no ε, so a batch whose
   summed advantages cancel to rounding noise (complementary rewards r2 = 1 − r1: ~1e-16) is rescaled to
-  unit std (±1.29 at G = 3); ours returns 0 there. Its std is the one-pass E[x²] − E[x]², which loses
-  digits at large reward offsets; ours is two-pass.
+  unit std (−0.58, −0.58, 1.15 at G = 3); ours returns 0 there, the exact value. Its std is the one-pass
+  E[x²] − E[x]², which loses digits at large reward offsets; ours is two-pass.
 - ``exact``: the paper's equations without ε (exact analysis, toy checks).
 
 Rules that hold in every convention (so no NaN ever leaves :func:`compute_advantages`):
@@ -427,7 +427,7 @@ class AdvantageInputs:
         return self.rollout_has_reward
 
     def weighted_sum(self) -> torch.Tensor:
-        """(B,) Σ_k w_k r_k over the non-NaN rewards (0 if there are none); NaN for rollouts that do not count."""
+        """(B,) Σ_k w_k r_k over the non-NaN rewards (0 if none); NaN for rollouts that do not count."""
         summed = torch.nansum(self.rewards * self.weights, dim=1)
         return torch.where(self.rollout_counts, summed, torch.full_like(summed, float("nan")))
 
@@ -566,8 +566,9 @@ def _gdpo_nobn(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@register_estimator("gdpo_nostd", description="GDPO without the per-reward std: per-reward centring, weighted "
-                    "sum, batch whitening", batch_step=True, grpo_counterpart="grpo_nostd")
+@register_estimator("gdpo_nostd", batch_step=True, grpo_counterpart="grpo_nostd",
+                    description="GDPO without the per-reward std: centring per reward, weighted sum, "
+                                "batch whitening")
 def _gdpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs, scale=False)
 
@@ -695,7 +696,7 @@ def compute_advantages(
 
     estimator = resolve_estimator(method, convention, num_rewards)
     if convention.missing_rewards == "zero":
-        # NVlabs/GDPO zero-fills the whole reward matrix, so a rollout without any reward is a zero-reward one.
+        # NVlabs/GDPO zero-fills the whole reward matrix: a rollout without any reward is a zero-reward one.
         reward_matrix = torch.nan_to_num(reward_matrix, nan=0.0)
 
     inputs = AdvantageInputs(reward_matrix, weight_vector, num_generations, convention, lengths)

@@ -65,11 +65,12 @@ def _whiten(values: list[float], has_reward: list[bool], lengths: list[float] | 
 
 #: Per-reward methods, their GRPO counterpart (one reward under single_reward="grpo"), whether they
 #: divide by the per-reward std and whether they end with the batch step.
-_PER_REWARD = {"gdpo": ("grpo", True, True), "gdpo_nobn": ("grpo", True, False), "gdpo_nostd": ("grpo_nostd", False, True)}
+_PER_REWARD = {"gdpo": ("grpo", True, True), "gdpo_nobn": ("grpo", True, False),
+               "gdpo_nostd": ("grpo_nostd", False, True)}
 
 
-def reference_advantages(rewards, num_generations, method, weights=None, convention="trl", response_lengths=None,
-                         batch_step=True):
+def reference_advantages(rewards, num_generations, method, weights=None, convention="trl",
+                         response_lengths=None, batch_step=True):
     """Same contract as ``compute_advantages`` (rewards as nested lists, None or NaN = no reward)."""
     convention = get_convention(convention)
     rows = [[None if (r is None or (isinstance(r, float) and math.isnan(r))) else float(r) for r in row]

@@ -167,7 +167,8 @@ def test_per_response_whitening_counts_each_non_empty_response_once():
     values = torch.tensor([3.0, 1.0, -1.0], dtype=torch.float64)
     lengths = torch.tensor([5.0, 1.0, 0.0])
     response = batch_whiten(values, get_convention("verl_pr6497"), response_lengths=lengths)
-    assert response[:2].tolist() == pytest.approx([1 / math.sqrt(2 + 1e-8), -1 / math.sqrt(2 + 1e-8)], rel=1e-12)
+    unit = 1 / math.sqrt(2 + 1e-8)
+    assert response[:2].tolist() == pytest.approx([unit, -unit], rel=1e-12)
     token = batch_whiten(values, get_convention("verl"), response_lengths=lengths)
     assert abs(float(token[0]) - float(response[0])) > 1e-3  # the field matters: tokens weigh 5 : 1
     with pytest.raises(ValueError, match="whitens over responses, so it needs response_lengths"):
@@ -347,7 +348,8 @@ def test_nvlabs_zero_fills_an_all_none_rollout_before_the_per_reward_statistics(
     c = 0.5 / (SQRT_HALF + 1e-4)
     whitened = 2 * c / (2 * c * math.sqrt(2 / 3) + 1e-4)
     rewards = [[1, 0], [0, 1], [NAN, NAN], [1, 1]]
-    assert advantages_of(rewards, 2, "gdpo", "nvlabs") == pytest.approx([0, 0, -whitened, whitened], abs=1e-12)
+    expected = [0, 0, -whitened, whitened]
+    assert advantages_of(rewards, 2, "gdpo", "nvlabs") == pytest.approx(expected, abs=1e-12)
     # TRL >= 1.6: the None rollout is out, (1, 1) is a singleton group → everything 0.
     assert advantages_of(rewards, 2, "gdpo", "trl") == [0.0] * 4
 
@@ -358,8 +360,8 @@ def test_trl_0_27_counts_an_all_none_rollout_in_the_batch_step_but_not_the_per_r
     c = 0.5 / (SQRT_HALF + 1e-4)
     rewards = [[1, 0], [0, 0], [NAN, NAN], [1, 1]]
     assert advantages_of(rewards, 2, "gdpo", "trl") == pytest.approx([c / (c + 1e-4), -c / (c + 1e-4), 0, 0])
-    three_quarters = c / (c * math.sqrt(2 / 3) + 1e-4)
-    assert advantages_of(rewards, 2, "gdpo", "trl_0_27") == pytest.approx([three_quarters, -three_quarters, 0, 0])
+    over_four = c / (c * math.sqrt(2 / 3) + 1e-4)
+    assert advantages_of(rewards, 2, "gdpo", "trl_0_27") == pytest.approx([over_four, -over_four, 0, 0])
 
 
 def test_one_reward_under_nvlabs_runs_grpo():
@@ -384,7 +386,8 @@ def test_one_reward_gdpo_is_abs_weight_times_grpo_under_exact(batch, weight):
     assert nobn.tolist() == pytest.approx((abs(weight) * grpo).tolist(), abs=1e-9)
     whitened = compute_advantages(column, G, "gdpo", weights=[weight], convention="exact")
     valid = ~torch.isnan(torch.tensor([r[0] for r in column]))
-    assert whitened.tolist() == pytest.approx(batch_whiten(nobn, get_convention("exact"), valid).tolist(), abs=1e-9)
+    expected = batch_whiten(nobn, get_convention("exact"), valid)
+    assert whitened.tolist() == pytest.approx(expected.tolist(), abs=1e-9)
 
 
 @pytest.mark.parametrize("convention", ["nemo", "nemo_loo"])
@@ -420,8 +423,11 @@ def test_gdpo_nostd_differs_from_grpo_nostd_where_a_reward_is_missing():
 
 def test_batch_step_false_gives_the_values_before_the_batch_step():
     rewards = [[0, 1], [1, 1], [0, 0], [1, 0]]
-    assert advantages_of(rewards, 2, "gdpo", "trl", batch_step=False) == advantages_of(rewards, 2, "gdpo_nobn", "trl")
-    assert advantages_of(rewards, 2, "grpo", "trl", batch_step=False) == advantages_of(rewards, 2, "grpo", "trl")
+    before = advantages_of(rewards, 2, "gdpo", "trl", batch_step=False)
+    assert before == advantages_of(rewards, 2, "gdpo_nobn", "trl")
+    assert before != advantages_of(rewards, 2, "gdpo", "trl")
+    grpo = advantages_of(rewards, 2, "grpo", "trl")
+    assert advantages_of(rewards, 2, "grpo", "trl", batch_step=False) == grpo  # no batch step to skip
     assert adv.get_estimator("gdpo_nostd").batch_step and not adv.get_estimator("gdpo_nobn").batch_step
 
 
@@ -467,7 +473,8 @@ def test_one_dimensional_rewards_are_one_reward():
          "refuses that with a single reward function: pass two or more reward columns, use 'grpo'"),
         (dict(rewards=[[0], [1]], num_generations=2, response_lengths=[1]), "response_lengths has 1 entries"),
         (dict(rewards=[[0], [1]], num_generations=2, response_lengths=[1, -1]), "≥ 0"),
-        (dict(rewards=[[0], [1]], num_generations=2, method="ppo"), "valid methods are: gdpo, gdpo_nobn, gdpo_nostd, grpo"),
+        (dict(rewards=[[0], [1]], num_generations=2, method="ppo"),
+         "valid methods are: gdpo, gdpo_nobn, gdpo_nostd, grpo"),
         (dict(rewards=[[0], [1]], num_generations=2, convention="vllm"), "valid conventions are: exact, nemo"),
     ],
 )

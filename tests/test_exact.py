@@ -20,8 +20,8 @@ def test_counts_match_naive_enumeration(method, G, n):
 def test_gdpo_nostd_counts_equal_grpo_nostd_counts(G, n):
     # Centring is linear: before the batch step GDPO w/o std is GRPO w/o std, group for group.
     groups = exact.enumerate_groups(G, n)
-    np.testing.assert_allclose(exact.advantage_groups(groups, "gdpo_nostd"), exact.advantage_groups(groups, "grpo_nostd"),
-                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(exact.advantage_groups(groups, "gdpo_nostd"),
+                               exact.advantage_groups(groups, "grpo_nostd"), rtol=0, atol=1e-6)
     assert exact.count_distinct(G, n, "gdpo_nostd") == exact.count_distinct(G, n, "grpo_nostd")
 
 

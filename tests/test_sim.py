@@ -103,7 +103,8 @@ def test_batched_advantages_equal_one_registry_call_per_seed(method, convention,
     rewards[2, :, 0] = 1.0  # a constant reward column
     lengths = torch.randint(1, 9, (4, 24), generator=generator).to(torch.float64)
     weights = [1.0, 0.5, 2.0][:num_rewards]
-    if num_rewards == 1 and get_estimator(method).per_reward and get_convention(convention).single_reward == "error":
+    refused = get_estimator(method).per_reward and get_convention(convention).single_reward == "error"
+    if num_rewards == 1 and refused:
         for path in ("batched", "per_seed"):
             with pytest.raises(ValueError, match="single reward function"):
                 seedwise_advantages(rewards, 4, method, weights, convention, lengths, path=path)
