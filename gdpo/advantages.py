@@ -21,17 +21,19 @@ Methods (PAPER.md §1), with weights ``w``:
   so with complete rewards the sum before the batch step *is* GRPO w/o std's advantage; only a missing
   reward (left out of its own reward's mean) or the batch step tells them apart.
 
-GDPO with one reward function (decided per convention, ``Convention.single_reward``): the decoupling is
-vacuous, and the method is computed as defined — ``gdpo_nobn`` is then w·(r − mean)/(std + ε), i.e. GRPO's
-advantage times the weight up to ε (exactly so under ``exact`` with w > 0), and ``gdpo`` is that
-batch-whitened — because that is what TRL's ``normalize_then_sum`` and verl's GDPO compute. The
-NVlabs fork instead runs plain GRPO with one reward, and NeMo-RL refuses it (``ValueError``); the
-``nvlabs`` and ``nemo*`` conventions do the same.
+GDPO with one reward function (``Convention.single_reward``): a documented equivalence, not an error.
+The decoupling is vacuous, so the method is computed as defined — ``gdpo_nobn`` is w·(r − mean)/(std + ε),
+i.e. |w| times GRPO's advantage (exactly under ``exact``), and ``gdpo`` that whitened over the batch — for
+three reasons: it is what TRL's ``normalize_then_sum`` and verl's GDPO compute, so ``trl`` and ``verl`` must;
+it is a well-defined estimator (GRPO plus a batch step), which the bench's one-reward test trains; and an
+error would make a config valid or not depending on its task's reward count. The conventions of the
+peers that decide otherwise follow them: ``nvlabs`` runs GRPO (the fork applies GDPO only with more than one
+reward), ``nemo``/``nemo_loo`` raise ``ValueError`` (NeMo-RL refuses GDPO with fewer than two rewards).
 
 The numeric details that peer implementations disagree on (ε placement, missing rewards, token- vs
 sample-weighted batch whitening, leave-one-out baselines, one reward) are a named :class:`Convention`;
-each registered convention reproduces one peer (README's convention table; ``tests/test_advantages_peers.py``
-checks each against a reimplementation of the peer's source):
+each registered convention reproduces one peer (README's convention table;
+``tests/test_advantages_peers.py`` checks each against a reimplementation of the peer's source):
 
 - ``trl``: TRL ≥ 1.6 ``GRPOTrainer``. A rollout for which every reward function returned None is left out
   of every statistic and gets advantage 0 (TRL ≥ 1.6 marks it unscorable, as we do).
@@ -55,8 +57,8 @@ Rules that hold in every convention (so no NaN ever leaves :func:`compute_advant
 - std is the sample std (ddof = 1), as in every official implementation;
 - a group whose valid values are all equal (zero std) contributes advantage 0 (peers divide the rounding
   residue of the mean by ε; ours is exactly 0);
-- a group with a single valid value contributes 0 (``singleton_group="zero"``) or the value itself
-  divided by (1 + ε) (``"identity"``: verl's mean 0 / std 1);
+- a group with a single valid value contributes 0 (``singleton_group="zero"``) or, with verl's mean 0 and
+  std 1 (``"identity"``), the value divided by (1 + ε), or the value itself without the std division;
 - a rollout without any reward takes part in no statistic and gets advantage 0, unless the convention
   reads it as a zero reward (``missing_rewards="zero"`` or ``unscored_rollouts="zero"``).
 """
