@@ -15,10 +15,9 @@ here step by step; no code copied), and computes in float64: the peers compute i
   arrived in 0e0cb5f1584c92629abd5a5a5a7f2cfa9cc9b73e).
 - ``nvlabs_reference``: NVlabs/GDPO, ``trl-GDPO/trl-0.18.0-gdpo/trl/trainer/grpo_trainer.py``,
   ``_generate_and_score_completions`` (``apply_gdpo``), commit b080e63d0126870ad08acc8ebc3f04b728175a9e.
-- ``verl_reference``: verl-project/verl (formerly volcengine/verl; the volcengine snapshot available here
-  predates GDPO), ``verl/trainer/ppo/core_algos.py`` ``compute_gdpo_outcome_advantage`` and
-  ``compute_grpo_outcome_advantage``, ``verl/utils/torch_functional.py`` ``masked_mean`` / ``masked_var`` /
-  ``masked_whiten``, commit 1dda039b9c6311889a9c9a26040677e1254814f9 (GDPO added by #5503,
+- ``verl_reference``: verl-project/verl (formerly volcengine/verl), ``verl/trainer/ppo/core_algos.py``
+  ``compute_gdpo_outcome_advantage`` and ``compute_grpo_outcome_advantage``,
+  ``verl/utils/torch_functional.py`` ``masked_mean`` / ``masked_var`` / ``masked_whiten``, commit 1dda039b9c6311889a9c9a26040677e1254814f9 (GDPO added by #5503,
   b560d9f4213307d2d9616e5a6eb5209582f737ec). ``per_response=True``: the open PR #6497, head
   c2ecb1aed5de9ba6025126338042cb69f183155e. ``fork=True``: the NVlabs verl fork, NVlabs/GDPO
   ``verl-GDPO/verl/trainer/ppo/ray_trainer.py`` ``compute_advantage`` (``'gdpo'``: two rewards, no weights),
