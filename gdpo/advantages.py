@@ -6,7 +6,9 @@ analysis) calls :func:`compute_advantages`; a new estimator is added in one plac
 
 Shapes used throughout: ``B`` rollouts in the batch, grouped contiguously in ``P = B / G`` groups of
 ``G = num_generations`` rollouts of the same prompt (TRL's layout), ``n`` reward functions.
-A reward of NaN means "no reward" (a TRL reward function returned ``None``).
+A reward of NaN means "no reward" (a TRL reward function returned ``None``). A peer that groups by prompt
+id (verl, NeMo-RL) allows groups of unequal size; here a smaller group is padded with all-NaN rows, which
+(under ``unscored_rollouts="exclude"``) take part in no statistic.
 
 Methods (PAPER.md §1), with weights ``w``:
 
@@ -14,18 +16,51 @@ Methods (PAPER.md §1), with weights ``w``:
 - ``grpo_nostd`` A = r − mean_group (Dr.GRPO style; TRL ``scale_rewards="none"``)
 - ``gdpo``       A_k = (r_k − mean_group) / std_group per reward ; A = batch_whiten(Σ_k w_k A_k)
 - ``gdpo_nobn``  GDPO without the batch step (the paper's App. A ablation)
+- ``gdpo_nostd`` A = batch_whiten(Σ_k w_k (r_k − mean_group)): GDPO without the per-reward std (verl's GDPO
+  with ``norm_adv_by_std_in_grpo=False``, NeMo-RL's with ``normalize_rewards=False``). Centring is linear,
+  so with complete rewards the sum before the batch step *is* GRPO w/o std's advantage; only a missing
+  reward (left out of its own reward's mean) or the batch step tells them apart.
+
+GDPO with one reward function (``Convention.single_reward``): a documented equivalence, not an error.
+The decoupling is vacuous, so the method is computed as defined — ``gdpo_nobn`` is w·(r − mean)/(std + ε),
+i.e. |w| times GRPO's advantage (exactly under ``exact``), and ``gdpo`` that whitened over the batch — for
+three reasons: it is what TRL's ``normalize_then_sum`` and verl's GDPO compute, so ``trl`` and ``verl`` must;
+it is a well-defined estimator (GRPO plus a batch step), which the bench's one-reward test trains; and an
+error would make a config valid or not depending on its task's reward count. The conventions of the
+peers that decide otherwise follow them: ``nvlabs`` runs GRPO (the fork applies GDPO only with more than one
+reward), ``nemo``/``nemo_loo`` raise ``ValueError`` (NeMo-RL refuses GDPO with fewer than two rewards).
 
 The numeric details that peer implementations disagree on (ε placement, missing rewards, token- vs
-sample-weighted batch whitening, leave-one-out baselines) are a named :class:`Convention`.
+sample-weighted batch whitening, leave-one-out baselines, one reward) are a named :class:`Convention`;
+each registered convention reproduces one peer (README's convention table;
+``tests/test_advantages_peers.py`` checks each against a reimplementation of the peer's source):
+
+- ``trl``: TRL ≥ 1.6 ``GRPOTrainer``. A rollout for which every reward function returned None is left out
+  of every statistic and gets advantage 0 (TRL ≥ 1.6 marks it unscorable, as we do).
+- ``trl_0_27``: TRL 0.27–1.5, which summed such a rollout's rewards with ``nansum`` to 0, so it took part
+  in GRPO's group statistics and GDPO's batch step as a zero-reward rollout.
+- ``nvlabs``: the NVlabs/GDPO TRL 0.18 fork (``apply_gdpo=True``): every None is read as 0 before any
+  statistic (``nan_to_num``), so an all-None rollout is a zero-reward rollout; one reward runs GRPO.
+- ``verl``: verl's GDPO (also the NVlabs verl fork): ε 1e-6, a single-rollout group has mean 0 and std 1
+  and is still divided by (1 + ε), token-weighted ``masked_whiten``. verl has no missing rewards (a None
+  becomes NaN and poisons the whole batch); ours leaves it out as ``trl`` does.
+- ``verl_pr6497``: verl with its open PR #6497, which whitens per response instead of per token.
+- ``nemo`` / ``nemo_loo``: NeMo-RL's ``GDPOAdvantageEstimator`` without / with the leave-one-out
+  baseline; refuses one reward. Where we deliberately differ: its batch step has no ε, so a batch whose
+  summed advantages cancel to rounding noise (complementary rewards r2 = 1 − r1: ~1e-16) is rescaled to
+  unit std (−0.58, −0.58, 1.15 at G = 3); ours returns 0 there, the exact value. Its std is the one-pass
+  E[x²] − E[x]², which loses digits at large reward offsets; ours is two-pass.
+- ``exact``: the paper's equations without ε (exact analysis, toy checks).
 
 Rules that hold in every convention (so no NaN ever leaves :func:`compute_advantages`):
 
 - std is the sample std (ddof = 1), as in every official implementation;
-- a group whose valid values are all equal (zero std) contributes advantage 0;
-- a group with a single valid value contributes 0 (``singleton_group="zero"``) or the value itself
-  (``"identity"``: verl's mean 0 / std 1);
-- a rollout whose rewards are all NaN gets advantage 0 and takes no part in any statistic (TRL would
-  score it as a zero reward; a rollout no reward function applies to carries no signal).
+- a group whose valid values are all equal (zero std) contributes advantage 0 (peers divide the rounding
+  residue of the mean by ε; ours is exactly 0);
+- a group with a single valid value contributes 0 (``singleton_group="zero"``) or, with verl's mean 0 and
+  std 1 (``"identity"``), the value divided by (1 + ε), or the value itself without the std division;
+- a rollout without any reward takes part in no statistic and gets advantage 0, unless the convention
+  reads it as a zero reward (``missing_rewards="zero"`` or ``unscored_rollouts="zero"``).
 """
 
 from __future__ import annotations
@@ -51,6 +86,7 @@ __all__ = [
     "group_normalise",
     "register_convention",
     "register_estimator",
+    "resolve_estimator",
 ]
 
 
@@ -70,15 +106,26 @@ class Convention:
             rollouts of its group, and the difference is left undivided where those others are all equal
             (NeMo-RL's ``use_leave_one_out_baseline``).
         missing_rewards: ``"exclude"``: a NaN reward is left out of that reward's statistics and
-            contributes 0 to its rollout's sum (TRL ≥ 0.27); ``"zero"``: NaN is read as reward 0 before
-            any statistic (NVlabs/GDPO).
+            contributes 0 to its rollout's sum (TRL ≥ 0.27); ``"zero"``: every NaN, even in a rollout
+            without any reward, is read as reward 0 before any statistic (NVlabs/GDPO's ``nan_to_num``).
+        unscored_rollouts: a rollout whose rewards are all NaN (only possible under
+            ``missing_rewards="exclude"``): ``"exclude"`` leaves it out of every statistic with advantage 0
+            (TRL ≥ 1.6); ``"zero"`` gives it the reward sum 0, which takes part in the statistics of sums
+            (GRPO's group mean and std, GDPO's batch step) while its per-reward NaNs stay out of the
+            per-reward statistics (TRL 0.27–1.5's ``nansum``).
         singleton_group: a group with one valid value gives ``"zero"`` advantage, or ``"identity"``
-            (mean 0, std 1, i.e. the value itself; verl).
-        batch_whitening: GDPO's batch step over rollouts (``"sample"``) or over response tokens
-            (``"token"``: each rollout weighted by its response length; needs ``response_lengths``).
+            (verl's mean 0 and std 1: the value divided by ``1 + group_eps``, or the value itself when
+            the method does not divide by the std).
+        batch_whitening: the units GDPO's batch step whitens over: ``"sample"`` (each rollout once),
+            ``"token"`` (each response token: a rollout weighted by its length; verl) or ``"response"``
+            (each rollout with at least one response token once; verl PR #6497). The last two need
+            ``response_lengths``.
         batch_eps: ε of the batch step.
         batch_eps_in_sqrt: the batch step divides by ``sqrt(var + ε)`` (verl's ``rsqrt``) instead of
             ``std + ε``.
+        single_reward: what the per-reward (GDPO) methods do with one reward function: ``"gdpo"``
+            compute it as defined, ``"grpo"`` run the GRPO counterpart instead (NVlabs fork), ``"error"``
+            refuse it (NeMo-RL).
         source: where this convention comes from (recorded in results).
     """
 
@@ -86,17 +133,21 @@ class Convention:
     group_eps: float = 1e-4
     leave_one_out: bool = False
     missing_rewards: Literal["exclude", "zero"] = "exclude"
+    unscored_rollouts: Literal["exclude", "zero"] = "exclude"
     singleton_group: Literal["zero", "identity"] = "zero"
-    batch_whitening: Literal["sample", "token"] = "sample"
+    batch_whitening: Literal["sample", "token", "response"] = "sample"
     batch_eps: float = 1e-4
     batch_eps_in_sqrt: bool = False
+    single_reward: Literal["gdpo", "grpo", "error"] = "gdpo"
     source: str = ""
 
     def __post_init__(self) -> None:
         allowed = {
             "missing_rewards": ("exclude", "zero"),
+            "unscored_rollouts": ("exclude", "zero"),
             "singleton_group": ("zero", "identity"),
-            "batch_whitening": ("sample", "token"),
+            "batch_whitening": ("sample", "token", "response"),
+            "single_reward": ("gdpo", "grpo", "error"),
         }
         for field, values in allowed.items():
             if getattr(self, field) not in values:
@@ -107,6 +158,11 @@ class Convention:
             value = getattr(self, field)
             if not (np.isfinite(value) and value >= 0):
                 raise ValueError(f"Convention {self.name!r}: {field} must be a finite number ≥ 0, got {value!r}.")
+
+    @property
+    def needs_response_lengths(self) -> bool:
+        """The batch step counts response tokens (``"token"``) or non-empty responses (``"response"``)."""
+        return self.batch_whitening != "sample"
 
 
 _CONVENTIONS: dict[str, Convention] = {}
@@ -138,21 +194,37 @@ def get_convention(convention: str | Convention) -> Convention:
         ) from None
 
 
+# Each convention names the peer file it reproduces; tests/test_advantages_peers.py holds reimplementations
+# of those files (repository, path, function and commit) and the cases where the peer is wrong.
 _TRL = register_convention(
     Convention(
         name="trl",
         group_eps=1e-4,
         batch_eps=1e-4,
         missing_rewards="exclude",
-        source='TRL >= 0.27 GRPOTrainer (multi_objective_aggregation="normalize_then_sum" for GDPO)',
+        unscored_rollouts="exclude",
+        source='TRL >= 1.6 GRPOTrainer (multi_objective_aggregation="normalize_then_sum" for GDPO; '
+               "a rollout without any reward is left out)",
     )
 )
 register_convention(
     dataclasses.replace(
-        _TRL, name="nvlabs", missing_rewards="zero", source="NVlabs/GDPO (TRL 0.18 fork, apply_gdpo=True)"
+        _TRL,
+        name="trl_0_27",
+        unscored_rollouts="zero",
+        source="TRL 0.27-1.5 GRPOTrainer (a rollout without any reward counts as reward sum 0)",
     )
 )
 register_convention(
+    dataclasses.replace(
+        _TRL,
+        name="nvlabs",
+        missing_rewards="zero",
+        single_reward="grpo",
+        source="NVlabs/GDPO (TRL 0.18 fork, apply_gdpo=True: None read as 0, GRPO with one reward)",
+    )
+)
+_VERL = register_convention(
     Convention(
         name="verl",
         group_eps=1e-6,
@@ -163,11 +235,20 @@ register_convention(
         source="verl adv_estimator=gdpo (token-weighted masked_whiten of the summed advantage)",
     )
 )
+register_convention(
+    dataclasses.replace(
+        _VERL,
+        name="verl_pr6497",
+        batch_whitening="response",
+        source="verl adv_estimator=gdpo with PR #6497 (open): masked_whiten over responses, not tokens",
+    )
+)
 _NEMO = register_convention(
     Convention(
         name="nemo",
         group_eps=1e-6,
         batch_eps=0.0,
+        single_reward="error",
         source="NeMo-RL GDPOAdvantageEstimator (use_leave_one_out_baseline=False)",
     )
 )
@@ -207,7 +288,8 @@ def group_normalise(values: torch.Tensor, num_generations: int, convention: Conv
 
     Returns:
         (B, K) advantages; 0 where the value is missing, where the group's valid values are all equal,
-        and for single-value groups unless ``convention.singleton_group == "identity"``.
+        and for single-value groups unless ``convention.singleton_group == "identity"`` (then the value,
+        divided by ``1 + group_eps`` when ``scale``).
     """
     num_rows, num_cols = values.shape
     grouped = values.reshape(num_rows // num_generations, num_generations, num_cols)
@@ -241,7 +323,12 @@ def group_normalise(values: torch.Tensor, num_generations: int, convention: Conv
     # a zero ε turns into ±1.
     singleton = count == 1
     advantages = torch.where(_all_equal(grouped, valid, dim=1, keepdim=True) & ~singleton, zeros, advantages)
-    advantages = torch.where(singleton, filled if convention.singleton_group == "identity" else zeros, advantages)
+    if convention.singleton_group == "identity":
+        # verl sets mean 0 and std 1 for a one-rollout group and still adds its ε to the std.
+        kept = filled / (1.0 + convention.group_eps) if scale else filled
+    else:
+        kept = zeros
+    advantages = torch.where(singleton, kept, advantages)
     advantages = torch.where(valid, advantages, zeros)
     return advantages.reshape(num_rows, num_cols)
 
@@ -263,44 +350,46 @@ def batch_whiten(
     valid: torch.Tensor | None = None,
     response_lengths: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """GDPO's batch step: whiten ``values`` over every valid rollout of the batch.
+    """GDPO's batch step: whiten ``values`` over every valid rollout of the batch (the last axis).
 
     Args:
-        values: (B,) float.
-        convention: sample- or token-weighted, ε and its placement.
-        valid: (B,) bool; rows outside it take no part and are returned as 0. Default: all rows.
-        response_lengths: (B,) response lengths in tokens; required for token-weighted whitening,
-            where a rollout counts once per token (mean and unbiased variance over all response tokens).
+        values: (..., B) float; each leading index is a separate batch (the bench's seeds).
+        convention: the units counted (``batch_whitening``), ε and its placement.
+        valid: (..., B) bool; rows outside it take no part and are returned as 0. Default: all rows.
+        response_lengths: (..., B) response lengths in tokens; required unless the convention whitens
+            over samples. ``"token"``: a rollout counts once per token (mean and unbiased variance over
+            all response tokens, verl's ``masked_whiten``); ``"response"``: once if it has any token.
 
     Returns:
-        (B,) whitened values; all 0 if the valid values are all equal.
+        (..., B) whitened values; all 0 in a batch whose counted values are all equal or number ≤ 1.
     """
     if valid is None:
         valid = torch.ones_like(values, dtype=torch.bool)
-    if convention.batch_whitening == "token":
+    zeros = torch.zeros_like(values)
+    if convention.needs_response_lengths:
         if response_lengths is None:
             raise ValueError(
-                f"Convention {convention.name!r} whitens over response tokens, so it needs response_lengths: "
-                "pass response_lengths=(B,) token counts of each completion, or use a sample-weighted "
-                "convention such as 'trl'."
+                f"Convention {convention.name!r} whitens over {convention.batch_whitening}s, so it needs "
+                "response_lengths: pass response_lengths=(B,) token counts of each completion, or use a "
+                "sample-weighted convention such as 'trl'."
             )
-        weight = torch.where(valid, response_lengths.to(values.dtype), torch.zeros_like(values))
+        lengths = response_lengths.to(values.dtype)
+        per_rollout = lengths if convention.batch_whitening == "token" else (lengths > 0).to(values.dtype)
+        weight = torch.where(valid, per_rollout, zeros)
     else:
         weight = valid.to(values.dtype)
-    total_weight = weight.sum()
-    if total_weight <= 1:
-        return torch.zeros_like(values)
-    mean = (weight * values).sum() / total_weight
+    total_weight = weight.sum(dim=-1, keepdim=True)
+    mean = (weight * values).sum(dim=-1, keepdim=True) / total_weight.clamp_min(_TINY)
     # Unbiased over the counted units (rollouts or tokens), as torch.std and verl's masked_var.
-    variance = (weight * (values - mean) ** 2).sum() / (total_weight - 1)
+    variance = (weight * (values - mean) ** 2).sum(dim=-1, keepdim=True) / (total_weight - 1).clamp_min(_TINY)
     if convention.batch_eps_in_sqrt:
         denominator = (variance + convention.batch_eps).sqrt()
     else:
         denominator = variance.sqrt() + convention.batch_eps
     whitened = (values - mean) / denominator.clamp_min(_TINY)
-    if _all_equal(values, valid & (weight > 0), dim=0):
-        whitened = torch.zeros_like(values)
-    return torch.where(valid, whitened, torch.zeros_like(values))
+    # Exact all-equal test, for the reason given in group_normalise.
+    degenerate = _all_equal(values, valid & (weight > 0), dim=-1, keepdim=True) | (total_weight <= 1)
+    return torch.where(valid & ~degenerate, whitened, zeros)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -313,8 +402,7 @@ class AdvantageInputs:
     """Validated inputs handed to every registered estimator.
 
     Attributes:
-        rewards: (B, n) float64, NaN = no reward (already converted to 0 under ``missing_rewards="zero"``,
-            except in rows where every reward is NaN).
+        rewards: (B, n) float64, NaN = no reward (no NaN left under ``missing_rewards="zero"``).
         weights: (n,) float64.
         num_generations: G ≥ 2, with B a multiple of G.
         convention: the numeric convention.
@@ -332,10 +420,18 @@ class AdvantageInputs:
         """(B,) bool: at least one reward is not NaN."""
         return ~torch.isnan(self.rewards).all(dim=1)
 
+    @property
+    def rollout_counts(self) -> torch.Tensor:
+        """(B,) bool: the rollout takes part in the statistics of reward sums and gets an advantage
+        (every rollout with a reward, and under ``unscored_rollouts="zero"`` those without any)."""
+        if self.convention.unscored_rollouts == "zero":
+            return torch.ones_like(self.rollout_has_reward)
+        return self.rollout_has_reward
+
     def weighted_sum(self) -> torch.Tensor:
-        """(B,) Σ_k w_k r_k over the non-NaN rewards; NaN for rollouts without any reward."""
+        """(B,) Σ_k w_k r_k over the non-NaN rewards (0 if none); NaN for rollouts that do not count."""
         summed = torch.nansum(self.rewards * self.weights, dim=1)
-        return torch.where(self.rollout_has_reward, summed, torch.full_like(summed, float("nan")))
+        return torch.where(self.rollout_counts, summed, torch.full_like(summed, float("nan")))
 
 
 Estimator = Callable[[AdvantageInputs], torch.Tensor]
@@ -343,16 +439,44 @@ Estimator = Callable[[AdvantageInputs], torch.Tensor]
 
 @dataclasses.dataclass(frozen=True)
 class EstimatorSpec:
+    """A registered estimator.
+
+    Attributes:
+        name: registry key.
+        function: ``f(inputs) -> (B,)``; for a method with a batch step, the values *before* it.
+        description: one line (``gdpo methods``).
+        batch_step: :func:`compute_advantages` applies GDPO's batch step (:func:`batch_whiten`) to the
+            function's output. Such a function must be group-local (a rollout's value depends on its own
+            group only), so that the bench can batch many seeds into one call and whiten per seed.
+        grpo_counterpart: for a per-reward (GDPO-family) method, the method a convention with
+            ``single_reward="grpo"`` runs instead when there is one reward; None for other methods.
+    """
+
     name: str
     function: Estimator
     description: str
+    batch_step: bool = False
+    grpo_counterpart: str | None = None
+
+    @property
+    def per_reward(self) -> bool:
+        """The method normalises each reward separately (GDPO family), so ``single_reward`` applies."""
+        return self.grpo_counterpart is not None
 
 
 _ESTIMATORS: dict[str, EstimatorSpec] = {}
 
 
-def register_estimator(name: str, description: str = "") -> Callable[[Estimator], Estimator]:
+def register_estimator(
+    name: str, description: str = "", batch_step: bool = False, grpo_counterpart: str | None = None
+) -> Callable[[Estimator], Estimator]:
     """Decorator adding an estimator ``f(inputs: AdvantageInputs) -> (B,) tensor`` under ``name``.
+
+    Args:
+        name: registry key.
+        description: one line; default the function's docstring.
+        batch_step: follow ``f`` by GDPO's batch step (see :class:`EstimatorSpec`).
+        grpo_counterpart: mark ``f`` as a per-reward method and name its one-reward GRPO fallback.
 
     Example::
 
@@ -368,7 +492,8 @@ def register_estimator(name: str, description: str = "") -> Callable[[Estimator]
                 f"({_ESTIMATORS[name].function.__module__}.{_ESTIMATORS[name].function.__qualname__}); "
                 "choose another name."
             )
-        _ESTIMATORS[name] = EstimatorSpec(name, function, description or (function.__doc__ or "").strip())
+        _ESTIMATORS[name] = EstimatorSpec(name, function, description or (function.__doc__ or "").strip(),
+                                          batch_step, grpo_counterpart)
         return function
 
     return decorate
@@ -389,6 +514,25 @@ def get_estimator(name: str) -> EstimatorSpec:
         ) from None
 
 
+def resolve_estimator(method: str, convention: str | Convention, num_rewards: int) -> EstimatorSpec:
+    """The estimator :func:`compute_advantages` runs for ``method`` with ``num_rewards`` reward functions.
+
+    With one reward a per-reward method follows ``convention.single_reward``: itself (``"gdpo"``), its GRPO
+    counterpart (``"grpo"``), or ``ValueError`` (``"error"``).
+    """
+    spec = get_estimator(method)
+    convention = get_convention(convention)
+    if num_rewards != 1 or not spec.per_reward or convention.single_reward == "gdpo":
+        return spec
+    if convention.single_reward == "grpo":
+        return get_estimator(spec.grpo_counterpart)
+    raise ValueError(
+        f"Method {method!r} normalises each reward separately, and convention {convention.name!r} follows "
+        f"{convention.source.split(' (')[0]}, which refuses that with a single reward function: pass two or "
+        f"more reward columns, use {spec.grpo_counterpart!r}, or a convention that allows one reward ('trl')."
+    )
+
+
 @register_estimator("grpo", description="GRPO on the weighted reward sum: (r − group mean) / group std")
 def _grpo(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
@@ -401,8 +545,9 @@ def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=False).squeeze(1)
 
 
-def _gdpo_sum(inputs: AdvantageInputs) -> torch.Tensor:
-    per_reward = group_normalise(inputs.rewards, inputs.num_generations, inputs.convention, scale=True)
+def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True) -> torch.Tensor:
+    """(B,) Σ_k w_k × (each reward's group-normalised advantage), before any batch step."""
+    per_reward = group_normalise(inputs.rewards, inputs.num_generations, inputs.convention, scale=scale)
     terms = per_reward * inputs.weights
     summed = terms.sum(dim=1)
     # Where the weighted terms cancel (e.g. complementary rewards), the float sum is rounding noise of
@@ -411,14 +556,23 @@ def _gdpo_sum(inputs: AdvantageInputs) -> torch.Tensor:
     return torch.where(summed.abs() <= rounding_bound, torch.zeros_like(summed), summed)
 
 
-@register_estimator("gdpo", description="GDPO: per-reward group normalisation, weighted sum, batch whitening")
+@register_estimator("gdpo", description="GDPO: per-reward group normalisation, weighted sum, batch whitening",
+                    batch_step=True, grpo_counterpart="grpo")
 def _gdpo(inputs: AdvantageInputs) -> torch.Tensor:
-    return batch_whiten(_gdpo_sum(inputs), inputs.convention, inputs.rollout_has_reward, inputs.response_lengths)
+    return _gdpo_sum(inputs)
 
 
-@register_estimator("gdpo_nobn", description="GDPO without the batch step (App. A ablation)")
+@register_estimator("gdpo_nobn", description="GDPO without the batch step (App. A ablation)",
+                    grpo_counterpart="grpo")
 def _gdpo_nobn(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
+
+
+@register_estimator("gdpo_nostd", batch_step=True, grpo_counterpart="grpo_nostd",
+                    description="GDPO without the per-reward std: centring per reward, weighted sum, "
+                                "batch whitening")
+def _gdpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
+    return _gdpo_sum(inputs, scale=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -458,6 +612,7 @@ def compute_advantages(
     weights: Sequence[float] | torch.Tensor | None = None,
     convention: str | Convention = "trl",
     response_lengths: Sequence[float] | torch.Tensor | None = None,
+    batch_step: bool = True,
 ) -> torch.Tensor:
     """Advantages of a batch of rollouts under a registered method and numeric convention.
 
@@ -466,11 +621,15 @@ def compute_advantages(
             ``num_generations`` (TRL's layout); NaN or None = no reward. A 1-D input is one reward.
         num_generations: G, rollouts per prompt (≥ 2).
         method: a registered estimator (:func:`available_methods`): ``grpo``, ``grpo_nostd``, ``gdpo``,
-            ``gdpo_nobn``, …
+            ``gdpo_nobn``, ``gdpo_nostd``, … With one reward a per-reward method follows the convention's
+            ``single_reward`` (:func:`resolve_estimator`).
         weights: (n,) reward weights (default all 1): applied before normalisation in GRPO, after the
             per-reward normalisation in GDPO.
         convention: a registered convention name (:func:`available_conventions`) or a :class:`Convention`.
-        response_lengths: (B,) response lengths in tokens; needed by token-weighted conventions (``verl``).
+        response_lengths: (B,) response lengths in tokens; needed by token- and response-weighted
+            conventions (``verl``, ``verl_pr6497``).
+        batch_step: apply the method's batch step, if it has one; ``False`` returns the values before it
+            (the exact analysis counts there; the bench whitens each seed's batch itself).
 
     Returns:
         (B,) advantages, never NaN; float dtype of ``rewards`` if it is a floating tensor (else float64),
@@ -479,9 +638,10 @@ def compute_advantages(
     Raises:
         ValueError: bad shapes, G < 2, B not a multiple of G, weights of the wrong length, non-numeric
             or infinite rewards, missing ``response_lengths`` for a token-weighted convention, unknown
-            method or convention. The message says how to fix it.
+            method or convention, one reward under a convention that refuses per-reward methods with one.
+            The message says how to fix it.
     """
-    estimator = get_estimator(method)
+    get_estimator(method)
     convention = get_convention(convention)
     reward_matrix, device, out_dtype = _as_float64(rewards, "rewards")
     if reward_matrix.ndim == 1:
@@ -536,13 +696,16 @@ def compute_advantages(
         if not torch.isfinite(lengths).all() or (lengths < 0).any():
             raise ValueError("response_lengths must be finite token counts ≥ 0.")
 
+    estimator = resolve_estimator(method, convention, num_rewards)
     if convention.missing_rewards == "zero":
-        no_reward = torch.isnan(reward_matrix).all(dim=1, keepdim=True)
-        reward_matrix = torch.where(no_reward, reward_matrix, torch.nan_to_num(reward_matrix, nan=0.0))
+        # NVlabs/GDPO zero-fills the whole reward matrix: a rollout without any reward is a zero-reward one.
+        reward_matrix = torch.nan_to_num(reward_matrix, nan=0.0)
 
     inputs = AdvantageInputs(reward_matrix, weight_vector, num_generations, convention, lengths)
     advantages = estimator.function(inputs)
-    advantages = torch.where(inputs.rollout_has_reward, advantages, torch.zeros_like(advantages))
+    if estimator.batch_step and batch_step:
+        advantages = batch_whiten(advantages, convention, inputs.rollout_counts, lengths)
+    advantages = torch.where(inputs.rollout_counts, advantages, torch.zeros_like(advantages))
     if torch.isnan(advantages).any():  # a registered estimator broke the contract
         raise RuntimeError(f"Advantage method {method!r} produced NaN; this is a bug in that estimator.")
     if out_dtype is not None:

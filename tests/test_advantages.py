@@ -24,8 +24,8 @@ from gdpo.advantages import (
 from tests.reference import reference_advantages
 
 SQRT_HALF = math.sqrt(0.5)
-METHODS = ["grpo", "grpo_nostd", "gdpo", "gdpo_nobn"]
-CONVENTIONS = ["trl", "nvlabs", "verl", "nemo", "nemo_loo", "exact"]
+METHODS = ["grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"]
+CONVENTIONS = ["trl", "trl_0_27", "nvlabs", "verl", "verl_pr6497", "nemo", "nemo_loo", "exact"]
 
 
 def advantages_of(rewards, G, method, convention="exact", **kwargs):
@@ -124,9 +124,12 @@ def test_verl_token_weighted_whitening_by_hand():
     assert out == pytest.approx([0.5, -1.5], abs=1e-7)
 
 
-def test_verl_singleton_group_keeps_raw_value():
-    # verl: a group with one (valid) sample has mean 0, std 1 → the reward itself.
-    assert advantages_of([[0.7], [float("nan")]], 2, "grpo", "verl") == pytest.approx([0.7, 0.0])
+def test_verl_singleton_group_is_the_value_over_one_plus_epsilon():
+    # verl: a group with one (valid) sample has mean 0 and std 1, and the division still adds ε = 1e-6;
+    # without the std division (GRPO w/o std) the value itself.
+    assert advantages_of([[0.7], [float("nan")]], 2, "grpo", "verl") == pytest.approx([0.7 / (1 + 1e-6), 0.0],
+                                                                                    rel=1e-15)
+    assert advantages_of([[0.7], [float("nan")]], 2, "grpo_nostd", "verl") == [0.7, 0.0]
     assert advantages_of([[0.7], [float("nan")]], 2, "grpo", "trl") == [0.0, 0.0]
 
 
@@ -140,8 +143,9 @@ def test_nemo_leave_one_out_by_hand():
 
 
 def test_nemo_batch_step_has_no_epsilon():
-    # (1.5, −0.5, −0.5, −0.5)·k has sample std k, so the batch step divides by it exactly.
-    out = advantages_of([[1], [0], [0], [0]], 4, "gdpo", "nemo")
+    # (1.5, −0.5, −0.5, −0.5)·k has sample std k, so the batch step divides by it exactly (the constant
+    # second reward contributes 0; NeMo-RL refuses GDPO with one reward).
+    out = advantages_of([[1, 2], [0, 2], [0, 2], [0, 2]], 4, "gdpo", "nemo")
     assert out == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-12)
 
 
@@ -155,6 +159,27 @@ def test_batch_whiten_sample_vs_token():
     assert sample.tolist() == pytest.approx([SQRT_HALF, -SQRT_HALF])
     token = batch_whiten(values, get_convention("verl"), response_lengths=torch.tensor([1.0, 1.0]))
     assert token.tolist() == pytest.approx([SQRT_HALF, -SQRT_HALF], rel=1e-7)
+
+
+def test_per_response_whitening_counts_each_non_empty_response_once():
+    # verl PR #6497: values (3, 1, -1) with lengths (5, 1, 0): the empty response takes no part, the others
+    # count once each whatever their length → mean 2, sample variance 2 → (±1)/√(2 + 1e-8).
+    values = torch.tensor([3.0, 1.0, -1.0], dtype=torch.float64)
+    lengths = torch.tensor([5.0, 1.0, 0.0])
+    response = batch_whiten(values, get_convention("verl_pr6497"), response_lengths=lengths)
+    unit = 1 / math.sqrt(2 + 1e-8)
+    assert response[:2].tolist() == pytest.approx([unit, -unit], rel=1e-12)
+    token = batch_whiten(values, get_convention("verl"), response_lengths=lengths)
+    assert abs(float(token[0]) - float(response[0])) > 1e-3  # the field matters: tokens weigh 5 : 1
+    with pytest.raises(ValueError, match="whitens over responses, so it needs response_lengths"):
+        batch_whiten(values, get_convention("verl_pr6497"))
+
+
+def test_batch_whiten_whitens_each_leading_index_separately():
+    values = torch.tensor([[1.0, 2.0, 4.0], [5.0, 5.0, 5.0]], dtype=torch.float64)
+    out = batch_whiten(values, get_convention("exact"))
+    assert out[0].tolist() == batch_whiten(values[0], get_convention("exact")).tolist()
+    assert out[1].tolist() == [0.0, 0.0, 0.0]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -186,6 +211,10 @@ def test_vectorised_matches_loop_reference(method, convention):
                         rewards = random_rewards(rng, G * prompts, num_rewards, kind)
                         weights = rng.uniform(0.1, 2.0, num_rewards).tolist()
                         lengths = rng.integers(1, 6, G * prompts).tolist()
+                        if num_rewards == 1 and method.startswith("gdpo") and convention.startswith("nemo"):
+                            with pytest.raises(ValueError, match="single reward function"):
+                                compute_advantages(rewards, G, method, weights, convention, lengths)
+                            continue
                         got = compute_advantages(rewards, G, method, weights, convention, lengths)
                         want = reference_advantages(rewards.tolist(), G, method, weights, convention, lengths)
                         assert got.tolist() == pytest.approx(want, abs=1e-9), (seed, G, prompts, num_rewards, kind)
@@ -217,18 +246,24 @@ reward_batches = st.integers(2, 6).flatmap(
 def test_never_nan_and_no_reward_rows_get_zero(batch, convention, method):
     G, rewards = batch
     lengths = [3] * len(rewards)
+    if len(rewards[0]) == 1 and method.startswith("gdpo") and convention.startswith("nemo"):
+        return  # refused (test_nemo_refuses_per_reward_methods_with_one_reward)
     out = compute_advantages(rewards, G, method, convention=convention, response_lengths=lengths)
     assert not torch.isnan(out).any()
+    scored_as_zero = get_convention(convention).missing_rewards == "zero" or convention == "trl_0_27"
     for row, value in zip(rewards, out.tolist()):
-        if all(math.isnan(r) for r in row):
+        if all(math.isnan(r) for r in row) and not scored_as_zero:
             assert value == 0.0
 
 
 @settings(max_examples=150, deadline=None)
-@given(reward_batches, st.sampled_from(["trl", "nvlabs", "nemo", "nemo_loo", "exact"]))
-def test_batch_normalised_gdpo_has_mean_zero(batch, convention):
+@given(reward_batches, st.sampled_from(["trl", "trl_0_27", "nvlabs", "nemo", "nemo_loo", "exact"]),
+       st.sampled_from(["gdpo", "gdpo_nostd"]))
+def test_batch_normalised_gdpo_has_mean_zero(batch, convention, method):
     G, rewards = batch
-    out = compute_advantages(rewards, G, "gdpo", convention=convention)
+    if len(rewards[0]) == 1 and convention.startswith("nemo"):
+        return
+    out = compute_advantages(rewards, G, method, convention=convention)
     assert float(out.sum()) == pytest.approx(0.0, abs=1e-9)
 
 
@@ -258,6 +293,8 @@ def test_gdpo_invariant_to_common_positive_weight_scale(batch, scale, convention
     # Exact invariance needs a batch step without ε (nemo, exact); with ε it holds up to ε's effect.
     G, rewards = batch
     num_rewards = len(rewards[0])
+    if num_rewards == 1 and convention.startswith("nemo"):
+        return  # refused with one reward
     weights = [1.0 + k for k in range(num_rewards)]
     base = compute_advantages(rewards, G, "gdpo", weights=weights, convention=convention)
     scaled = compute_advantages(rewards, G, "gdpo", weights=[scale * w for w in weights], convention=convention)
@@ -281,11 +318,117 @@ def test_gdpo_per_reward_normalisation_ignores_each_reward_scale_and_offset(batc
 def test_missing_reward_is_left_out_of_group_statistics(values, convention):
     # A rollout without reward changes nothing for the others: the group with a NaN member gives the
     # same advantages as the group without it.
-    with_missing = compute_advantages([[v] for v in values] + [[float("nan")]], len(values) + 1, "gdpo_nobn",
+    # (A constant second reward contributes 0 and keeps NeMo-RL's two-reward minimum.)
+    with_missing = compute_advantages([[v, 1.0] for v in values] + [[NAN, NAN]], len(values) + 1, "gdpo_nobn",
                                       convention=convention)
-    without = compute_advantages([[v] for v in values], len(values), "gdpo_nobn", convention=convention)
+    without = compute_advantages([[v, 1.0] for v in values], len(values), "gdpo_nobn", convention=convention)
     assert with_missing[:-1].tolist() == pytest.approx(without.tolist(), abs=1e-9)
     assert with_missing[-1] == 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Rollouts without any reward, one reward, GDPO without the per-reward std
+# --------------------------------------------------------------------------------------------------
+
+NAN = float("nan")
+
+
+def test_rollout_without_any_reward_per_convention():
+    # Group (1, None): TRL >= 1.6 leaves the None rollout out, so the group is a singleton → (0, 0).
+    # TRL 0.27-1.5 and NVlabs score it as reward 0 → the group is (1, 0) → ±0.5 / (0.70711 + 1e-4).
+    a = 0.5 / (SQRT_HALF + 1e-4)
+    assert advantages_of([[1.0], [NAN]], 2, "grpo", "trl") == [0.0, 0.0]
+    assert advantages_of([[1.0], [NAN]], 2, "grpo", "trl_0_27") == pytest.approx([a, -a], rel=1e-12)
+    assert advantages_of([[1.0], [NAN]], 2, "grpo", "nvlabs") == pytest.approx([a, -a], rel=1e-12)
+
+
+def test_nvlabs_zero_fills_an_all_none_rollout_before_the_per_reward_statistics():
+    # Group 2 is (None, None), (1, 1): zero-filled to (0, 0), (1, 1) → per-reward ∓c, sums ∓2c; group 1
+    # cancels to 0. Batch (0, 0, −2c, 2c): mean 0, sample std 2c·√(2/3), ε = 1e-4.
+    c = 0.5 / (SQRT_HALF + 1e-4)
+    whitened = 2 * c / (2 * c * math.sqrt(2 / 3) + 1e-4)
+    rewards = [[1, 0], [0, 1], [NAN, NAN], [1, 1]]
+    expected = [0, 0, -whitened, whitened]
+    assert advantages_of(rewards, 2, "gdpo", "nvlabs") == pytest.approx(expected, abs=1e-12)
+    # TRL >= 1.6: the None rollout is out, (1, 1) is a singleton group → everything 0.
+    assert advantages_of(rewards, 2, "gdpo", "trl") == [0.0] * 4
+
+
+def test_trl_0_27_counts_an_all_none_rollout_in_the_batch_step_but_not_the_per_reward_statistics():
+    # Group 1 gives per-reward sums (c, −c); group 2 is (None, None) and (1, 1): a singleton per reward → 0.
+    # TRL >= 1.6 whitens over 3 rollouts (c, −c, 0); TRL 0.27-1.5 over 4 (c, −c, 0, 0).
+    c = 0.5 / (SQRT_HALF + 1e-4)
+    rewards = [[1, 0], [0, 0], [NAN, NAN], [1, 1]]
+    assert advantages_of(rewards, 2, "gdpo", "trl") == pytest.approx([c / (c + 1e-4), -c / (c + 1e-4), 0, 0])
+    over_four = c / (c * math.sqrt(2 / 3) + 1e-4)
+    assert advantages_of(rewards, 2, "gdpo", "trl_0_27") == pytest.approx([over_four, -over_four, 0, 0])
+
+
+def test_one_reward_under_nvlabs_runs_grpo():
+    # The fork applies GDPO only with more than one reward: two prompts, one with twice the spread, give
+    # GRPO's per-group z-scores (±0.707 both), where GDPO's batch step would rescale them together.
+    rewards = [[0.0], [1.0], [0.0], [2.0]]
+    for gdpo_method, grpo_method in (("gdpo", "grpo"), ("gdpo_nobn", "grpo"), ("gdpo_nostd", "grpo_nostd")):
+        got = advantages_of(rewards, 2, gdpo_method, "nvlabs", weights=[0.5])
+        assert got == advantages_of(rewards, 2, grpo_method, "nvlabs", weights=[0.5])
+    assert advantages_of(rewards, 2, "gdpo_nostd", "nvlabs", weights=[0.5]) == [-0.25, 0.25, -0.5, 0.5]
+    assert advantages_of(rewards, 2, "gdpo_nostd", "trl", weights=[0.5]) != [-0.25, 0.25, -0.5, 0.5]
+
+
+@settings(max_examples=100, deadline=None)
+@given(reward_batches, st.floats(-3, 3).filter(lambda w: abs(w) > 0.01))
+def test_one_reward_gdpo_is_abs_weight_times_grpo_under_exact(batch, weight):
+    # The documented equivalence: with one reward the decoupling is vacuous; w·z vs GRPO's z of w·r.
+    G, rewards = batch
+    column = [[row[0]] for row in rewards]
+    nobn = compute_advantages(column, G, "gdpo_nobn", weights=[weight], convention="exact")
+    grpo = compute_advantages(column, G, "grpo", weights=[weight], convention="exact")
+    assert nobn.tolist() == pytest.approx((abs(weight) * grpo).tolist(), abs=1e-9)
+    whitened = compute_advantages(column, G, "gdpo", weights=[weight], convention="exact")
+    valid = ~torch.isnan(torch.tensor([r[0] for r in column]))
+    expected = batch_whiten(nobn, get_convention("exact"), valid)
+    assert whitened.tolist() == pytest.approx(expected.tolist(), abs=1e-9)
+
+
+@pytest.mark.parametrize("convention", ["nemo", "nemo_loo"])
+@pytest.mark.parametrize("method", ["gdpo", "gdpo_nobn", "gdpo_nostd"])
+def test_nemo_refuses_per_reward_methods_with_one_reward(method, convention):
+    with pytest.raises(ValueError, match=f"use '{adv.get_estimator(method).grpo_counterpart}'"):
+        compute_advantages([[0.0], [1.0]], 2, method, convention=convention)
+    assert compute_advantages([[0.0, 1.0], [1.0, 1.0]], 2, method, convention=convention).shape == (2,)
+    assert compute_advantages([[0.0], [1.0]], 2, "grpo", convention=convention).shape == (2,)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reward_batches, st.sampled_from(["trl", "verl", "nemo_loo", "exact"]))
+def test_gdpo_nostd_before_its_batch_step_is_grpo_nostd_when_no_reward_is_missing(batch, convention):
+    # Centring is linear: Σ_k w_k (r_k − mean_k) = r_sum − mean(r_sum) (also with leave-one-out baselines).
+    G, rewards = batch
+    complete = [[0.0 if math.isnan(r) else r for r in row] for row in rewards]
+    weights = [1.0 + 0.5 * k for k in range(len(complete[0]))]
+    if len(weights) == 1 and convention.startswith("nemo"):
+        return
+    before = compute_advantages(complete, G, "gdpo_nostd", weights, convention, batch_step=False)
+    grpo_nostd = compute_advantages(complete, G, "grpo_nostd", weights, convention)
+    assert before.tolist() == pytest.approx(grpo_nostd.tolist(), abs=1e-9)
+
+
+def test_gdpo_nostd_differs_from_grpo_nostd_where_a_reward_is_missing():
+    # Reward 2 is None for rollout 2, so its mean is over rollouts 1 and 3 only: (1 − 0.5), ·, (0 − 0.5).
+    rewards = [[1.0, 1.0], [0.0, NAN], [0.0, 0.0]]
+    before = advantages_of(rewards, 3, "gdpo_nostd", "exact", batch_step=False)
+    assert before == pytest.approx([2 / 3 + 0.5, -1 / 3, -1 / 3 - 0.5])
+    assert advantages_of(rewards, 3, "grpo_nostd", "exact") == pytest.approx([4 / 3, -2 / 3, -2 / 3])
+
+
+def test_batch_step_false_gives_the_values_before_the_batch_step():
+    rewards = [[0, 1], [1, 1], [0, 0], [1, 0]]
+    before = advantages_of(rewards, 2, "gdpo", "trl", batch_step=False)
+    assert before == advantages_of(rewards, 2, "gdpo_nobn", "trl")
+    assert before != advantages_of(rewards, 2, "gdpo", "trl")
+    grpo = advantages_of(rewards, 2, "grpo", "trl")
+    assert advantages_of(rewards, 2, "grpo", "trl", batch_step=False) == grpo  # no batch step to skip
+    assert adv.get_estimator("gdpo_nostd").batch_step and not adv.get_estimator("gdpo_nobn").batch_step
 
 
 # --------------------------------------------------------------------------------------------------
@@ -324,9 +467,14 @@ def test_one_dimensional_rewards_are_one_reward():
         (dict(rewards=torch.tensor([[1j], [0j]]), num_generations=2), "real numbers"),
         (dict(rewards=np.zeros((2, 1, 1)), num_generations=2), "shape (B, n)"),
         (dict(rewards=[[0], [1]], num_generations=2, method="gdpo", convention="verl"), "needs response_lengths"),
+        (dict(rewards=[[0], [1]], num_generations=2, method="gdpo_nostd", convention="verl_pr6497"),
+         "needs response_lengths"),
+        (dict(rewards=[[0], [1]], num_generations=2, method="gdpo", convention="nemo"),
+         "refuses that with a single reward function: pass two or more reward columns, use 'grpo'"),
         (dict(rewards=[[0], [1]], num_generations=2, response_lengths=[1]), "response_lengths has 1 entries"),
         (dict(rewards=[[0], [1]], num_generations=2, response_lengths=[1, -1]), "≥ 0"),
-        (dict(rewards=[[0], [1]], num_generations=2, method="ppo"), "valid methods are: gdpo, gdpo_nobn, grpo"),
+        (dict(rewards=[[0], [1]], num_generations=2, method="ppo"),
+         "valid methods are: gdpo, gdpo_nobn, gdpo_nostd, grpo"),
         (dict(rewards=[[0], [1]], num_generations=2, convention="vllm"), "valid conventions are: exact, nemo"),
     ],
 )
@@ -343,7 +491,7 @@ def test_bad_input_raises_value_error_saying_how_to_fix(kwargs, message):
 
 
 def test_registries_list_the_paper_methods_and_conventions():
-    assert {"grpo", "grpo_nostd", "gdpo", "gdpo_nobn"} <= set(available_methods())
+    assert {"grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"} <= set(available_methods())
     assert set(CONVENTIONS) <= set(available_conventions())
 
 
@@ -376,6 +524,9 @@ def test_convention_objects_are_accepted_and_checked():
         Convention(name="bad", batch_whitening="row")
     with pytest.raises(ValueError, match="group_eps"):
         Convention(name="bad", group_eps=-1.0)
+    for field in ("unscored_rollouts", "single_reward", "missing_rewards"):
+        with pytest.raises(ValueError, match=field):
+            Convention(name="bad", **{field: "sometimes"})
 
 
 # --------------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def test_bad_method_names_allowed_values(tmp_path):
     with pytest.raises(ConfigError) as error:
         load_config(path)
     assert "key 'methods[1]' = 'gdpo2'" in str(error.value)
-    assert "allowed values: gdpo, gdpo_nobn, grpo, grpo_nostd" in str(error.value)
+    assert "allowed values: gdpo, gdpo_nobn, gdpo_nostd, grpo, grpo_nostd" in str(error.value)
 
 
 def test_bad_values_and_missing_keys_are_all_reported(tmp_path):

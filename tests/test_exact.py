@@ -16,6 +16,15 @@ def test_counts_match_naive_enumeration(method, G, n):
     assert exact.count_distinct(G, n, method) == exact.naive_count_distinct(G, n, method)
 
 
+@pytest.mark.parametrize(("G", "n"), [(2, 2), (5, 2), (4, 3), (3, 5)])
+def test_gdpo_nostd_counts_equal_grpo_nostd_counts(G, n):
+    # Centring is linear: before the batch step GDPO w/o std is GRPO w/o std, group for group.
+    groups = exact.enumerate_groups(G, n)
+    np.testing.assert_allclose(exact.advantage_groups(groups, "gdpo_nostd"),
+                               exact.advantage_groups(groups, "grpo_nostd"), rtol=0, atol=1e-6)
+    assert exact.count_distinct(G, n, "gdpo_nostd") == exact.count_distinct(G, n, "grpo_nostd")
+
+
 def test_paper_figure2_counts():
     # C1: G = 2, n = 2 → GRPO 2 groups, GDPO 3; GRPO w/o std also 3 ((0,0), (±0.5), (±1)).
     assert exact.count_distinct(2, 2, "grpo") == 2
@@ -52,8 +61,8 @@ def test_counts_do_not_depend_on_rounding(G, n):
 def test_distinct_counts_table_layout():
     table = exact.distinct_counts_table(exact.grid_points(max_rollouts=5, max_rewards=4))
     assert list(table.columns[:4]) == ["method", "rollouts", "rewards", "distinct_groups"]
-    assert set(table["method"]) == {"grpo", "grpo_nostd", "gdpo"}
-    assert len(table) == 3 * (4 + 3)
+    assert set(table["method"]) == {"grpo", "grpo_nostd", "gdpo", "gdpo_nostd"}
+    assert len(table) == 4 * (4 + 3)
     row = table[(table.method == "gdpo") & (table.rollouts == 4) & (table.rewards == 2) & (table.axis == "rollouts")]
     assert int(row.distinct_groups.iloc[0]) == exact.naive_count_distinct(4, 2, "gdpo")
     assert int(row.reward_combinations.iloc[0]) == math.comb(4 + 4 - 1, 4)
@@ -67,4 +76,5 @@ def test_figure2_table():
     assert row.grpo_advantage == "(-0.7071,0.7071)"
     assert row.grpo_nostd_advantage == "(-1.0000,1.0000)"
     assert row.gdpo_advantage == "(-1.4142,1.4142)"
+    assert row.gdpo_nostd_advantage == "(-1.0000,1.0000)"
     assert table.grpo_advantage.nunique() == 2 and table.gdpo_advantage.nunique() == 3

@@ -12,7 +12,8 @@ import pytest
 import torch
 import yaml
 
-from gdpo.advantages import available_conventions, available_methods, compute_advantages
+from gdpo.advantages import (available_conventions, available_methods, compute_advantages, get_convention,
+                             get_estimator)
 from gdpo.sim import load_study, parse_study, plot_study, run_study, study_runs, summarise
 from gdpo.sim import rng
 from gdpo.sim.config import CORRELATION_RANGE
@@ -92,15 +93,24 @@ def test_one_batch_step_over_all_seeds_would_differ_from_the_per_seed_one():
     assert not torch.allclose(per_seed, pooled)
 
 
+@pytest.mark.parametrize("num_rewards", [3, 1])
 @pytest.mark.parametrize("convention", available_conventions())
 @pytest.mark.parametrize("method", available_methods())
-def test_batched_advantages_equal_one_registry_call_per_seed(method, convention):
+def test_batched_advantages_equal_one_registry_call_per_seed(method, convention, num_rewards):
+    # One reward exercises each convention's single-reward rule (nvlabs runs GRPO, nemo refuses).
     generator = torch.Generator().manual_seed(1)
-    rewards = torch.randint(0, 3, (4, 24, 3), generator=generator).to(torch.float64)
+    rewards = torch.randint(0, 3, (4, 24, 3), generator=generator).to(torch.float64)[:, :, :num_rewards]
     rewards[2, :, 0] = 1.0  # a constant reward column
     lengths = torch.randint(1, 9, (4, 24), generator=generator).to(torch.float64)
-    batched = seedwise_advantages(rewards, 4, method, [1.0, 0.5, 2.0], convention, lengths, path="batched")
-    reference = seedwise_advantages(rewards, 4, method, [1.0, 0.5, 2.0], convention, lengths, path="per_seed")
+    weights = [1.0, 0.5, 2.0][:num_rewards]
+    refused = get_estimator(method).per_reward and get_convention(convention).single_reward == "error"
+    if num_rewards == 1 and refused:
+        for path in ("batched", "per_seed"):
+            with pytest.raises(ValueError, match="single reward function"):
+                seedwise_advantages(rewards, 4, method, weights, convention, lengths, path=path)
+        return
+    batched = seedwise_advantages(rewards, 4, method, weights, convention, lengths, path="batched")
+    reference = seedwise_advantages(rewards, 4, method, weights, convention, lengths, path="per_seed")
     torch.testing.assert_close(batched, reference, rtol=0, atol=1e-12)
 
 
@@ -255,7 +265,7 @@ def _bad(data_change) -> dict:
 BAD_STUDIES = [
     ("unknown top-level key", lambda d: d.update(learning_rat=0.1), ["learning_rat", "allowed keys", "learning_rate"]),
     ("unknown method", lambda d: d.update(methods=["grpo", "gdpo2"]),
-     ["methods[1]", "gdpo2", "gdpo, gdpo_nobn, grpo, grpo_nostd"]),
+     ["methods[1]", "gdpo2", "gdpo, gdpo_nobn, gdpo_nostd, grpo, grpo_nostd"]),
     ("negative learning rate", lambda d: d.update(learning_rate=-0.1), ["learning_rate", "-0.1", "(0, ∞]"]),
     ("difficulty 0", lambda d: d["rewards"][0].update(difficulty=0.0), ["rewards[0].difficulty", "(0, 1)"]),
     ("difficulty above 1", lambda d: d["rewards"][0].update(difficulty=1.2), ["rewards[0].difficulty", "(0, 1)"]),

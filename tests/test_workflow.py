@@ -129,7 +129,8 @@ def test_bad_config_stops_before_any_job_naming_key_values_and_file(tmp_path):
                        "--configfile", str(bad))
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "key 'methods[1]' = 'gdpo2'" in output and "allowed values: gdpo, gdpo_nobn, grpo, grpo_nostd" in output
+    assert "key 'methods[1]' = 'gdpo2'" in output
+    assert "allowed values: gdpo, gdpo_nobn, gdpo_nostd, grpo, grpo_nostd" in output
     assert str(bad) in output
     assert not (tmp_path / "results").exists()
 

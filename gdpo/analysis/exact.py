@@ -5,8 +5,10 @@ A *group* is the multiset of the G reward vectors of one prompt's rollouts, each
 distinct advantage groups each method produces (PAPER.md Fig. 3, extended to the whole grid).
 
 Advantages come from :func:`gdpo.advantages.compute_advantages` (convention ``exact``: the paper's
-equations without ε). GDPO is counted before its batch step (``gdpo_nobn``): the batch step is one
-positive affine map applied to every group of the batch, so it cannot merge or split groups.
+equations without ε). GDPO and GDPO w/o std are counted before their batch step (``batch_step=False``):
+the batch step is one positive affine map applied to every group of the batch, so it cannot merge or
+split groups. Centring is linear, so GDPO w/o std before its batch step is GRPO w/o std's advantage and
+its counts equal GRPO w/o std's: the resolution GDPO adds comes from the per-reward std.
 
 Speed: the sorted advantage tuple does not change when rollouts (rows) are permuted, nor — with equal
 weights — when rewards (columns) are permuted. So every group is reached either as a multiset of G rows
@@ -26,8 +28,9 @@ import torch
 
 from gdpo.advantages import compute_advantages
 
-#: Methods counted, in the paper's order, and the registry method each is computed with.
-COUNTED_METHODS = {"grpo": "grpo", "grpo_nostd": "grpo_nostd", "gdpo": "gdpo_nobn"}
+#: Methods counted, in the paper's order (then GDPO w/o std, beyond the paper), and the registry method each
+#: is computed with, before any batch step.
+COUNTED_METHODS = {"grpo": "grpo", "grpo_nostd": "grpo_nostd", "gdpo": "gdpo", "gdpo_nostd": "gdpo_nostd"}
 #: Decimals kept when comparing advantage tuples.
 DEFAULT_DECIMALS = 6
 #: The paper's Fig. 3 grid: rollouts at n = 2 and rewards at G = 4; the paper stops GDPO at G = 11, n = 6.
@@ -96,7 +99,8 @@ def advantage_groups(groups: np.ndarray, method: str, decimals: int = DEFAULT_DE
     """
     num_groups, num_rollouts, num_rewards = groups.shape
     rewards = torch.from_numpy(groups.reshape(num_groups * num_rollouts, num_rewards))
-    advantages = compute_advantages(rewards, num_rollouts, COUNTED_METHODS[method], convention="exact")
+    advantages = compute_advantages(rewards, num_rollouts, COUNTED_METHODS[method], convention="exact",
+                                    batch_step=False)
     tuples = np.sort(advantages.numpy().reshape(num_groups, num_rollouts), axis=1)
     return np.round(tuples, decimals) + 0.0
 
@@ -146,7 +150,7 @@ def figure2_table(decimals: int = 4) -> pd.DataFrame:
 
     Returns:
         One row per group (10 rows): the two rollouts' reward vectors and totals, and each method's
-        advantage pair (GDPO before its batch step), rounded to ``decimals``.
+        advantage pair (GDPO and GDPO w/o std before their batch step), rounded to ``decimals``.
     """
     groups = enumerate_groups(2, 2, by="rows")
     table = pd.DataFrame(
@@ -158,7 +162,8 @@ def figure2_table(decimals: int = 4) -> pd.DataFrame:
     )
     rewards = torch.from_numpy(groups.reshape(-1, 2))
     for method, registry_method in COUNTED_METHODS.items():
-        advantages = compute_advantages(rewards, 2, registry_method, convention="exact").numpy().reshape(-1, 2)
+        advantages = compute_advantages(rewards, 2, registry_method, convention="exact", batch_step=False)
+        advantages = advantages.numpy().reshape(-1, 2)
         advantages = np.round(advantages, decimals) + 0.0
         table[f"{method}_advantage"] = [f"({a:.{decimals}f},{b:.{decimals}f})" for a, b in advantages]
     return table
@@ -174,11 +179,11 @@ def naive_count_distinct(num_rollouts: int, num_rewards: int, method: str, decim
     seen = set()
     for multiset in itertools.combinations_with_replacement(vectors, num_rollouts):
         matrix = np.array(multiset)
-        if method == "gdpo":
+        if method in ("gdpo", "gdpo_nostd"):
             std = matrix.std(axis=0, ddof=1)
             centred = matrix - matrix.mean(axis=0)
             per_reward = np.divide(centred, std, out=np.zeros_like(centred), where=std > 0)
-            advantages = per_reward.sum(axis=1)
+            advantages = (per_reward if method == "gdpo" else centred).sum(axis=1)
         else:
             totals = matrix.sum(axis=1)
             advantages = totals - totals.mean()

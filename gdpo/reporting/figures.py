@@ -15,8 +15,10 @@ import pandas as pd  # noqa: E402
 
 from gdpo.analysis.exact import PAPER_MAX_REWARDS_GDPO, PAPER_MAX_ROLLOUTS_GDPO  # noqa: E402
 
-METHOD_LABELS = {"grpo": "GRPO", "grpo_nostd": "GRPO w/o std", "gdpo": "GDPO", "gdpo_nobn": "GDPO w/o batch norm"}
-METHOD_COLORS = {"grpo": "#1f77b4", "grpo_nostd": "#7f7f7f", "gdpo": "#d62728", "gdpo_nobn": "#ff7f0e"}
+METHOD_LABELS = {"grpo": "GRPO", "grpo_nostd": "GRPO w/o std", "gdpo": "GDPO",
+                 "gdpo_nobn": "GDPO w/o batch norm", "gdpo_nostd": "GDPO w/o std"}
+METHOD_COLORS = {"grpo": "#1f77b4", "grpo_nostd": "#7f7f7f", "gdpo": "#d62728", "gdpo_nobn": "#ff7f0e",
+                 "gdpo_nostd": "#9467bd"}
 
 
 def save_figure(figure: plt.Figure, out_png: str | Path) -> list[Path]:

@@ -75,7 +75,7 @@ BLOCK_HEADINGS = {
 }
 
 METHOD_LABELS = {"base": "base", "grpo": "GRPO", "grpo_nostd": "GRPO w/o std", "gdpo": "GDPO",
-                 "gdpo_nobn": "GDPO w/o batch step"}
+                 "gdpo_nobn": "GDPO w/o batch step", "gdpo_nostd": "GDPO w/o std"}
 METRIC_LABELS = {"live": "Live", "multi_turn": "Multi", "non_live": "Non-live", "avg": "Avg",
                  "format": "Format", "acc": "Acc", "exceed": "Exceed", "pass": "Pass", "bug": "Bug",
                  "calls": "Calls made", "ast_calls": "AST acc. (calls)"}

@@ -27,57 +27,24 @@ import torch
 
 from gdpo.advantages import (
     DISTINCT_DECIMALS,
+    batch_whiten,
     compute_advantages,
     condition_rewards,
     distinct_advantage_counts,
     get_convention,
+    resolve_estimator,
 )
 from gdpo.sim import rng
 from gdpo.sim.config import RunConfig
 from gdpo.sim.rewards import RewardModel, build_reward_model
 
 #: Estimators whose advantage of a rollout depends only on its own group; for these one registry call
-#: over all seeds' rows equals a call per seed. Any other estimator (including newly registered ones) is
-#: called once per seed unless it has a batched path below.
+#: over all seeds' rows equals a call per seed. An estimator with a batch step (``gdpo``, ``gdpo_nostd``) is
+#: group-local before it, so it is batched too, with the batch step per seed; any other estimator
+#: (including newly registered ones) is called once per seed.
 GROUP_LOCAL_METHODS = frozenset({"grpo", "grpo_nostd", "gdpo_nobn"})
-_TINY = torch.finfo(torch.float64).tiny
 _ADAM_BETAS = (0.9, 0.999)
 _ADAM_EPS = 1e-8
-
-
-def _batch_whiten_per_seed(values: torch.Tensor, convention, lengths: torch.Tensor | None) -> torch.Tensor:
-    """GDPO's batch step over each seed's batch separately: :func:`gdpo.advantages.batch_whiten` with a seed
-    axis (same formula, ε placement, token weighting and all-equal rule; every rollout is valid here).
-
-    Args:
-        values: (S, B) per-seed sums of the per-reward group-normalised advantages.
-        convention: a :class:`gdpo.advantages.Convention`.
-        lengths: (S, B) response lengths, used by token-weighted conventions.
-
-    Returns:
-        (S, B) float64.
-    """
-    if convention.batch_whitening == "token":
-        if lengths is None:
-            raise ValueError(f"convention {convention.name!r} whitens over tokens and needs response lengths.")
-        weight = lengths.to(values.dtype)
-    else:
-        weight = torch.ones_like(values)
-    total = weight.sum(dim=1, keepdim=True)
-    mean = (weight * values).sum(dim=1, keepdim=True) / total
-    variance = (weight * (values - mean) ** 2).sum(dim=1, keepdim=True) / (total - 1)
-    if convention.batch_eps_in_sqrt:
-        denominator = (variance + convention.batch_eps).sqrt()
-    else:
-        denominator = variance.sqrt() + convention.batch_eps
-    whitened = (values - mean) / denominator.clamp_min(_TINY)
-    counted = weight > 0
-    inf = torch.full_like(values, float("inf"))
-    all_equal = torch.where(counted, values, inf).amin(dim=1, keepdim=True) == torch.where(
-        counted, values, -inf
-    ).amax(dim=1, keepdim=True)
-    all_equal |= ~counted.any(dim=1, keepdim=True)
-    return torch.where(all_equal | (total <= 1), torch.zeros_like(whitened), whitened)
 
 
 def seedwise_advantages(
@@ -95,29 +62,28 @@ def seedwise_advantages(
         rewards: (S, B, n) float64, each seed's rows grouped contiguously G at a time.
         num_generations: G.
         method, weights, convention: as :func:`gdpo.advantages.compute_advantages`.
-        response_lengths: (S, B) token-count proxy (used only by token-weighted conventions).
-        path: ``"batched"``: group-local methods in one registry call over all seeds, ``gdpo`` as one call
-            of ``gdpo_nobn`` plus the batch step per seed (:func:`_batch_whiten_per_seed`), other methods
-            one call per seed; ``"per_seed"``: one registry call per seed for every method (the
-            reference the tests compare the batched path with).
+        response_lengths: (S, B) token-count proxy (used only by token- or response-weighted conventions).
+        path: ``"batched"``: group-local methods in one registry call over all seeds; a method with a batch
+            step (as the convention resolves it for n rewards, :func:`gdpo.advantages.resolve_estimator`)
+            as one call without it plus :func:`gdpo.advantages.batch_whiten` per seed; other methods one call
+            per seed. ``"per_seed"``: one registry call per seed for every method (the reference the tests
+            compare the batched path with).
 
     Returns:
         (S, B) float64 advantages.
     """
     num_seeds, batch, num_rewards = rewards.shape
     conv = get_convention(convention)
-    lengths = response_lengths if conv.batch_whitening == "token" else None
+    lengths = response_lengths if conv.needs_response_lengths else None
     flat_lengths = None if lengths is None else lengths.reshape(-1)
-    if path == "batched" and method in GROUP_LOCAL_METHODS:
-        flat = compute_advantages(rewards.reshape(-1, num_rewards), num_generations, method, weights, conv,
-                                  flat_lengths)
-        return flat.view(num_seeds, batch)
-    if path == "batched" and method == "gdpo":
-        summed = compute_advantages(rewards.reshape(-1, num_rewards), num_generations, "gdpo_nobn", weights, conv,
-                                    flat_lengths).view(num_seeds, batch)
-        return _batch_whiten_per_seed(summed, conv, lengths)
     if path not in ("batched", "per_seed"):
         raise ValueError(f"path must be 'batched' or 'per_seed', got {path!r}.")
+    spec = resolve_estimator(method, conv, num_rewards)
+    if path == "batched" and (spec.batch_step or spec.name in GROUP_LOCAL_METHODS):
+        flat = compute_advantages(rewards.reshape(-1, num_rewards), num_generations, spec.name, weights, conv,
+                                  flat_lengths, batch_step=False).view(num_seeds, batch)
+        # The bench has no missing rewards, so every rollout takes part in its seed's batch step.
+        return batch_whiten(flat, conv, response_lengths=lengths) if spec.batch_step else flat
     return torch.stack([
         compute_advantages(rewards[k], num_generations, method, weights, conv,
                            None if lengths is None else lengths[k])

@@ -68,7 +68,8 @@ def _torch_threads(count: int | None):
 def _exact_distinct_groups(num_generations: int, num_rewards: int, method: str) -> float:
     from gdpo.analysis import exact
 
-    counted = {"grpo": "grpo", "grpo_nostd": "grpo_nostd", "gdpo": "gdpo", "gdpo_nobn": "gdpo"}
+    counted = {"grpo": "grpo", "grpo_nostd": "grpo_nostd", "gdpo": "gdpo", "gdpo_nobn": "gdpo",
+               "gdpo_nostd": "gdpo_nostd"}
     enumeration = min(exact.enumeration_size(num_generations, num_rewards).values())
     if method not in counted or enumeration > EXACT_ENUMERATION_LIMIT:
         return math.nan

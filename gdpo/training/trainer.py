@@ -3,8 +3,8 @@
 The subclass is minimal: it keeps every part of TRL (generation, rewards, loss, logging) and changes
 one thing — after TRL has scored a generation batch, the advantage is recomputed with
 :func:`gdpo.advantages.compute_advantages` from the per-reward rewards TRL gathered, so every
-registered method (``grpo``, ``grpo_nostd``, ``gdpo``, ``gdpo_nobn``, …) and convention trains. It also
-logs the live form of claims C1/C2 (distinct advantage values) and generation throughput.
+registered method (``grpo``, ``grpo_nostd``, ``gdpo``, ``gdpo_nobn``, ``gdpo_nostd``, …) and convention
+trains. It also logs the live form of claims C1/C2 (distinct advantage values) and generation throughput.
 
 With ``fast_generation=True`` the rollouts are sampled by :class:`gdpo.training.rollout.RolloutEngine`
 (a bfloat16 copy of the policy, refreshed after every optimizer step) instead of ``generate``; everything
