@@ -21,7 +21,7 @@ from gdpo.training.run import TIMING_KEYS, read_metrics
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[1]
-RUNS = [f"results/smoke/runs/arithmetic/{m}/seed{s}" for m in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn")
+RUNS = [f"results/smoke/runs/arithmetic/{m}/seed{s}" for m in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd")
         for s in (0, 1)]
 
 

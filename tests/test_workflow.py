@@ -63,8 +63,8 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert set(sim_rows.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
     for claim, verdict in SMOKE_SIM_VERDICTS.items():
         assert sim_rows.loc[claim, "verdict"] == verdict, (claim, sim_rows.loc[claim, "measured_value"])
-    # Training: all four methods over two seeds, each with its per-step metrics and files.
-    for method in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn"):
+    # Training: all five methods over two seeds, each with its per-step metrics and files.
+    for method in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"):
         for seed in (0, 1):
             run = tmp_path / f"results/smoke/runs/arithmetic/{method}/seed{seed}"
             assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
@@ -73,7 +73,7 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     # Evaluation of every run and of the base model (greedy: once), gathered with the steps.
     assert (tmp_path / "results/smoke/runs/arithmetic/base/seed0/eval.json").is_file()
     evals = pd.read_csv(tmp_path / "results/smoke/summary/eval.csv")
-    assert set(evals["method"]) == {"base", "grpo", "grpo_nostd", "gdpo", "gdpo_nobn"}
+    assert set(evals["method"]) == {"base", "grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"}
     # The three task families: trained (grpo, gdpo; 2 seeds) and evaluated with their own metrics.
     family_metrics = {"tool_calling": {"live", "non_live", "avg", "format"}, "math": {"acc", "exceed"},
                       "code": {"pass", "exceed", "bug"}}
@@ -135,7 +135,7 @@ def test_bad_config_stops_before_any_job_naming_key_values_and_file(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code", "mini"])
+@pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code", "mini", "cpu-evidence"])
 def test_dry_run_of_every_config(tmp_path, config):
     result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
                        "--configfile", str(REPO / "config" / f"{config}.yaml"))
