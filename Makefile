@@ -52,18 +52,21 @@ smoke: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES) --configfile config/smoke.yaml
 	snakemake --profile profiles/workstation --configfile config/smoke.yaml --report paper_figures/smoke/report.html
 
+# The SLURM tests install and start a cluster on this machine (root): only when GDPO_TEST_SLURM is set (CI sets it).
+FAST_TESTS := $(if $(GDPO_TEST_SLURM),not slow,not slow and not slurm)
+
 ## test: the test suite: the fast tests (under 20 min on 2 cores), then the slow ones, one at a time (each
 ## paper config end to end in miniature: they start their own 2-core workflows). CI runs this.
 test: $(STAMP) $(BFCL_STAMP)
-	pytest -n $(CORES)
+	pytest -n $(CORES) -m "$(FAST_TESTS)"
 	pytest -m slow
 
 ## test-fast: the fast tests only
 test-fast: $(STAMP) $(BFCL_STAMP)
-	pytest -n $(CORES)
+	pytest -n $(CORES) -m "$(FAST_TESTS)"
 
 test-all: $(STAMP) $(BFCL_STAMP)
-	pytest -n $(CORES) -m "slow or not slow"
+	pytest -n $(CORES) -m "$(if $(GDPO_TEST_SLURM),slow or not slow,(slow or not slow) and not slurm)"
 
 ## lint: snakemake --lint on the default config
 lint: $(STAMP)

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from gdpo.cluster.local_slurm import LocalSlurmCluster, _alive, install_packages, unavailable_reason
+from tests.local_slurm import LocalSlurmCluster, _alive, install_packages, unavailable_reason
 from gdpo.training.run import TIMING_KEYS, read_metrics
 
 pytestmark = pytest.mark.slurm

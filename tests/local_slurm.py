@@ -28,7 +28,7 @@ from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SYSTEM_CONFIG = Path("/etc/slurm/slurm.conf")
-_MARKER = "# written by gdpo.cluster.local_slurm; removed when its cluster stops\n"
+_MARKER = "# written by the suite's tests (tests/local_slurm.py); removed when its cluster stops\n"
 DEBIAN_PACKAGES = ("slurm-wlm", "munge")
 
 
