@@ -900,6 +900,91 @@ def test_a_forged_value_is_worth_no_more_than_returning_it(humaneval_first):
     assert forged.passed == honest.passed > 0 and not forged.all_passed
 
 
+FLOODING_RECORDS = {
+    # integers that are all multiples of 2**61 - 1: all hash to 0, so a set of them is built in quadratic
+    # time; 80 such records of 100 kB cost the caller 6.2 s of CPU (holding the GIL) when parsed
+    "colliding_set": '"{" + ", ".join(str(k * (2**61 - 1)) for k in range(4700)) + "}"',
+    # deeply nested tuples, expensive to parse
+    "nested_tuples": '"[" + ", ".join(["(" * 40 + "1" + ",)" * 40] * 600) + "]"',
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOODING_RECORDS))
+def test_forged_records_cost_the_caller_little(name):
+    # 80 value tests expecting {1, 2}; the program walks to the reporter and claims 100 kB for each
+    code = f"""
+    import os, sys
+    def f():
+        frame = sys._getframe(1)
+        while "send" not in frame.f_locals:
+            frame = frame.f_back
+        payload = ({FLOODING_RECORDS[name]})[:99990].encode()
+        for index in range(80):
+            frame.f_locals["send"](index, b"value", payload)
+        frame.f_locals["send"](-1, b"done")
+        os._exit(0)
+    """
+    calls = tuple((f"f() if {i} == 0 else None", ("{1, 2}",)) for i in range(80))
+    started = time.process_time()
+    forged = run(attack(code, calls=calls))
+    forged_cpu = time.process_time() - started
+    honest = "def f():\n    return {1, 2}\n"
+    started = time.process_time()
+    right = run(attack(honest, calls=tuple((f"f()", ("{1, 2}",)) for _ in range(80))))
+    honest_cpu = time.process_time() - started
+    assert forged.passed == 0 and right.all_passed, (forged, right)
+    # what the host paid: the caller's CPU for the forged run is that of an honest one (not seconds)
+    assert forged_cpu < honest_cpu + 0.1, (forged_cpu, honest_cpu)
+
+
+# Values that equal the expected one under Python's == but not in type: each must fail; the right value,
+# and the deliberate exceptions (an int for a float, a list for a tuple), pass.
+LAX_VALUES = [
+    ("{True, 2}", "{1, 2}", False),
+    ("{1.0, 2.0}", "{1, 2}", False),
+    ("{True: 'a'}", "{1: 'a'}", False),
+    ("{1: 'a', 2.0: 'b'}", "{1: 'a', 2: 'b'}", False),
+    ("[{1.0}, (1, True)]", "[{1}, (1, 1)]", False),
+    ("{(1, True)}", "{(1, 1)}", False),
+    ("{1: 1.0}", "{1: 1}", False),
+    ("[1, 2.5, False]", "[1, 2.5, 0]", False),
+    ("{1, 2}", "{1, 2}", True),
+    ("{2: 'b', 1: 'a'}", "{1: 'a', 2: 'b'}", True),
+    ("[2, 0.30000000000000004]", "[2.0, 0.3]", True),
+    ("[(1, 2)]", "([1, 2],)", True),
+]
+
+
+@pytest.mark.parametrize("returned, expected, passes", LAX_VALUES)
+def test_values_compare_with_their_types(returned, expected, passes):
+    result = run(Job(f"def f():\n    return {returned}\n", calls=(("f()", (expected,)),)))
+    assert result.status == "ok" and result.passed == passes, result
+
+
+# stdout: an expected integer is matched by itself only; a tolerance applies to expected floats only.
+LAX_OUTPUTS = [
+    ("1000001", "1000000", False),
+    ("999999107", "1000000007", False),  # an answer modulo 1e9+7, off by 900
+    (str(2**62 + 10**6), str(2**62), False),
+    ("1_000", "1000", False),
+    ("1e3", "1000", False),
+    ("1000.0", "1000", False),
+    ("+1000", "1000", False),
+    ("0x3e8", "1000.0", False),
+    ("inf", "1e308", False),
+    ("1000", "1000", True),
+    ("2.5000001", "2.5", True),
+    ("2", "2.0", True),
+    ("0.00099999", "1e-3", True),
+]
+
+
+@pytest.mark.parametrize("printed, expected, passes", LAX_OUTPUTS)
+def test_output_integers_compare_exactly(printed, expected, passes):
+    result = run(Job(f"print({printed!r})\n", stdio=(("", f"{expected}\n"),), time_limit=2.0))
+    assert result.status == "ok" and result.passed == passes, result
+
+
 def test_a_forged_record_cannot_tie_up_the_caller():
     # the caller parses each returned value's repr; a record forged past the runner's cut (7 MB of an
     # expression the parser must nest) cost the caller about 3 s of CPU, beyond the job's own limits

@@ -78,7 +78,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gdpo.tasks.code._supervisor import wall_limit
-from gdpo.tasks.code.comparison import output_matches, repr_matches
+from gdpo.tasks.code.comparison import passed_outputs, passed_values
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "memory", "output_limit", "killed")
@@ -303,20 +303,14 @@ def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload
 
 
 def _count_passed(job: Job, report: dict) -> int:
-    """Tests passed, judged here from the data the sandbox brought back (values or outputs)."""
+    """Tests passed, judged here from the data the sandbox brought back (values or outputs), at a cost
+    bounded by the expected answers' size (:mod:`comparison`)."""
     if job.stdio:
         outputs = report.get("outputs")
-        outputs = outputs if isinstance(outputs, list) else []
-        return sum(
-            isinstance(actual, str) and output_matches(actual, expected)
-            for actual, (_, expected) in zip(outputs, job.stdio)
-        )
+        return passed_outputs(outputs if isinstance(outputs, list) else [], [out for _, out in job.stdio])
     values = report.get("values")
     values = values if isinstance(values, dict) else {}
-    passed = sum(
-        isinstance(values.get(index), str) and repr_matches(values[index], accepted)
-        for index, (_, accepted) in enumerate(job.calls)
-    )
+    passed = passed_values([values.get(index) for index in range(len(job.calls))], [a for _, a in job.calls])
     asserted = report.get("asserted")
     asserted = set(asserted) if isinstance(asserted, list) else set()
     return passed + len(asserted & set(range(len(job.calls), job.total)))
