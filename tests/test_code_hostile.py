@@ -1030,3 +1030,46 @@ def test_nan_does_not_match_a_number():
     assert result.passed == 0, result
     forged = run(Job("print('nan nan')", stdio=(("", "1.5 -2\n"),), time_limit=2.0))
     assert forged.passed == 0, forged
+
+
+# --- no silent fall to a weaker mode ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "unshare, why",
+    [
+        ("echo 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n", "Operation not permitted"),
+        ("exec sleep 30\n", "did not finish within 1 s"),
+    ],
+)
+def test_a_failure_to_isolate_is_an_error_not_a_fallback(monkeypatch, tmp_path, unshare, why):
+    # a process whose unshare fails or hangs once used to run every later job without namespaces, where a
+    # program reads the benchmark's canonical solutions
+    import functools
+    import shutil
+
+    from gdpo.tasks.code import sandbox
+
+    (tmp_path / "unshare").write_text(f"#!/bin/sh\n{unshare}")
+    (tmp_path / "unshare").chmod(0o755)
+    (tmp_path / "true").symlink_to(shutil.which("true"))
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(sandbox, "PROBE_TIMEOUT", 1)
+    monkeypatch.setattr(sandbox, "_isolation_mode", functools.lru_cache(sandbox._isolation_mode.__wrapped__))
+    monkeypatch.delenv(sandbox.ISOLATION_SETTING, raising=False)
+    mode = "root-namespaces" if os.geteuid() == 0 else "user-namespaces"
+    for _ in range(2):  # the failure is not remembered as a mode: every later run raises too
+        with pytest.raises(RuntimeError, match=f"mode '{mode}'.*{why}.*Fix: .*GDPO_SANDBOX_ISOLATION=none"):
+            run(Job("def add(a, b):\n    return a + b\n", calls=(("add(1, 2)", ("3",)),)))
+
+
+def test_no_isolation_takes_an_explicit_setting_recorded_in_each_result(monkeypatch):
+    from gdpo.tasks.code import sandbox
+
+    job = Job("def add(a, b):\n    return a + b\n", calls=(("add(1, 2)", ("3",)),))
+    monkeypatch.setenv(sandbox.ISOLATION_SETTING, "none")
+    result = run(job)
+    assert result.all_passed and result.isolation == "none", result
+    monkeypatch.setenv(sandbox.ISOLATION_SETTING, "nobody")
+    with pytest.raises(ValueError, match="GDPO_SANDBOX_ISOLATION='nobody'.*root-namespaces"):
+        run(job)

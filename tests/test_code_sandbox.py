@@ -489,16 +489,16 @@ def test_without_namespaces_verdicts_and_limits_still_hold(monkeypatch):
     assert_no_leaks()
 
 
-def test_a_sandbox_that_cannot_be_sealed_falls_back_to_none_with_a_warning(monkeypatch, tmp_path):
+def test_a_sandbox_that_cannot_be_sealed_is_an_error_naming_the_fix(monkeypatch, tmp_path):
     from gdpo.tasks.code import sandbox
 
     if sandbox.isolation_mode() == "none":
-        pytest.skip("no namespaces here: nothing to fall back from")
+        pytest.skip("no namespaces here: nothing to seal")
     refusing = tmp_path / "refusing_supervisor.py"  # a supervisor whose mounts the machine refuses
     report = {"sandbox_error": "OSError: mount refused"}
     refusing.write_text(f"import marshal, sys\nsys.stdout.buffer.write(marshal.dumps({report!r}))\n")
     refusing.chmod(0o644)
     tmp_path.chmod(0o755)
     monkeypatch.setattr(sandbox, "SUPERVISOR", refusing)
-    with pytest.warns(UserWarning, match="falls back to isolation mode 'none'.*mount refused"):
-        assert sandbox.isolation_mode.__wrapped__() == "none"
+    with pytest.raises(RuntimeError, match="cannot isolate programs in mode.*mount refused.*ISOLATION=none"):
+        sandbox._isolation_mode.__wrapped__("auto")

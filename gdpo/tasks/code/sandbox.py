@@ -48,8 +48,9 @@ caps apply only if the kernel lets a user namespace set them), and ``none`` (no 
 separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem
 (installed benchmark data and its canonical solutions included), unix sockets and IPC stay reachable:
 host unix sockets are refused by the audit hook only, which C code bypasses; other families by the seccomp
-filter). :func:`isolation_mode` falls back to ``none``,
-with a warning, when namespaces start but the private root cannot be made.
+filter). The mode is chosen by ``GDPO_SANDBOX_ISOLATION`` (:func:`isolation_mode`): a mode that cannot
+be had is an error naming the fix, never a silent fall to ``none``, which only the setting selects; every
+:class:`RunResult` records its mode.
 The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
 
 Verdicts are decided here, outside the sandbox: the supervisor brings back the values the program
@@ -71,8 +72,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,13 @@ from gdpo.tasks.code._supervisor import wall_limit
 from gdpo.tasks.code.comparison import passed_outputs, passed_values
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+#: Environment variable choosing the isolation mode: ``auto`` (default: ``root-namespaces`` as root,
+#: ``user-namespaces`` otherwise, an error if it cannot be had) or one of :data:`ISOLATION_MODES`;
+#: ``none`` is the only way to run without namespaces, and each result records the mode it ran in.
+ISOLATION_SETTING = "GDPO_SANDBOX_ISOLATION"
+ISOLATION_MODES = ("root-namespaces", "user-namespaces", "none")
+#: Seconds allowed for the probe of ``unshare`` (a slower one is an error, never a silent fallback).
+PROBE_TIMEOUT = 20
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "memory", "output_limit", "killed")
 #: Command-line tag on every sandbox process (runners are forks of the supervisor), for leak checks;
 #: followed by ``:<pid of the process that started it>``. Also the prefix of the runs' directories.
@@ -103,6 +111,7 @@ PRELOAD = (
 )
 _UID_BASE, _UID_SPAN = 1 << 30, 1 << 24  # far above the system's and the subordinate-uid ranges
 _issued_uids: collections.deque[int] = collections.deque(maxlen=1 << 16)  # this process's recent sandbox uids
+_probing = threading.RLock()  # run_many's first threads wait for one probe of the mode, not one each
 
 
 @dataclass(frozen=True)
@@ -162,13 +171,15 @@ class Job:
 @dataclass(frozen=True)
 class RunResult:
     """Outcome of one :class:`Job`: ``passed`` of ``total`` tests, ``status`` (one of :data:`STATUSES`),
-    ``duration`` in seconds of wall clock, and ``detail`` (start of stderr or the error, for debugging)."""
+    ``duration`` in seconds of wall clock, ``detail`` (start of stderr or the error, for debugging), and
+    ``isolation``, the mode it ran in (one of :data:`ISOLATION_MODES`)."""
 
     passed: int
     total: int
     status: str
     duration: float
     detail: str = ""
+    isolation: str = ""
 
     @property
     def fraction_passed(self) -> float:
@@ -186,36 +197,81 @@ class RunResult:
         return self.status != "ok"
 
 
-def _probe(command: list[str]) -> bool:
+def _probe(command: list[str]) -> str | None:
+    """None if ``command`` succeeds within :data:`PROBE_TIMEOUT`, else why not."""
     try:
-        return (
-            subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=20).returncode == 0
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"`{' '.join(command)}` did not finish within {PROBE_TIMEOUT} s (a stuck or overloaded host)"
+    except OSError as error:
+        return f"`{' '.join(command)}` could not start: {error}"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip()[-300:]
+        return f"`{' '.join(command)}` failed with exit code {done.returncode}" + (f": {said}" * bool(said))
+    return None
 
 
-@functools.lru_cache(maxsize=1)
+_ISOLATION_FIXES = {
+    "root-namespaces": "install util-linux's unshare and run where mount, PID, network and IPC namespaces "
+    "are allowed (in a container: --privileged, or CAP_SYS_ADMIN with seccomp and AppArmor unconfined)",
+    "user-namespaces": "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, "
+    "kernel.unprivileged_userns_clone=1 on Debian kernels, kernel.apparmor_restrict_unprivileged_userns=0 "
+    "on Ubuntu ≥ 23.10) and install util-linux's unshare, or run as root",
+}
+
+
 def isolation_mode() -> str:
-    """``root-namespaces``, ``user-namespaces`` or ``none``: the strongest mode that works here (probed
-    once per process). A mode whose namespaces start but whose sandbox cannot be sealed (a kernel or
-    container that refuses the mounts, an architecture without a known ``pivot_root``) falls back to
-    ``none`` with a warning naming the reason, rather than failing every run."""
-    unshare, true = shutil.which("unshare"), shutil.which("true")
-    if not sys.platform.startswith("linux") or not unshare or not true:
+    """The isolation mode every run of this process uses (see :data:`ISOLATION_SETTING`), probed once per
+    setting. A mode that cannot be had (no ``unshare``, namespaces refused, a probe over
+    :data:`PROBE_TIMEOUT` s, a sandbox that cannot be sealed) raises ``RuntimeError`` naming the mode and
+    the fix; runs never fall back to a weaker mode unless ``GDPO_SANDBOX_ISOLATION=none`` says so."""
+    with _probing:
+        return _isolation_mode(os.environ.get(ISOLATION_SETTING, "auto"))
+
+
+@functools.lru_cache(maxsize=None)
+def _isolation_mode(setting: str) -> str:
+    if setting not in ("auto", *ISOLATION_MODES):
+        raise ValueError(f"{ISOLATION_SETTING}={setting!r}: use auto or one of {', '.join(ISOLATION_MODES)}.")
+    if setting == "none":
         return "none"
-    flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
-    if os.geteuid() == 0:
-        mode = "root-namespaces" if _probe([unshare, *flags, true]) else "none"
-    else:
-        mode = "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
-    if mode != "none":
-        try:
-            _run_in_mode(Job("", calls=(("1", ("1",)),)), mode)
-        except RuntimeError as error:
-            warnings.warn(f"The code sandbox falls back to isolation mode 'none': {error}", stacklevel=2)
-            return "none"
+    root = os.geteuid() == 0
+    mode = setting if setting != "auto" else ("root-namespaces" if root else "user-namespaces")
+    if mode == "root-namespaces" and not root:
+        raise ValueError(
+            f"{ISOLATION_SETTING}=root-namespaces needs root; use user-namespaces (or auto) as a normal user."
+        )
+    problem = _namespace_problem(mode)
+    if problem:
+        raise RuntimeError(
+            f"The code sandbox cannot isolate programs in mode {mode!r}: {problem}. Fix: "
+            f"{_ISOLATION_FIXES[mode]}; or set {ISOLATION_SETTING}=none to run model code without namespaces "
+            "(it can then read the host's files, benchmark answers included; the mode is recorded in every "
+            "result and in eval.json)."
+        )
     return mode
+
+
+def _namespace_problem(mode: str) -> str | None:
+    """Why ``mode`` does not work here, or None: ``unshare`` starts the namespaces and the supervisor seals
+    a real sandbox in them."""
+    unshare, true = shutil.which("unshare"), shutil.which("true")
+    if not sys.platform.startswith("linux"):
+        return f"namespaces need Linux, this is {sys.platform}"
+    if not unshare or not true:
+        return "no `unshare` (util-linux) on PATH"
+    flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
+    user = ["--user", "--map-root-user"] if mode == "user-namespaces" else []
+    problem = _probe([unshare, *user, *flags, true])
+    if problem:
+        return problem
+    try:
+        result = _run_in_mode(Job("", calls=(("1", ("1",)),)), mode)
+    except RuntimeError as error:
+        return str(error)
+    if not result.all_passed:
+        return f"a trivial program did not pass in the sandbox ({result.status}: {result.detail[:300]})"
+    return None
 
 
 def _readable_by_others(path: str) -> bool:
@@ -340,7 +396,7 @@ def run(job: Job) -> RunResult:
     """Run ``job`` in a fresh sandbox and wait for it; never raises for anything the program does.
 
     Raises ``RuntimeError`` if the sandbox itself cannot be set up (a broken sandbox must not score zero
-    silently) and ``ValueError`` for malformed tests.
+    silently; see :func:`isolation_mode`) and ``ValueError`` for malformed tests.
     """
     return _run_in_mode(job, isolation_mode())
 
@@ -374,7 +430,7 @@ def _run_in_mode(job: Job, mode: str) -> RunResult:
             _kill_group(process)
             process.communicate()
             return RunResult(
-                0, job.total, "timeout", time.monotonic() - start, "the sandbox missed its deadline"
+                0, job.total, "timeout", time.monotonic() - start, "the sandbox missed its deadline", mode
             )
         try:
             report = marshal.loads(out) if out else {}
@@ -386,10 +442,10 @@ def _run_in_mode(job: Job, mode: str) -> RunResult:
             raise RuntimeError(f"The code sandbox could not be set up ({mode}): {report['sandbox_error']}")
         if report.get("nonce") != nonce or report.get("status") not in STATUSES:
             detail = err.decode("utf-8", "replace")[-2000:] or f"supervisor exited with {process.returncode}"
-            return RunResult(0, job.total, "killed", time.monotonic() - start, detail)
+            return RunResult(0, job.total, "killed", time.monotonic() - start, detail, mode)
         passed = _count_passed(job, report)
         return RunResult(
-            passed, job.total, report["status"], time.monotonic() - start, report.get("detail", "")
+            passed, job.total, report["status"], time.monotonic() - start, report.get("detail", ""), mode
         )
     finally:
         if process is not None and process.poll() is None:
