@@ -24,11 +24,18 @@ import pytest
 
 from gdpo.tasks.code.problems import humaneval_problems
 from gdpo.tasks.code.rewards import make_job
-from gdpo.tasks.code.sandbox import Job, isolation_mode, run, sandbox_processes
+from gdpo.tasks.code.sandbox import Job, isolation_mode, limits_mode, run, sandbox_cgroups, sandbox_processes
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sandbox needs Linux")
 MODE = isolation_mode()
+LIMITS = limits_mode()
 needs_namespaces = pytest.mark.skipif(MODE == "none", reason="this barrier needs Linux namespaces (unshare)")
+# Memory the kernel holds for no process is seen by a cgroup only: under the watchdog these attacks escape.
+needs_a_cgroup = pytest.mark.xfail(
+    LIMITS == "watchdog",
+    strict=True,
+    reason="no cgroup here (limits 'watchdog'): memory the kernel holds for no process escapes the watchdog",
+)
 LIBC = ctypes.CDLL(None, use_errno=True)
 NOTHING = (("attack()", ("[]",)),)  # the attack's list of successes must come back empty
 
@@ -40,10 +47,11 @@ def attack(code: str, **fields) -> Job:
 
 
 def no_sandbox_left(deadline: float = 3.0) -> bool:
+    """No process and no cgroup of a sandbox started by this process is left."""
     end = time.monotonic() + deadline
     while sandbox_processes(owner=os.getpid()) and time.monotonic() < end:
         time.sleep(0.05)
-    return sandbox_processes(owner=os.getpid()) == []
+    return sandbox_processes(owner=os.getpid()) == [] and sandbox_cgroups(owner=os.getpid()) == []
 
 
 @pytest.fixture
@@ -466,34 +474,198 @@ def test_memory_balloons_are_stopped(name):
     assert no_sandbox_left()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the kernel buffers of socket pairs and pipes belong to no process's pages, so the memory "
-    "watch does not see them (about 25 MiB per process with 256 descriptors); only a cgroup would",
-)
-def test_socket_buffers_count_as_memory():
-    code = """
-    import os, socket, time
-    for _ in range(8):  # 8 processes x 120 socket pairs with full send buffers: about 200 MiB
-        if os.fork() == 0:
-            held = []
+# Memory the kernel holds for the program but not in any process's pages: the watchdog's /proc count
+# misses it, the run's cgroup is charged for it. (code, memory limit in MiB); each holds at most ~400 MiB.
+KERNEL_HELD = {
+    # memfds sent into a unix socket pair and closed: only the descriptors in flight hold them
+    "memfds_in_flight": (
+        """
+        import os, socket, time
+        def attack():
+            a, b = socket.socketpair()
+            held = 0
+            for _ in range(48):  # 48 x 8 MiB
+                fd = os.memfd_create("in-flight")
+                try:
+                    os.write(fd, b"m" * (8 << 20))
+                    socket.send_fds(a, [b"x"], [fd])
+                except OSError:
+                    break
+                finally:
+                    os.close(fd)
+                held += 8
+            time.sleep(1.0)  # many polls of a watchdog
+            return ["held in flight (MiB)", held] if held > 64 else []
+        """,
+        64,
+    ),
+    # one byte of each transparent huge page vmspliced into a pipe, then unmapped: the pipe pins 2 MiB
+    "huge_pages_pinned_by_pipes": (
+        """
+        import ctypes, time
+        def attack():
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_long]
+            libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            libc.vmsplice.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+            class IoVec(ctypes.Structure):
+                _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+            def huge_kib():  # mapped huge pages; at a limit the kernel may hand out small pages instead
+                try:
+                    with open("/proc/self/smaps_rollup") as handle:
+                        return next(int(l.split()[1]) for l in handle if l.startswith("AnonHugePages:"))
+                except (OSError, StopIteration):
+                    return None
+            huge, held = 2 << 20, 0
+            for _ in range(12):  # 12 pipes x 16 buffers x 2 MiB
+                pipe = (ctypes.c_int * 2)()
+                if libc.pipe(pipe) != 0:
+                    break
+                for _ in range(16):
+                    region = libc.mmap(None, 2 * huge, 3, 0x22, -1, 0)  # read/write, private anonymous
+                    if region in (None, ctypes.c_void_p(-1).value):
+                        break
+                    aligned = (region + huge - 1) & ~(huge - 1)
+                    libc.madvise(aligned, huge, 14)  # MADV_HUGEPAGE
+                    before = huge_kib()
+                    ctypes.memset(aligned, 1, 1)
+                    after = huge_kib()
+                    sent = libc.vmsplice(pipe[1], ctypes.byref(IoVec(aligned, 1)), 1, 0)
+                    libc.munmap(region, 2 * huge)
+                    if sent != 1:
+                        break
+                    held += 2 if before is None or after - before >= 2048 else 0
+            time.sleep(1.0)
+            return ["pinned (MiB)", held] if held > 64 else []
+        """,
+        64,
+    ),
+    # memfds whose descriptors are closed, each kept alive by an untouched shared mapping: an inode, a
+    # dentry, a file and a mapping of kernel memory (~1.3 KiB) each, no page in any process
+    "inodes_kept_by_mappings": (
+        """
+        import ctypes, os, time
+        def hold(limit):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_long]
+            made = 0
+            while made < limit:
+                fd = libc.memfd_create(b"inode", 0)
+                if fd < 0:
+                    break
+                address = libc.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+                libc.close(fd)
+                if address in (None, ctypes.c_void_p(-1).value):
+                    break
+                made += 1
+            return made
+        def attack():
+            ready = []
+            for _ in range(8):  # 8 processes, each under its own address-space limit
+                r, w = os.pipe()
+                if os.fork() == 0:
+                    os.write(w, str(hold(30000)).encode().ljust(8))
+                    time.sleep(3)
+                    os._exit(0)
+                os.close(w)  # a child that dies reads as 0
+                ready.append(r)
+            made = sum(int(os.read(r, 8) or 0) for r in ready)
+            time.sleep(1.0)
+            return ["mapped memfds", made] if made > 100000 else []
+        """,
+        128,
+    ),
+    # full send buffers of socket pairs (kernel buffers of no process)
+    "socket_buffers": (
+        """
+        import os, socket, time
+        def fill():
+            held, sent = [], 0
             for _ in range(120):
-                a, b = socket.socketpair()
+                try:
+                    a, b = socket.socketpair()
+                except OSError:  # out of descriptors
+                    break
                 a.setblocking(False)
                 try:
                     while True:
-                        a.send(b"x" * 65536)
-                except BlockingIOError:
+                        sent += a.send(b"x" * 65536)
+                except OSError:
                     pass
                 held.append((a, b))
-            time.sleep(5)
-            os._exit(0)
-    time.sleep(5)
+            return held, sent
+        def attack():
+            ready = []
+            for _ in range(8):  # 8 processes x 120 socket pairs with full send buffers: about 200 MiB
+                r, w = os.pipe()
+                if os.fork() == 0:
+                    for fd in ready:
+                        os.close(fd)
+                    held, sent = fill()
+                    os.write(w, str(sent >> 20).encode().ljust(8))
+                    time.sleep(3)
+                    os._exit(0)
+                os.close(w)  # a child that dies reads as 0
+                ready.append(r)
+            buffered = sum(int(os.read(r, 8) or 0) for r in ready)
+            time.sleep(1.0)
+            return ["buffered (MiB)", buffered] if buffered > 128 else []
+        """,
+        128,
+    ),
+}
+
+
+def transparent_huge_pages() -> bool:
+    try:
+        return "[never]" not in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return False
+
+
+@needs_a_cgroup
+@pytest.mark.parametrize("name", sorted(KERNEL_HELD))
+def test_memory_the_kernel_holds_counts(name):
+    if name == "huge_pages_pinned_by_pipes" and not transparent_huge_pages():
+        pytest.skip("no transparent huge pages here: a vmspliced byte pins 4 KiB only")
+    code, limit_mb = KERNEL_HELD[name]
+    result = run(attack(code, memory_limit_mb=limit_mb, time_limit=8.0))
+    # the verdict: stopped for memory (or the attack could not hold more than the limit)
+    assert result.status == "memory" or result.all_passed, result
+    # what the host saw: the run's cgroup was charged with the attack's memory, up to the limit and no more
+    assert result.limits in ("cgroup-v1", "cgroup-v2"), result
+    assert (limit_mb << 19) <= result.peak_memory_bytes <= (limit_mb << 20), result
+    assert no_sandbox_left()
+
+
+def test_the_cgroup_bounds_a_tree_and_records_it():
+    # a positive control for the peak: 4 processes x 24 MiB of touched pages under a 256 MiB limit run
+    # to the end, and the cgroup's peak holds all of them (the watchdog, polling, may miss the top)
+    code = """
+    import os, time
     def attack():
+        children = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(24 << 20)
+                time.sleep(0.5)
+                os._exit(0)
+            children.append(pid)
+        for pid in children:
+            os.waitpid(pid, 0)
         return []
     """
-    result = run(attack(code, memory_limit_mb=128, time_limit=8.0))
-    assert result.status == "memory" and result.passed == 0, result
+    result = run(attack(code, memory_limit_mb=256, time_limit=8.0))
+    assert result.all_passed, result
+    assert result.limits == LIMITS and result.isolation == MODE
+    if LIMITS != "watchdog":
+        assert 96 << 20 <= result.peak_memory_bytes <= 256 << 20, result
     assert no_sandbox_left()
 
 
@@ -1073,3 +1245,20 @@ def test_no_isolation_takes_an_explicit_setting_recorded_in_each_result(monkeypa
     monkeypatch.setenv(sandbox.ISOLATION_SETTING, "nobody")
     with pytest.raises(ValueError, match="GDPO_SANDBOX_ISOLATION='nobody'.*root-namespaces"):
         run(job)
+
+
+def test_a_cgroup_kind_asked_for_and_missing_is_an_error(monkeypatch):
+    from gdpo.tasks.code import sandbox
+
+    # auto takes the first kind that works, so the kinds before the one in use are missing here
+    missing = sandbox.cgroups.KINDS[: sandbox.cgroups.KINDS.index(LIMITS)] if LIMITS != "watchdog" else (
+        sandbox.cgroups.KINDS
+    )
+    if not missing:
+        pytest.skip(f"{LIMITS} works here, and nothing is tried before it")
+    for kind in missing:
+        with pytest.raises(RuntimeError, match=f"cannot bound runs with {kind}: .*GDPO_SANDBOX_LIMITS="):
+            sandbox._limits.__wrapped__(kind, MODE)
+    monkeypatch.setenv(sandbox.LIMITS_SETTING, "watchdog")  # the weaker mode, explicit and recorded
+    result = run(Job("def add(a, b):\n    return a + b\n", calls=(("add(1, 2)", ("3",)),)))
+    assert result.all_passed and result.limits == "watchdog", result
