@@ -1074,9 +1074,9 @@ def test_a_forged_value_is_worth_no_more_than_returning_it(humaneval_first):
 
 FLOODING_RECORDS = {
     # integers that are all multiples of 2**61 - 1: all hash to 0, so a set of them is built in quadratic
-    # time; 80 such records of 100 kB cost the caller 6.2 s of CPU (holding the GIL) when parsed
+    # time; 80 such records of 100 kB cost the caller 0.7 s of CPU (holding the GIL) when parsed
     "colliding_set": '"{" + ", ".join(str(k * (2**61 - 1)) for k in range(4700)) + "}"',
-    # deeply nested tuples, expensive to parse
+    # deeply nested tuples, expensive to parse: 80 records of 100 kB cost the caller 11.7 s
     "nested_tuples": '"[" + ", ".join(["(" * 40 + "1" + ",)" * 40] * 600) + "]"',
 }
 
