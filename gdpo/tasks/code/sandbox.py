@@ -146,8 +146,9 @@ class Job:
     stdin/stdout test, or for loading the program and all its function-call tests together (a runner that
     sleeps or waits is stopped after 3 × ``time_limit`` + 1 s of wall clock);
     ``memory_limit_mb`` (see the end); ``output_limit_bytes`` per stream; ``max_processes`` for the
-    run's cgroup and the sandbox uid (threads count). ``memory_limit_mb`` bounds each process's address space and the whole
-    sandbox's memory (see the module docstring).
+    run's cgroup and the sandbox uid (threads count). ``memory_limit_mb`` bounds each process's address
+    space and the whole sandbox's memory, kernel memory included where a cgroup can be had (see the module
+    docstring).
     """
 
     code: str
