@@ -100,7 +100,8 @@ def test_value_and_output_comparison_rules():
 
 
 def test_claims_are_examined_within_bounds_set_by_the_expected_answers():
-    from gdpo.tasks.code.comparison import CLAIM_EXTRA, CLAIM_FACTOR, claim_bound, passed_outputs, passed_values
+    from gdpo.tasks.code.comparison import CLAIM_EXTRA, CLAIM_FACTOR, claim_bound, passed_outputs
+    from gdpo.tasks.code.comparison import passed_values
 
     assert claim_bound(("{1, 2}", "[1]")) == CLAIM_FACTOR * 6 + CLAIM_EXTRA
     # the right value padded past its bound fails unread (a real repr is never padded)
