@@ -189,9 +189,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads for training")
     args = parser.parse_args()
 
-    from gdpo.tasks.code.sandbox import isolation_mode, sandbox_python
+    from gdpo.tasks.code import sandbox
 
-    print(f"machine: {os.cpu_count()} cores; sandbox {isolation_mode()} with {sandbox_python()[0]}")
+    # limits_mode probes once, here, outside the timing; the code before per-run cgroups had no such probe
+    # (this script also times that code, for the before/after comparison in benchmarks/README.md)
+    limits = sandbox.limits_mode() if hasattr(sandbox, "limits_mode") else "watchdog"
+    print(
+        f"machine: {os.cpu_count()} cores; sandbox {sandbox.isolation_mode()}, limits {limits}, "
+        f"with {sandbox.sandbox_python()[0]}"
+    )
     scoring = time_scoring(args.repeats)
     score_ms = 1000 * statistics.median(scoring)
     print(

@@ -174,6 +174,10 @@ STDIO_TRUTH = {"inputs": ["1 2\n", "10 5\n"], "outputs": ["3\n", "15\n"]}
 CALL_TRUTH = {"fn_name": "area", "inputs": "[[2, 3], [4, 5]]", "outputs": "[[6], [20]]"}
 STDIO_SOLUTION = "a, b = map(int, input().split())\nprint(a + b)\n"
 CALL_SOLUTION = "class Solution:\n    def area(self, w, h):\n        return w * h\n"
+# Near misses that a numeric tolerance or Python's == would accept: an integer answer printed as a float
+# off by 1e-7, and a float returned where the integer is expected.
+STDIO_NEAR_MISS = "a, b = map(int, input().split())\nprint(a + b + 1e-7)\n"
+CALL_NEAR_MISS = "class Solution:\n    def area(self, w, h):\n        return float(w * h)\n"
 
 
 def eurus_row(source: str, truth: dict, ability: str = "code") -> dict:
@@ -226,6 +230,7 @@ def test_eurus_training_rows(data_dir):
     assert sorted(data["benchmark"]) == ["apps", "taco"]  # the math row is skipped
     assert data[0]["prompt"][0] == {"role": "system", "content": "sys"}  # prompts kept as published
     assert solve_all(data, {"apps": STDIO_SOLUTION, "taco": CALL_SOLUTION}) == [1.0, 1.0]
+    assert solve_all(data, {"apps": STDIO_NEAR_MISS, "taco": CALL_NEAR_MISS}) == [0.0, 0.0]
 
 
 def test_benchmark_files_and_eurus_validation(data_dir):
@@ -236,6 +241,7 @@ def test_benchmark_files_and_eurus_validation(data_dir):
     assert counts == {"apps": 1, "codecontests": 1, "codeforces": 1, "taco": 1}
     assert json.loads(data["tests"][data["benchmark"].index("codecontests")])["stdio"][2] == ["0 0\n", "0\n"]
     assert solve_all(data, dict.fromkeys(counts, STDIO_SOLUTION)) == [1.0] * 4
+    assert solve_all(data, dict.fromkeys(counts, STDIO_NEAR_MISS)) == [0.0] * 4
 
 
 def test_in_outs_edge_cases():

@@ -99,6 +99,24 @@ def test_value_and_output_comparison_rules():
     assert not output_matches("3 4", "3")
 
 
+def test_claims_are_examined_within_bounds_set_by_the_expected_answers():
+    from gdpo.tasks.code.comparison import CLAIM_EXTRA, CLAIM_FACTOR, claim_bound, passed_outputs
+    from gdpo.tasks.code.comparison import passed_values
+
+    assert claim_bound(("{1, 2}", "[1]")) == CLAIM_FACTOR * 6 + CLAIM_EXTRA
+    # the right value padded past its bound fails unread (a real repr is never padded)
+    padded = "{1, 2}" + " " * (claim_bound("{1, 2}") - 5)
+    assert passed_values(["{1, 2}", padded, None], [("{1, 2}",)] * 3) == 1
+    # honest floats up to 8 times longer than the expected text pass
+    assert passed_values(["[0.9999999999999999, 1e-10]"], [("[1.0, 0.0]",)]) == 1
+    # a run's claims share one budget (8 x its expected texts + 1,024 characters): 40 claims of 72
+    # characters (each within its own bound) exhaust 1,344 after 18, and the rest fail unread
+    near = " " * (claim_bound("1") - 1) + "1"
+    assert passed_values([near] * 40, [("1",)] * 40) == 18
+    assert passed_values(["1"] * 40, [("1",)] * 40) == 40
+    assert passed_outputs(["3\n" + " " * 79, "3\n"], ["3\n", "3\n"]) == 1  # stdout: bound 80 characters
+
+
 def test_result_properties():
     result = RunResult(passed=3, total=3, status="ok", duration=0.1)
     assert result.all_passed and not result.has_bug and result.fraction_passed == 1.0
@@ -472,16 +490,16 @@ def test_without_namespaces_verdicts_and_limits_still_hold(monkeypatch):
     assert_no_leaks()
 
 
-def test_a_sandbox_that_cannot_be_sealed_falls_back_to_none_with_a_warning(monkeypatch, tmp_path):
+def test_a_sandbox_that_cannot_be_sealed_is_an_error_naming_the_fix(monkeypatch, tmp_path):
     from gdpo.tasks.code import sandbox
 
     if sandbox.isolation_mode() == "none":
-        pytest.skip("no namespaces here: nothing to fall back from")
+        pytest.skip("no namespaces here: nothing to seal")
     refusing = tmp_path / "refusing_supervisor.py"  # a supervisor whose mounts the machine refuses
     report = {"sandbox_error": "OSError: mount refused"}
     refusing.write_text(f"import marshal, sys\nsys.stdout.buffer.write(marshal.dumps({report!r}))\n")
     refusing.chmod(0o644)
     tmp_path.chmod(0o755)
     monkeypatch.setattr(sandbox, "SUPERVISOR", refusing)
-    with pytest.warns(UserWarning, match="falls back to isolation mode 'none'.*mount refused"):
-        assert sandbox.isolation_mode.__wrapped__() == "none"
+    with pytest.raises(RuntimeError, match="cannot isolate programs in mode.*mount refused.*ISOLATION=none"):
+        sandbox._isolation_mode.__wrapped__("auto")

@@ -3,9 +3,11 @@
 Started by :mod:`gdpo.tasks.code.sandbox` as ``python -I -S -B _supervisor.py JOB_DIR``, inside fresh
 network, PID, mount and IPC namespaces when the machine allows it. It never runs model code itself: it
 reads the job, moves into a private minimal root (:func:`_seal_filesystem`), compiles the program, forks
-one *runner* per execution (one for all function-call tests, one per stdin/stdout test) and watches the
-whole process tree's CPU time and memory (:func:`_tree_usage`). A runner drops to the sandbox uid with
-resource limits before it touches model code. It decides no verdict and holds no expected answer:
+one *runner* per execution (one for all function-call tests, one per stdin/stdout test), moves it into
+the run's cgroup when the caller made one (:mod:`gdpo.tasks.code.cgroups`: the kernel then bounds the
+tree's memory and processes) and watches the whole process tree's CPU time, and its memory where no
+cgroup could be had (:func:`_tree_usage`). A runner drops to the sandbox uid with resource limits before
+it touches model code. It decides no verdict and holds no expected answer:
 
 - value tests (``calls``): the runner sends the ``repr`` of each call's result, for values of the
   built-in literal types only (anything else, such as an object whose ``__eq__`` is always true, is sent
@@ -20,7 +22,8 @@ could at most forge records of values, and a forged value passes only if it is t
 
 Job and result travel as ``marshal`` data (format version 2, readable by every Python 3), which loads in
 microseconds where importing ``json`` would cost a sizeable part of the sandbox's start-up. Result on
-stdout: ``{"status", "values" | "outputs", "asserted", "total", "detail", "nonce"}``; a setup failure of
+stdout: ``{"status", "values" | "outputs", "asserted", "total", "detail", "peak", "nonce"}`` (``peak``: bytes,
+the most the memory watchdog counted; 0 in a cgroup); a setup failure of
 the sandbox itself is reported as ``{"sandbox_error": ...}``.
 """
 
@@ -63,6 +66,7 @@ SECCOMP_ARCH = {
 SYS_IO_URING_SETUP, SYS_MEMFD_SECRET = 425, 447
 WALL_FACTOR, WALL_EXTRA = 3, 1.0  # wall-clock cap of a runner: 3 × time_limit + 1 s
 WATCH_POLL = 0.02  # seconds between checks of the sandbox's memory and CPU time (see _tree_usage)
+_OOM_NOTE = "stopped: the kernel killed a process of the run at its cgroup's limit of {} MiB"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 _libc = None
@@ -373,15 +377,56 @@ def _install_guards(job, supervisor_pid):
     sys.addaudithook(guard)
 
 
+class SetupError(Exception):
+    """The sandbox itself failed (not the program): reported as ``sandbox_error``, never as a verdict."""
+
+
+def _open_cgroup(job):
+    """Descriptors of the run's cgroup files, opened while the host's filesystem is still in view: its
+    ``cgroup.procs`` files (one per hierarchy) and the file counting OOM kills. None without a cgroup."""
+    cgroup = job.get("cgroup")
+    if not cgroup:
+        return None
+    procs = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in cgroup["procs"]]
+    return {"procs": procs, "events": os.open(cgroup["events"], os.O_RDONLY | os.O_CLOEXEC)}
+
+
+def _oom_kills(job):
+    """OOM kills the kernel made in the run's cgroup so far (0 without one)."""
+    fds = job.get("cgroup_fds")
+    if not fds:
+        return 0
+    for line in os.pread(fds["events"], 4096, 0).decode("ascii", "replace").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "oom_kill":
+            return int(fields[1])
+    return 0
+
+
 def _spawn(job, stdin_fd, stdout_fd, stderr_fd, channel_fd, body):
-    """Fork a runner with the given standard streams (and record channel), confine it, run ``body``."""
+    """Fork a runner with the given standard streams (and record channel), move it into the run's cgroup,
+    confine it, run ``body``. The runner waits until it is in the cgroup: no code of its own runs outside."""
     supervisor_pid = os.getpid()
     sys.stdout.flush()
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid:
+        os.close(go_r)
+        try:
+            for fd in job["cgroup_fds"]["procs"] if job.get("cgroup_fds") else ():
+                os.write(fd, str(pid).encode())
+        except OSError as error:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise SetupError(f"moving a runner into its cgroup failed: {error}") from None
+        finally:
+            os.close(go_w)  # the runner goes on (or, killed, nowhere)
         return pid
     exit_now = os._exit  # bound before model code, which could patch os._exit and fall back into our code
     try:
+        os.close(go_w)
+        os.read(go_r, 1)  # end of file once the supervisor has moved us
+        os.close(go_r)
         os.setpgid(0, 0)
         os.dup2(stdin_fd, 0)
         os.dup2(stdout_fd, 1)
@@ -452,13 +497,16 @@ def _sandbox_pids(runner_pid):
         return [runner_pid]
 
 
-def _tree_usage(runner_pid):
-    """(CPU seconds, bytes of memory) of the whole sandbox, from /proc.
+def _tree_usage(runner_pid, count_memory=True):
+    """(CPU seconds, bytes of memory) of the whole sandbox, from /proc; memory 0 unless ``count_memory``
+    (a run in a cgroup has its memory bounded by the kernel instead).
 
-    CPU: user + system time of every process and of the children it reaped. Memory: anonymous and
-    shared-memory pages of every process, memfd files held open (each once, mapped or not), System V
-    segments and /dev/shm of the run's own IPC namespace and filesystem. Pages shared by processes count
-    in each of them: an upper bound, which only hostile programs come near."""
+    CPU: user + system time of every process and of the children it reaped. Memory (the watchdog where no
+    cgroup can be had): anonymous and shared-memory pages of every process, memfd files held open (each
+    once, mapped or not), System V segments and /dev/shm of the run's own IPC namespace and filesystem.
+    Pages shared by processes count in each of them: an upper bound, which only hostile programs come near.
+    Memory the kernel holds for no process (pipe buffers, descriptors in flight, pages pinned by a pipe,
+    inodes kept by mappings) is not seen: only a cgroup counts it."""
     ticks = memory = 0
     memfds = {}
     for pid in _sandbox_pids(runner_pid):
@@ -466,6 +514,8 @@ def _tree_usage(runner_pid):
             with open(f"/proc/{pid}/stat", "rb") as handle:
                 fields = handle.read().rsplit(b")", 1)[1].split()
             ticks += sum(int(value) for value in fields[11:15])
+            if not count_memory:
+                continue
             with open(f"/proc/{pid}/status", "rb") as handle:
                 for line in handle:
                     if line.startswith((b"RssAnon:", b"RssShmem:")):
@@ -478,7 +528,7 @@ def _tree_usage(runner_pid):
         except (OSError, ValueError, IndexError):
             continue  # the process ended meanwhile
     memory += sum(memfds.values())
-    if os.getpid() == 1:
+    if os.getpid() == 1 and count_memory:
         try:
             with open("/proc/sysvipc/shm", "rb") as handle:
                 memory += sum(int(line.split()[14]) for line in handle.readlines()[1:])
@@ -495,13 +545,16 @@ def _supervise(job, pid, streams):
     Time: the sandbox is stopped once its processes together have used ``time_limit`` seconds of CPU, or
     after :func:`wall_limit` of wall clock. An endless loop, which gets a core to itself, so ends after
     about ``time_limit``, while a correct program on a machine busy with other work is not cut off for
-    waiting for a core. Memory: stopped once the whole sandbox holds more than ``memory_bytes`` (checked
-    every ``WATCH_POLL`` s, so it may overshoot by what it allocates in that time; each process also has
-    ``RLIMIT_AS``).
+    waiting for a core. Memory: in a cgroup, stopped at the kernel's first OOM kill in it (the kernel
+    keeps the run under ``memory_bytes``; an OOM kill takes one process, and the rest of the run stops
+    with it); else stopped once the watchdog counts more than ``memory_bytes`` in the whole sandbox
+    (checked every ``WATCH_POLL`` s, so it may overshoot by what it allocates in that time). Each process
+    also has ``RLIMIT_AS``.
 
-    Returns (event, wait_status, cpu_seconds, note) with event in {None, "timeout", "memory",
-    "output_limit"} and a note saying which limit stopped it. Every
-    process of the sandbox is dead when this returns.
+    Returns (event, wait_status, cpu_seconds, note, peak) with event in {None, "timeout", "memory",
+    "output_limit"}, a note saying which limit stopped it and ``peak`` the most memory the watchdog
+    counted (0 in a cgroup, whose own peak the caller reads). Every process of the sandbox is dead when
+    this returns.
     """
     started = time.monotonic()
     wall_deadline = started + wall_limit(job["time_limit"])
@@ -512,7 +565,9 @@ def _supervise(job, pid, streams):
     by_fd = {s.fd: s for s in streams}
     for fd in by_fd:
         poller.register(fd, select.POLLIN)
-    event, exited, note = None, False, ""
+    event, exited, note, peak = None, False, "", 0
+    in_cgroup = bool(job.get("cgroup_fds"))
+    oom_kills = _oom_kills(job)
 
     def read(fd):
         stream = by_fd[fd]
@@ -532,10 +587,14 @@ def _supervise(job, pid, streams):
             event, note = "timeout", f"stopped after {now - started:.1f} s of wall clock"
             break
         if now >= next_check:
-            cpu, memory = _tree_usage(pid)
+            cpu, memory = _tree_usage(pid, count_memory=not in_cgroup)
+            peak = max(peak, memory)
             if memory > job["memory_bytes"]:
                 event = "memory"
                 note = f"stopped holding {memory >> 20} MiB (limit {job['memory_bytes'] >> 20} MiB)"
+                break
+            if in_cgroup and _oom_kills(job) > oom_kills:
+                event, note = "memory", _OOM_NOTE.format(job["memory_bytes"] >> 20)
                 break
             if cpu >= job["time_limit"]:
                 counted = "all its processes" if os.getpid() == 1 else "the runner's own"
@@ -562,11 +621,13 @@ def _supervise(job, pid, streams):
             if fd in by_fd:
                 read(fd)
     _reap_orphans()
+    if event is None and in_cgroup and _oom_kills(job) > oom_kills:
+        event, note = "memory", _OOM_NOTE.format(job["memory_bytes"] >> 20)
     if event is None and any(s.size > s.cap for s in streams):
         event = "output_limit"
     if event == "output_limit":
         note = "stopped for writing more output than allowed"
-    return event, status, usage.ru_utime + usage.ru_stime, note
+    return event, status, usage.ru_utime + usage.ru_stime, note, peak
 
 
 def _reap_orphans():
@@ -749,7 +810,7 @@ def run_function_tests(job, code_obj):
         os.close(fd)
     channel = Stream(channel_r, CHANNEL_CAP, CHANNEL_CAP)
     output = Stream(output_r, DETAIL_CAP, job["output_limit"])
-    event, status, cpu, note = _supervise(job, pid, [channel, output])
+    event, status, cpu, note, peak = _supervise(job, pid, [channel, output])
     os.close(channel_r)
     os.close(output_r)
     records = _parse_records(channel.data, nonce)
@@ -796,7 +857,14 @@ def run_function_tests(job, code_obj):
     if note:
         detail = f"{note}\n{detail}"
     asserted = sorted(i for i, kind in outcome.items() if kind == "asserted")
-    return {"status": state, "values": values, "asserted": asserted, "total": total, "detail": detail}
+    return {
+        "status": state,
+        "values": values,
+        "asserted": asserted,
+        "total": total,
+        "detail": detail,
+        "peak": peak,
+    }
 
 
 def run_stdio_tests(job, code_obj):
@@ -804,7 +872,7 @@ def run_stdio_tests(job, code_obj):
     compares it with the expected output)."""
     inputs = job["stdin"]
     total, outputs = len(inputs), []
-    states, detail = [], ""
+    states, detail, peaks = [], "", []
     for index, text in enumerate(inputs):
         stdin_fd = os.memfd_create("stdin", 0)
         os.write(stdin_fd, text.encode("utf-8"))
@@ -816,7 +884,8 @@ def run_stdio_tests(job, code_obj):
             os.close(fd)
         out = Stream(out_r, job["output_limit"], job["output_limit"])
         err = Stream(err_r, DETAIL_CAP, job["output_limit"])
-        event, status, cpu, note = _supervise(job, pid, [out, err])
+        event, status, cpu, note, peak = _supervise(job, pid, [out, err])
+        peaks.append(peak)
         os.close(out_r)
         os.close(err_r)
         exit_kind = _exit_kind(job, status, cpu)
@@ -840,7 +909,8 @@ def run_stdio_tests(job, code_obj):
     worst = next(
         (s for s in ("timeout", "memory", "output_limit", "killed", "runtime_error") if s in states), "ok"
     )
-    return {"status": worst, "outputs": outputs, "total": total, "detail": detail}
+    peak = max(peaks, default=0)
+    return {"status": worst, "outputs": outputs, "total": total, "detail": detail, "peak": peak}
 
 
 def _emit(report):
@@ -855,6 +925,7 @@ def main():
         job = marshal.loads(handle.read())
     job["job_dir"] = job_dir
     try:
+        job["cgroup_fds"] = _open_cgroup(job)  # before the host's filesystem leaves our view
         if job["isolation"] != "none":
             _load_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
             owner = job["uid"] if job["uid"] is not None else 0
@@ -882,7 +953,11 @@ def main():
             "detail": f"{type(error).__name__}: {error}",
         }
     else:
-        result = (run_stdio_tests if job["stdin"] else run_function_tests)(job, code_obj)
+        try:
+            result = (run_stdio_tests if job["stdin"] else run_function_tests)(job, code_obj)
+        except SetupError as error:
+            _emit({"sandbox_error": str(error)})
+            return
     result["nonce"] = job["nonce"]
     result["detail"] = result["detail"][-DETAIL_CAP:]
     _emit(result)

@@ -8,7 +8,7 @@ from statistics import mean
 from gdpo.evaluation.health import TRUNCATED, health_record
 from gdpo.tasks.code.diagnostics import program_parses
 from gdpo.tasks.code.rewards import execute, extract_code, make_job
-from gdpo.tasks.code.sandbox import isolation_mode, sandbox_python
+from gdpo.tasks.code.sandbox import isolation_mode, limits_mode, sandbox_python
 from gdpo.tasks.code.sources import DataUnavailable
 
 METRICS = ("pass", "exceed", "bug")
@@ -108,6 +108,7 @@ def evaluate(request) -> dict:
             "time_limit": options["time_limit"],
             "max_tests": options["max_tests"],
             "sandbox": isolation_mode(),
+            "sandbox_limits": limits_mode(),
             "sandbox_python": sandbox_python()[0],
         },
     }

@@ -15,8 +15,9 @@ IPC                           private IPC namespace (``--ipc``): System V shared
                               of the run are invisible to the host, capped at 8 MiB (semaphores at 4096),
                               and die with it
 processes                     PID namespace whose init is the supervisor: when it ends, the kernel kills every
-                              process left in it; a random unprivileged uid per run with ``RLIMIT_NPROC``
-                              (enforced because that uid is not root) caps fork bombs
+                              process left in it; the run's cgroup's ``pids.max`` (see memory), and a random
+                              unprivileged uid per run with ``RLIMIT_NPROC`` (enforced because that uid is not
+                              root), cap fork bombs
 filesystem                    a private root (``pivot_root``, the host's root detached): read-only binds of
                               the interpreter, its standard library (``site-packages`` masked) and the
                               directories of its shared libraries,
@@ -31,10 +32,14 @@ time                          stopped once all processes of the sandbox together
                               children the kernel reaps would leave the count), or after 3 × ``time_limit``
                               + 1 s of wall clock when sleeping or starved; ``RLIMIT_CPU`` per process as
                               a backstop
-memory                        ``RLIMIT_AS`` per process, and a watchdog on the whole tree (every 20 ms):
-                              anonymous and shared pages of every process, memfd files held open, System V
-                              segments and /dev/shm; ``RLIMIT_FSIZE`` bounds each memfd and file,
-                              ``RLIMIT_MSGQUEUE`` POSIX queues
+memory                        a cgroup per run (:mod:`cgroups`, v2 or v1): the kernel charges the whole tree
+                              with every page it causes, kernel memory included (pipe and socket buffers,
+                              descriptors in flight, pinned pages, inodes), and OOM-kills it at
+                              ``memory_limit_mb``; where no cgroup can be had, a watchdog on the whole tree
+                              (every 20 ms): anonymous and shared pages of every process, memfd files held
+                              open, System V segments and /dev/shm, blind to what the kernel holds for no
+                              process. ``RLIMIT_AS`` per process; ``RLIMIT_FSIZE`` bounds each memfd and
+                              file, ``RLIMIT_MSGQUEUE`` POSIX queues
 output                        pipes read with a cap (overflow kills the run), ``RLIMIT_FSIZE`` for files
 environment                   only PATH, LANG, HOME and TMPDIR (both the run's directory); stdin is /dev/null
 signals                       other uid and PID namespace: the runner cannot signal or ptrace the supervisor
@@ -48,9 +53,12 @@ caps apply only if the kernel lets a user namespace set them), and ``none`` (no 
 separate uid when root, the audit hooks, and the watchdog on the runner alone — the host's filesystem
 (installed benchmark data and its canonical solutions included), unix sockets and IPC stay reachable:
 host unix sockets are refused by the audit hook only, which C code bypasses; other families by the seccomp
-filter). :func:`isolation_mode` falls back to ``none``,
-with a warning, when namespaces start but the private root cannot be made.
-The memory watchdog may overshoot by what a program allocates in 20 ms; no cgroup is used.
+filter). The mode is chosen by ``GDPO_SANDBOX_ISOLATION`` (:func:`isolation_mode`): a mode that cannot
+be had is an error naming the fix, never a silent fall to ``none``, which only the setting selects.
+What bounds memory and processes (:func:`limits_mode`, ``GDPO_SANDBOX_LIMITS``): ``cgroup-v2``,
+``cgroup-v1`` or, where neither can be made (with a warning), ``watchdog``, which may overshoot by what a
+program allocates in 20 ms and misses memory the kernel holds for no process. Every :class:`RunResult`
+records its isolation, its limits and its peak memory.
 
 Verdicts are decided here, outside the sandbox: the supervisor brings back the values the program
 returned (literal reprs) and the stdout it printed, and :func:`run` compares them with expected answers
@@ -62,6 +70,7 @@ rewards refuse them (:func:`gdpo.tasks.code.rewards.make_job`).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import marshal
 import os
@@ -71,16 +80,30 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from gdpo.tasks.code import cgroups
 from gdpo.tasks.code._supervisor import wall_limit
-from gdpo.tasks.code.comparison import output_matches, repr_matches
+from gdpo.tasks.code.comparison import passed_outputs, passed_values
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+#: Environment variable choosing the isolation mode: ``auto`` (default: ``root-namespaces`` as root,
+#: ``user-namespaces`` otherwise, an error if it cannot be had) or one of :data:`ISOLATION_MODES`;
+#: ``none`` is the only way to run without namespaces, and each result records the mode it ran in.
+ISOLATION_SETTING = "GDPO_SANDBOX_ISOLATION"
+ISOLATION_MODES = ("root-namespaces", "user-namespaces", "none")
+#: Environment variable choosing what bounds a run's memory and processes: ``auto`` (default: a cgroup
+#: of the first kind that works, else the watchdog, with a warning) or one of :data:`LIMITS_MODES`
+#: (a cgroup kind named here and not available is an error). Each result records the mode that bounded it.
+LIMITS_SETTING = "GDPO_SANDBOX_LIMITS"
+LIMITS_MODES = (*cgroups.KINDS, "watchdog")
+#: Seconds allowed for the probe of ``unshare`` (a slower one is an error, never a silent fallback).
+PROBE_TIMEOUT = 20
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "memory", "output_limit", "killed")
 #: Command-line tag on every sandbox process (runners are forks of the supervisor), for leak checks;
 #: followed by ``:<pid of the process that started it>``. Also the prefix of the runs' directories.
@@ -103,6 +126,7 @@ PRELOAD = (
 )
 _UID_BASE, _UID_SPAN = 1 << 30, 1 << 24  # far above the system's and the subordinate-uid ranges
 _issued_uids: collections.deque[int] = collections.deque(maxlen=1 << 16)  # this process's recent sandbox uids
+_probing = threading.RLock()  # run_many's first threads wait for one probe of the modes, not one each
 
 
 @dataclass(frozen=True)
@@ -122,8 +146,9 @@ class Job:
     stdin/stdout test, or for loading the program and all its function-call tests together (a runner that
     sleeps or waits is stopped after 3 × ``time_limit`` + 1 s of wall clock);
     ``memory_limit_mb`` (see the end); ``output_limit_bytes`` per stream; ``max_processes`` for the
-    sandbox uid (threads count). ``memory_limit_mb`` bounds each process's address space and the whole
-    sandbox's memory (see the module docstring).
+    run's cgroup and the sandbox uid (threads count). ``memory_limit_mb`` bounds each process's address
+    space and the whole sandbox's memory, kernel memory included where a cgroup can be had (see the module
+    docstring).
     """
 
     code: str
@@ -162,13 +187,19 @@ class Job:
 @dataclass(frozen=True)
 class RunResult:
     """Outcome of one :class:`Job`: ``passed`` of ``total`` tests, ``status`` (one of :data:`STATUSES`),
-    ``duration`` in seconds of wall clock, and ``detail`` (start of stderr or the error, for debugging)."""
+    ``duration`` in seconds of wall clock, ``detail`` (start of stderr or the error, for debugging), and how
+    it was held: ``isolation`` (one of :data:`ISOLATION_MODES`), ``limits`` (one of :data:`LIMITS_MODES`:
+    what bounded its memory and processes) and ``peak_memory_bytes`` (the run's cgroup's peak, kernel
+    memory included; under the watchdog the most it counted in its polls; None if unknown)."""
 
     passed: int
     total: int
     status: str
     duration: float
     detail: str = ""
+    isolation: str = ""
+    limits: str = ""
+    peak_memory_bytes: int | None = None
 
     @property
     def fraction_passed(self) -> float:
@@ -186,36 +217,147 @@ class RunResult:
         return self.status != "ok"
 
 
-def _probe(command: list[str]) -> bool:
+def _probe(command: list[str]) -> str | None:
+    """None if ``command`` succeeds within :data:`PROBE_TIMEOUT`, else why not."""
     try:
-        return (
-            subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=20).returncode == 0
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"`{' '.join(command)}` did not finish within {PROBE_TIMEOUT} s (a stuck or overloaded host)"
+    except OSError as error:
+        return f"`{' '.join(command)}` could not start: {error}"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip()[-300:]
+        return f"`{' '.join(command)}` failed with exit code {done.returncode}" + (f": {said}" * bool(said))
+    return None
 
 
-@functools.lru_cache(maxsize=1)
+_ISOLATION_FIXES = {
+    "root-namespaces": "install util-linux's unshare and run where mount, PID, network and IPC namespaces "
+    "are allowed (in a container: --privileged, or CAP_SYS_ADMIN with seccomp and AppArmor unconfined)",
+    "user-namespaces": "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, "
+    "kernel.unprivileged_userns_clone=1 on Debian kernels, kernel.apparmor_restrict_unprivileged_userns=0 "
+    "on Ubuntu ≥ 23.10) and install util-linux's unshare, or run as root",
+}
+
+
 def isolation_mode() -> str:
-    """``root-namespaces``, ``user-namespaces`` or ``none``: the strongest mode that works here (probed
-    once per process). A mode whose namespaces start but whose sandbox cannot be sealed (a kernel or
-    container that refuses the mounts, an architecture without a known ``pivot_root``) falls back to
-    ``none`` with a warning naming the reason, rather than failing every run."""
-    unshare, true = shutil.which("unshare"), shutil.which("true")
-    if not sys.platform.startswith("linux") or not unshare or not true:
+    """The isolation mode every run of this process uses (see :data:`ISOLATION_SETTING`), probed once per
+    setting. A mode that cannot be had (no ``unshare``, namespaces refused, a probe over
+    :data:`PROBE_TIMEOUT` s, a sandbox that cannot be sealed) raises ``RuntimeError`` naming the mode and
+    the fix; runs never fall back to a weaker mode unless ``GDPO_SANDBOX_ISOLATION=none`` says so."""
+    with _probing:
+        return _isolation_mode(os.environ.get(ISOLATION_SETTING, "auto"))
+
+
+@functools.lru_cache(maxsize=None)
+def _isolation_mode(setting: str) -> str:
+    if setting not in ("auto", *ISOLATION_MODES):
+        raise ValueError(f"{ISOLATION_SETTING}={setting!r}: use auto or one of {', '.join(ISOLATION_MODES)}.")
+    if setting == "none":
         return "none"
-    flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
-    if os.geteuid() == 0:
-        mode = "root-namespaces" if _probe([unshare, *flags, true]) else "none"
-    else:
-        mode = "user-namespaces" if _probe([unshare, "--user", "--map-root-user", *flags, true]) else "none"
-    if mode != "none":
-        try:
-            _run_in_mode(Job("", calls=(("1", ("1",)),)), mode)
-        except RuntimeError as error:
-            warnings.warn(f"The code sandbox falls back to isolation mode 'none': {error}", stacklevel=2)
-            return "none"
+    root = os.geteuid() == 0
+    mode = setting if setting != "auto" else ("root-namespaces" if root else "user-namespaces")
+    if mode == "root-namespaces" and not root:
+        raise ValueError(
+            f"{ISOLATION_SETTING}=root-namespaces needs root; use user-namespaces (or auto) as a normal user."
+        )
+    problem = _namespace_problem(mode)
+    if problem:
+        raise RuntimeError(
+            f"The code sandbox cannot isolate programs in mode {mode!r}: {problem}. Fix: "
+            f"{_ISOLATION_FIXES[mode]}; or set {ISOLATION_SETTING}=none to run model code without namespaces "
+            "(it can then read the host's files, benchmark answers included; the mode is recorded in every "
+            "result and in eval.json)."
+        )
     return mode
+
+
+def _namespace_problem(mode: str) -> str | None:
+    """Why ``mode`` does not work here, or None: ``unshare`` starts the namespaces and the supervisor seals
+    a real sandbox in them."""
+    unshare, true = shutil.which("unshare"), shutil.which("true")
+    if not sys.platform.startswith("linux"):
+        return f"namespaces need Linux, this is {sys.platform}"
+    if not unshare or not true:
+        return "no `unshare` (util-linux) on PATH"
+    flags = ["--net", "--pid", "--mount", "--ipc", "--fork", "--kill-child"]
+    user = ["--user", "--map-root-user"] if mode == "user-namespaces" else []
+    problem = _probe([unshare, *user, *flags, true])
+    if problem:
+        return problem
+    try:
+        result = _run_in_mode(Job("", calls=(("1", ("1",)),)), mode)
+    except RuntimeError as error:
+        return str(error)
+    if not result.all_passed:
+        return f"a trivial program did not pass in the sandbox ({result.status}: {result.detail[:300]})"
+    return None
+
+
+def limits_mode() -> str:
+    """What bounds the memory and processes of every run of this process (see :data:`LIMITS_SETTING`),
+    probed once per setting and isolation mode: the kind of cgroup, or ``watchdog``."""
+    return _place()[0]
+
+
+def _place() -> tuple[str, cgroups.Place | None]:
+    with _probing:
+        return _limits(os.environ.get(LIMITS_SETTING, "auto"), isolation_mode())
+
+
+def _cgroup_problem(place: cgroups.Place, isolation: str) -> str | None:
+    """Why run cgroups at ``place`` do not bound a run here, or None: a program that writes 96 MiB into
+    memfds (memory outside ``RLIMIT_AS`` and, unmapped, outside any process's pages) under a 64 MiB limit
+    must be stopped by the kernel's OOM kill, with the cgroup's peak near the limit."""
+    balloon = (
+        "import os\nheld = []\nfor _ in range(12):\n    fd = os.memfd_create('probe')\n"
+        "    os.write(fd, b'm' * (8 << 20))\n    held.append(fd)\n"
+    )
+    try:
+        result = _run_in_mode(Job(balloon, calls=(("1", ("1",)),), memory_limit_mb=64), isolation, place)
+    except (RuntimeError, OSError) as error:
+        return str(error)
+    peak = result.peak_memory_bytes  # None on a kernel that keeps no peak (cgroup v2 before Linux 5.19)
+    stopped = result.status == "memory" and "cgroup" in result.detail
+    if not stopped or not (32 << 20) <= (peak or 48 << 20) <= (72 << 20):
+        return (
+            f"a 96 MiB memfd balloon under a 64 MiB limit ended {result.status!r} with a peak of "
+            f"{peak if peak is None else peak >> 20} MiB ({result.detail[:200]!r})"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _limits(setting: str, isolation: str) -> tuple[str, cgroups.Place | None]:
+    if setting not in ("auto", *LIMITS_MODES):
+        raise ValueError(f"{LIMITS_SETTING}={setting!r}: use auto or one of {', '.join(LIMITS_MODES)}.")
+    if setting == "watchdog":
+        return "watchdog", None
+    problems = []
+    for kind in cgroups.KINDS if setting == "auto" else (setting,):
+        try:
+            place = cgroups.this_place(kind)
+        except (cgroups.CgroupUnavailable, OSError) as error:
+            problems.append(f"{kind}: {error}")
+            continue
+        cgroups.remove_stale(place)
+        problem = _cgroup_problem(place, isolation)
+        if problem is None:
+            return kind, place
+        problems.append(f"{kind} at {place.memory}: {problem}")
+    why = "; ".join(problems)
+    if setting != "auto":
+        raise RuntimeError(
+            f"The code sandbox cannot bound runs with {setting}: {why}. Set {LIMITS_SETTING}=auto to take "
+            "what this machine offers, or watchdog to bound memory by polling only."
+        )
+    warnings.warn(
+        f"The code sandbox bounds memory by polling only ({LIMITS_SETTING}=watchdog): no cgroup could be "
+        f"had ({why}). Memory the kernel holds for a program (pipe buffers, descriptors in flight, pages "
+        "pinned by pipes, inodes kept by mappings) then escapes the limit; results record limits='watchdog'.",
+        stacklevel=3,
+    )
+    return "watchdog", None
 
 
 def _readable_by_others(path: str) -> bool:
@@ -277,7 +419,15 @@ def _ipc_namespace() -> int | None:
         return None
 
 
-def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload: bool, nonce: str) -> None:
+def _write_job_files(
+    job: Job,
+    job_dir: str,
+    mode: str,
+    uid: int | None,
+    preload: bool,
+    nonce: str,
+    cgroup: cgroups.RunCgroup | None,
+) -> None:
     """The job as the supervisor reads it: the program and the test inputs, never an expected answer."""
     spec = {
         "code": job.code,
@@ -296,6 +446,7 @@ def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload
         "host_ipc_namespace": _ipc_namespace(),
         "uid": uid,
         "preload": [] if preload else list(PRELOAD),
+        "cgroup": {"procs": cgroup.procs, "events": cgroup.events} if cgroup else None,
     }
     fd = os.open(os.path.join(job_dir, "job.bin"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
@@ -303,20 +454,14 @@ def _write_job_files(job: Job, job_dir: str, mode: str, uid: int | None, preload
 
 
 def _count_passed(job: Job, report: dict) -> int:
-    """Tests passed, judged here from the data the sandbox brought back (values or outputs)."""
+    """Tests passed, judged here from the data the sandbox brought back (values or outputs), at a cost
+    bounded by the expected answers' size (:mod:`comparison`)."""
     if job.stdio:
         outputs = report.get("outputs")
-        outputs = outputs if isinstance(outputs, list) else []
-        return sum(
-            isinstance(actual, str) and output_matches(actual, expected)
-            for actual, (_, expected) in zip(outputs, job.stdio)
-        )
+        return passed_outputs(outputs if isinstance(outputs, list) else [], [out for _, out in job.stdio])
     values = report.get("values")
     values = values if isinstance(values, dict) else {}
-    passed = sum(
-        isinstance(values.get(index), str) and repr_matches(values[index], accepted)
-        for index, (_, accepted) in enumerate(job.calls)
-    )
+    passed = passed_values([values.get(index) for index in range(len(job.calls))], [a for _, a in job.calls])
     asserted = report.get("asserted")
     asserted = set(asserted) if isinstance(asserted, list) else set()
     return passed + len(asserted & set(range(len(job.calls), job.total)))
@@ -346,12 +491,14 @@ def run(job: Job) -> RunResult:
     """Run ``job`` in a fresh sandbox and wait for it; never raises for anything the program does.
 
     Raises ``RuntimeError`` if the sandbox itself cannot be set up (a broken sandbox must not score zero
-    silently) and ``ValueError`` for malformed tests.
+    silently; see :func:`isolation_mode` and :func:`limits_mode`) and ``ValueError`` for malformed tests.
     """
-    return _run_in_mode(job, isolation_mode())
+    mode = isolation_mode()
+    return _run_in_mode(job, mode, _place()[1])
 
 
-def _run_in_mode(job: Job, mode: str) -> RunResult:
+def _run_in_mode(job: Job, mode: str, place: cgroups.Place | None = None) -> RunResult:
+    """One run in isolation ``mode``, in a cgroup made at ``place`` (None: the watchdog bounds memory)."""
     _validate_tests(job)
     python, stdlib_readable = sandbox_python()
     uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else None
@@ -359,10 +506,19 @@ def _run_in_mode(job: Job, mode: str) -> RunResult:
         _issued_uids.append(uid)
     nonce = secrets.token_hex(16)
     start = time.monotonic()
+    try:
+        memory, processes = int(job.memory_limit_mb) << 20, int(job.max_processes)
+        cgroup = cgroups.RunCgroup(place, memory, processes) if place else None
+    except OSError as error:
+        raise RuntimeError(
+            f"The code sandbox could not make the run's cgroup ({place.kind} under {place.memory}): {error}. "
+            f"Set {LIMITS_SETTING}=watchdog to bound memory by polling only."
+        ) from None
+    held = {"isolation": mode, "limits": place.kind if place else "watchdog"}
     job_dir = tempfile.mkdtemp(prefix=f"{PROCESS_MARKER}-{os.getpid()}-")
     process = None
     try:
-        _write_job_files(job, job_dir, mode, uid, stdlib_readable, nonce)
+        _write_job_files(job, job_dir, mode, uid, stdlib_readable, nonce, cgroup)
         tests_budget = (wall_limit(job.time_limit) + 0.5) * (len(job.stdio) or 1)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": job_dir, "TMPDIR": job_dir}
         process = subprocess.Popen(
@@ -379,29 +535,51 @@ def _run_in_mode(job: Job, mode: str) -> RunResult:
         except subprocess.TimeoutExpired:
             _kill_group(process)
             process.communicate()
-            return RunResult(
-                0, job.total, "timeout", time.monotonic() - start, "the sandbox missed its deadline"
+            result = RunResult(
+                0, job.total, "timeout", time.monotonic() - start, "the sandbox missed its deadline", **held
             )
-        try:
-            report = marshal.loads(out) if out else {}
-        except (EOFError, ValueError, TypeError):
-            report = {}
-        if not isinstance(report, dict):
-            report = {}
-        if "sandbox_error" in report:
-            raise RuntimeError(f"The code sandbox could not be set up ({mode}): {report['sandbox_error']}")
-        if report.get("nonce") != nonce or report.get("status") not in STATUSES:
-            detail = err.decode("utf-8", "replace")[-2000:] or f"supervisor exited with {process.returncode}"
-            return RunResult(0, job.total, "killed", time.monotonic() - start, detail)
-        passed = _count_passed(job, report)
-        return RunResult(
-            passed, job.total, report["status"], time.monotonic() - start, report.get("detail", "")
-        )
+        else:
+            result = _result(job, out, err, process.returncode, nonce, start, held)
     finally:
         if process is not None and process.poll() is None:
             _kill_group(process)
             process.wait()
         shutil.rmtree(job_dir, ignore_errors=True)
+        if cgroup is not None:
+            peak = cgroup.peak()  # every process of the run has ended: nothing more is charged
+            if not cgroup.remove():
+                warnings.warn(f"A sandbox cgroup could not be removed: {cgroup.directories}", stacklevel=2)
+    if cgroup is not None:
+        result = dataclasses.replace(result, peak_memory_bytes=peak)
+    return result
+
+
+def _result(job: Job, out: bytes, err: bytes, code: int, nonce: str, start: float, held: dict) -> RunResult:
+    """The run's result from the supervisor's report (``out``), or a kill if it brought none."""
+    try:
+        report = marshal.loads(out) if out else {}
+    except (EOFError, ValueError, TypeError):
+        report = {}
+    if not isinstance(report, dict):
+        report = {}
+    if "sandbox_error" in report:
+        raise RuntimeError(
+            f"The code sandbox could not be set up ({held['isolation']}, {held['limits']}): "
+            f"{report['sandbox_error']}"
+        )
+    if report.get("nonce") != nonce or report.get("status") not in STATUSES:
+        detail = err.decode("utf-8", "replace")[-2000:] or f"supervisor exited with {code}"
+        return RunResult(0, job.total, "killed", time.monotonic() - start, detail, **held)
+    peak = report.get("peak")
+    return RunResult(
+        _count_passed(job, report),
+        job.total,
+        report["status"],
+        time.monotonic() - start,
+        report.get("detail", ""),
+        **held,
+        peak_memory_bytes=peak if isinstance(peak, int) and peak > 0 else None,
+    )
 
 
 def default_workers() -> int:
@@ -443,3 +621,10 @@ def sandbox_processes(owner: int | None = None) -> list[int]:
         if tagged:
             found.append(int(entry))
     return found
+
+
+def sandbox_cgroups(owner: int | None = None) -> list[str]:
+    """Run cgroups left on this machine (made by process ``owner``, or by anyone) where this process makes
+    its own; empty under the watchdog. For leak checks: each run removes its cgroup when it ends."""
+    place = _place()[1]
+    return cgroups.run_cgroups(place, owner) if place else []
