@@ -1175,6 +1175,22 @@ def test_a_forged_record_cannot_tie_up_the_caller():
     assert result.passed == 0 and time.process_time() - started < 1.5, result
 
 
+
+def test_a_forged_stdout_costs_the_caller_linear_time():
+    # 500 expected float tokens (2 kB); the program prints a 14,000-digit token ending in a letter, within the
+    # length bound: the float pattern's two digit runs once backtracked over every split (3 s of the caller's
+    # CPU here, growing with the square of the token), now once over the token
+    expected = " ".join(["2.5"] * 500) + "\n"
+    code = 'print("1" * 14000 + "x", *(["2.5"] * 499))\n'
+    started = time.process_time()
+    result = run(Job(code, stdio=(("", expected),), time_limit=2.0))
+    forged_cpu = time.process_time() - started
+    started = time.process_time()
+    honest = run(Job('print(*(["2.5"] * 500))\n', stdio=(("", expected),), time_limit=2.0))
+    honest_cpu = time.process_time() - started
+    assert result.passed == 0 and honest.all_passed, (result, honest)
+    assert forged_cpu < honest_cpu + 0.1, (forged_cpu, honest_cpu)
+
 # Every forger over all 164 problems: ~30 s on 2 cores, so it runs in CI with the default tests.
 @pytest.mark.parametrize("name", sorted(FORGERS))
 def test_forgers_score_nothing_on_all_of_humaneval(name):

@@ -567,6 +567,9 @@ def _supervise(job, pid, streams):
         poller.register(fd, select.POLLIN)
     event, exited, note, peak = None, False, "", 0
     in_cgroup = bool(job.get("cgroup_fds"))
+    # Without namespaces a program not run as root shares the caller's uid and sees /sys/fs/cgroup, so it can
+    # move itself out of a cgroup the caller owns: the watchdog keeps counting its memory then.
+    count_memory = not in_cgroup or job["isolation"] == "none"
     oom_kills = _oom_kills(job)
 
     def read(fd):
@@ -587,7 +590,7 @@ def _supervise(job, pid, streams):
             event, note = "timeout", f"stopped after {now - started:.1f} s of wall clock"
             break
         if now >= next_check:
-            cpu, memory = _tree_usage(pid, count_memory=not in_cgroup)
+            cpu, memory = _tree_usage(pid, count_memory=count_memory)
             peak = max(peak, memory)
             if memory > job["memory_bytes"]:
                 event = "memory"

@@ -46,7 +46,9 @@ RUN_EXTRA = 1024
 REL_TOL, ABS_TOL = 1e-6, 1e-9  # values
 OUTPUT_TOL = 1e-6  # stdout floats: relative, and absolute below 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# One way to split any number into its parts (the dot separates the digit runs): matching is linear in the
+# token's length. ``[0-9]+\.?[0-9]*`` backtracked over every split of a long run of digits, quadratically.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class _Set(list):

@@ -506,16 +506,18 @@ def _run_in_mode(job: Job, mode: str, place: cgroups.Place | None = None) -> Run
         _issued_uids.append(uid)
     nonce = secrets.token_hex(16)
     start = time.monotonic()
+    # The job directory first: a failure to make it then leaves no cgroup behind.
+    job_dir = tempfile.mkdtemp(prefix=f"{PROCESS_MARKER}-{os.getpid()}-")
     try:
         memory, processes = int(job.memory_limit_mb) << 20, int(job.max_processes)
         cgroup = cgroups.RunCgroup(place, memory, processes) if place else None
     except OSError as error:
+        shutil.rmtree(job_dir, ignore_errors=True)
         raise RuntimeError(
             f"The code sandbox could not make the run's cgroup ({place.kind} under {place.memory}): {error}. "
             f"Set {LIMITS_SETTING}=watchdog to bound memory by polling only."
         ) from None
     held = {"isolation": mode, "limits": place.kind if place else "watchdog"}
-    job_dir = tempfile.mkdtemp(prefix=f"{PROCESS_MARKER}-{os.getpid()}-")
     process = None
     try:
         _write_job_files(job, job_dir, mode, uid, stdlib_readable, nonce, cgroup)
