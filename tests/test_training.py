@@ -300,7 +300,7 @@ def test_plan_runs_covers_each_tasks_methods_and_seeds():
                        "tools": {"family": "tool_calling", "model": "Qwen/Qwen2.5-1.5B-Instruct",
                                  "methods": ["grpo", "gdpo"]}}
     runs = plan_runs(config)
-    assert len(runs) == 4 * 2 + 2 * 2
+    assert len(runs) == 5 * 2 + 2 * 2
     assert {(r["method"], r["seed"]) for r in runs if r["task"] == "tools"} == {
         ("grpo", 0), ("grpo", 1), ("gdpo", 0), ("gdpo", 1)}
 

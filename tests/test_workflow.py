@@ -92,8 +92,8 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert table1.loc[0, "Multi"].startswith("not run: ") and table1.loc[0, "Multi"].endswith("(0.12)")
     assert table1.loc[1, "Live"].endswith("(50.63)") and "no run" not in table1.loc[1, "Live"]
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
-    # arithmetic: 4 methods x 2 seeds; three families: 2 methods x 2 seeds; math_conditioned: 2 methods, 1 seed.
-    assert len(steps) == 4 * 2 * 4 + 3 * 2 * 2 * 4 + 2 * 4 and "rewards/correct/mean" in steps.columns
+    # arithmetic: 5 methods x 2 seeds; three families: 2 methods x 2 seeds; math_conditioned: 2 methods, 1 seed.
+    assert len(steps) == 5 * 2 * 4 + 3 * 2 * 2 * 4 + 2 * 4 and "rewards/correct/mean" in steps.columns
     # The ledger's smoke rows come from the verdict rules over these summaries.
     smoke_rows = full[full["scale"] == "smoke"].set_index("claim_id")
     assert list(smoke_rows.index) == [f"C{i}" for i in range(3, 12)]
