@@ -90,7 +90,7 @@ def main() -> None:
         if args.save_reference:
             Path(args.save_reference).parent.mkdir(parents=True, exist_ok=True)
             Path(args.save_reference).write_text(json.dumps(
-                {"settings": settings, "cpu": cpu, "metrics": metrics}, indent=1), encoding="utf-8")
+                {"settings": settings, "cpu": cpu, "metrics": metrics[0]}, indent=1), encoding="utf-8")
             print(f"wrote {args.save_reference}")
         if args.reference:
             reference = json.loads(Path(args.reference).read_text(encoding="utf-8"))
