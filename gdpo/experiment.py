@@ -71,8 +71,9 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                    (done_evals if r["method"] == BASE_METHOD else done_runs & done_evals)]
         if not pending:
             continue
-        if spent_hours(evidence_dir) >= budget_hours:
-            print(f"Budget of {budget_hours:g} h spent ({spent_hours(evidence_dir):.2f} h in {TIMELINE}); "
+        spent = spent_hours(evidence_dir)
+        if spent >= budget_hours:
+            print(f"Budget of {budget_hours:g} h spent ({spent:.2f} h in {TIMELINE}); "
                   f"stopping before seed {batch[0]['seed']}: {len(pending)} planned runs of it not run.", flush=True)
             return 3
         targets = [str(run_key_dir(f"results/{scale}/runs", r["task"], r["method"], r["seed"]) / "eval.json")

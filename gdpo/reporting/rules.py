@@ -25,7 +25,6 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, NOT_JUDGED, run_health
 from gdpo.reporting.contract import (
@@ -886,6 +885,7 @@ def _divergence_measures_text(evidence: Evidence, task: str) -> str:
     fall of correctness from its peak and of the log growth of the max length, paired by seed, mean and 95 %
     t-interval; empty where the curves are too short or fewer than 2 seeds pair."""
     from gdpo.reporting import curves
+    from gdpo.reporting.stats import mean_ci
 
     try:
         table = curves.divergence_measure_table(evidence.steps, task, methods=("grpo", "gdpo"))
@@ -897,10 +897,8 @@ def _divergence_measures_text(evidence: Evidence, task: str) -> str:
         by_seed = table.pivot(index="seed", columns="method", values=measure).dropna()
         if len(by_seed) < 2:
             return ""
-        difference = (by_seed["grpo"] - by_seed["gdpo"]).to_numpy()
-        half = stats.t.ppf(0.975, len(difference) - 1) * difference.std(ddof=1) / math.sqrt(len(difference))
-        texts.append(f"{label} GRPO − GDPO {difference.mean():+.3f} [{difference.mean() - half:+.3f}, "
-                     f"{difference.mean() + half:+.3f}]")
+        mean, low, high = mean_ci((by_seed["grpo"] - by_seed["gdpo"]).to_numpy())
+        texts.append(f"{label} GRPO − GDPO {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
     return f"; continuous measures over {len(by_seed)} paired seeds (reported, not decided on): " + ", ".join(texts)
 
 

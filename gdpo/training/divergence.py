@@ -16,6 +16,11 @@ def _centred_mean(values: np.ndarray, window: int) -> np.ndarray:
     return (cumulative[ends] - cumulative[starts]) / (ends - starts)
 
 
+def default_window(steps: int) -> int:
+    """Steps of the centred mean both curves are smoothed with: ``max(3, steps // 25)``."""
+    return max(3, steps // 25)
+
+
 def detect_divergence(
     steps: Sequence[int],
     correctness: Sequence[float],
@@ -60,7 +65,7 @@ def detect_divergence(
     keep = ~(np.isnan(correct) | np.isnan(length))
     steps_array, correct, length = steps_array[keep], correct[keep], length[keep]
     n = len(correct)
-    window = window or max(3, n // 25)
+    window = window or default_window(n)
     min_duration = min_duration or max(3, n // 10)
     if n < min_duration + 2:
         return None
@@ -109,7 +114,7 @@ def divergence_measures(correctness: Sequence[float], max_length: Sequence[float
     final = max(3, int(np.ceil(FINAL_FRACTION * len(correct))))
     if len(correct) < 2 * final:
         raise ValueError(f"a curve of {len(correct)} steps is too short for the divergence measures (need {2 * final}).")
-    window = window or max(3, len(correct) // 25)
+    window = window or default_window(len(correct))
     smoothed_correct, smoothed_length = _centred_mean(correct, window), _centred_mean(length, window)
     before_final = smoothed_correct[:-final]
     # the last step at the peak (a tolerance, since the running sums round a plateau unevenly)
