@@ -9,14 +9,19 @@ skipped, so the driver resumes where the last machine stopped. A crashed run is 
 call's next attempt and, if it fails again, the driver stops with the error (the note reports every rerun).
 
 The budget counts the wall time of the batches in ``timeline.jsonl`` (committed beside the evidence): no new
-batch starts once it is spent; the batch under way finishes.
+batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
+session ends) still counts: while it runs, ``running.json`` says when it started and when it was last alive
+(rewritten every minute, committed every half hour), and the next start of the driver records that span in the
+timeline as a stopped attempt before it goes on.
 """
 
 from __future__ import annotations
 
+import calendar
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +29,7 @@ from gdpo.evaluation.run import BASE_METHOD, plan_evaluations
 from gdpo.evidence import committed, run_key_dir, save_evidence
 
 TIMELINE = "timeline.jsonl"
+RUNNING = "running.json"
 
 
 def experiment_batches(config: dict) -> list[list[dict]]:
@@ -57,6 +63,68 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _seconds(stamp: str) -> float:
+    return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+class Heartbeat:
+    """``running.json`` of the batch under way: its timeline entry so far and the last time the driver was alive,
+    rewritten every ``every`` seconds and committed every ``commit_every`` seconds (when ``commit``), so that a
+    stop of the machine loses at most that much of the budget's count."""
+
+    def __init__(self, repo: Path, evidence_dir: Path, entry: dict, commit: bool, every: float = 60.0,
+                 commit_every: float = 1800.0) -> None:
+        self.repo, self.path, self.entry, self.commit = repo, evidence_dir / RUNNING, entry, commit
+        self.every, self.commit_every = every, commit_every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _write(self, commit: bool) -> None:
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps({**self.entry, "alive": _now()}) + "\n", encoding="utf-8")
+        partial.replace(self.path)  # atomic: a reader never sees half a file
+        if commit and self.commit:
+            _git(self.repo, "add", "--", str(self.path.relative_to(self.repo)))
+            _git(self.repo, "commit", "-m", f"cpu-evidence heartbeat: seed {self.entry['seed']} running since "
+                 f"{self.entry['start']}", "--", str(self.path.relative_to(self.repo)))
+
+    def _beat(self) -> None:
+        last_commit = time.time()
+        while not self._stop.wait(self.every):
+            due = time.time() - last_commit >= self.commit_every
+            self._write(commit=due)
+            last_commit = time.time() if due else last_commit
+
+    def __enter__(self) -> Heartbeat:
+        self._write(commit=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.path.unlink(missing_ok=True)
+
+
+def record_stopped_attempt(evidence_dir: Path) -> dict | None:
+    """If ``running.json`` is left by a driver that was stopped, append its span (start to last alive) to the
+    timeline as a stopped attempt, remove the file and return the entry; else None."""
+    path = evidence_dir / RUNNING
+    if not path.exists():
+        return None
+    running = json.loads(path.read_text(encoding="utf-8"))
+    alive = running.pop("alive")
+    entry = {**running, "seconds": round(_seconds(alive) - _seconds(running["start"]), 1), "exit_code": "stopped"}
+    with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    path.unlink()
+    return entry
+
+
 def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int = 2, budget_hours: float = 12.0,
                    commit: bool = True, attempts: int = 2, snakemake_args: tuple[str, ...] = ()) -> int:
     """Run the experiment's batches in order from the repository ``repo`` (the pre-registered worktree); see
@@ -65,6 +133,13 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
     repo = Path(repo).resolve()
     scale, evidence_dir = config["scale"], repo / config["evidence_dir"]
     evidence_dir.mkdir(parents=True, exist_ok=True)
+    stopped = record_stopped_attempt(evidence_dir)
+    if stopped is not None:
+        print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h.", flush=True)
+        if commit:
+            _git(repo, "add", "-A", "--", str(evidence_dir.relative_to(repo)))
+            _git(repo, "commit", "-m", f"{scale} timeline: seed {stopped['seed']}, attempt {stopped['attempt']} "
+                 f"stopped after {stopped['seconds'] / 3600:.2f} h")
     for batch in experiment_batches(config):
         done_runs, done_evals = committed(evidence_dir, trained=True), committed(evidence_dir, trained=False)
         pending = [r for r in batch if (r["task"], r["method"], r["seed"]) not in
@@ -80,13 +155,13 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                    for r in pending]
         for attempt in range(1, attempts + 1):
             started = time.time()
-            process = subprocess.run(
-                [sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile", configfile,
-                 "--cores", str(cores), *snakemake_args, *targets], cwd=repo, check=False)
             entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
-                     "commit": _head(repo),
-                     "attempt": attempt, "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-                     "seconds": round(time.time() - started, 1), "exit_code": process.returncode}
+                     "commit": _head(repo), "attempt": attempt, "start": _now()}
+            with Heartbeat(repo, evidence_dir, entry, commit):
+                process = subprocess.run(
+                    [sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
+                     configfile, "--cores", str(cores), *snakemake_args, *targets], cwd=repo, check=False)
+            entry = {**entry, "seconds": round(time.time() - started, 1), "exit_code": process.returncode}
             with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
             saved = []
@@ -98,8 +173,8 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                 except ValueError:
                     continue  # not finished: retried below or reported by the exit code
             if commit:
-                _git(repo, "add", "--", *[str(p.relative_to(repo)) for p in saved],
-                     str((evidence_dir / TIMELINE).relative_to(repo)))
+                # the whole evidence directory: the saved runs, the timeline and running.json's removal
+                _git(repo, "add", "-A", "--", str(evidence_dir.relative_to(repo)))
                 _git(repo, "commit", "-m", f"{scale} evidence: seed {entry['seed']}, attempt {attempt}, "
                      f"{len(saved)} files ({', '.join(entry['runs'])})")
             if process.returncode == 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,28 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
         command, 0 if command[0] == "git" else 7, stdout=""))
     config["tasks"]["math"]["seeds"] = [0, 1]
     assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 7
+
+
+def test_a_stopped_batch_counts_against_the_budget_from_its_heartbeat(tmp_path, monkeypatch, capsys):
+    from gdpo.experiment import RUNNING, Heartbeat
+
+    config = {**cpu_evidence_config(), "evidence_dir": "evidence"}
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    entry = {"seed": 0, "runs": ["math/grpo"], "commit": "abc123", "attempt": 1, "start": "2026-11-24T20:00:00Z"}
+    (evidence / RUNNING).write_text(json.dumps({**entry, "alive": "2026-11-24T22:30:00Z"}))
+    monkeypatch.setattr(subprocess, "run", lambda command, cwd, check, **kwargs: subprocess.CompletedProcess(
+        command, 0 if command[0] == "git" else 1, stdout=""))
+    # a budget of 2 h is spent by the stopped attempt alone: no batch starts
+    assert run_experiment(config, "cfg.yaml", tmp_path, budget_hours=2.0, commit=False) == 3
+    timeline = [json.loads(line) for line in (evidence / TIMELINE).read_text().splitlines()]
+    assert timeline == [{**entry, "seconds": 9000.0, "exit_code": "stopped"}]
+    assert not (evidence / RUNNING).exists() and spent_hours(evidence) == 2.5
+    assert "stopped attempt of seed 0: 2.50 h" in capsys.readouterr().out
+
+    # while a batch runs, its heartbeat file exists and is refreshed; it is gone when the batch ends
+    with Heartbeat(tmp_path, evidence, entry, commit=False, every=0.01):
+        time.sleep(0.05)
+        running = json.loads((evidence / RUNNING).read_text())
+        assert running["start"] == entry["start"] and running["alive"] >= entry["start"]
+    assert not (evidence / RUNNING).exists()
