@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gdpo.advantages import available_conventions, available_methods
+from gdpo.methods import available_conventions, available_methods
 
 RULES = ("all", "fraction")
 SCALES = ("binary", "graded", "ranged")
