@@ -25,20 +25,20 @@ import threading
 import time
 from pathlib import Path
 
-from gdpo.evaluation.run import BASE_METHOD, plan_evaluations
-from gdpo.evidence import committed, run_key_dir, save_evidence
+from gdpo.evidence import committed, save_evidence
+from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 
 TIMELINE = "timeline.jsonl"
 RUNNING = "running.json"
 
 
-def experiment_batches(config: dict) -> list[list[dict]]:
-    """The config's evaluations (:func:`gdpo.evaluation.run.plan_evaluations`: trained runs and base models)
+def experiment_batches(config: dict) -> list[list[RunKey]]:
+    """The config's evaluations (:func:`gdpo.plan.plan_evaluations`: trained runs and base models)
     grouped by seed, ascending; within a batch, tasks and methods in config order, base models last."""
-    by_seed: dict[int, list[dict]] = {}
+    by_seed: dict[int, list[RunKey]] = {}
     for evaluation in plan_evaluations(config):
-        by_seed.setdefault(evaluation["seed"], []).append(evaluation)
-    return [sorted(runs, key=lambda r: r["method"] == BASE_METHOD) for _, runs in sorted(by_seed.items())]
+        by_seed.setdefault(evaluation.seed, []).append(evaluation)
+    return [sorted(runs, key=lambda r: r.method == BASE_METHOD) for _, runs in sorted(by_seed.items())]
 
 
 def read_timeline(evidence_dir: Path) -> list[dict]:
@@ -142,20 +142,19 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                  f"stopped after {stopped['seconds'] / 3600:.2f} h")
     for batch in experiment_batches(config):
         done_runs, done_evals = committed(evidence_dir, trained=True), committed(evidence_dir, trained=False)
-        pending = [r for r in batch if (r["task"], r["method"], r["seed"]) not in
-                   (done_evals if r["method"] == BASE_METHOD else done_runs & done_evals)]
+        pending = [r for r in batch if (r.task, r.method, r.seed) not in
+                   (done_evals if r.method == BASE_METHOD else done_runs & done_evals)]
         if not pending:
             continue
         spent = spent_hours(evidence_dir)
         if spent >= budget_hours:
             print(f"Budget of {budget_hours:g} h spent ({spent:.2f} h in {TIMELINE}); "
-                  f"stopping before seed {batch[0]['seed']}: {len(pending)} planned runs of it not run.", flush=True)
+                  f"stopping before seed {batch[0].seed}: {len(pending)} planned runs of it not run.", flush=True)
             return 3
-        targets = [str(run_key_dir(f"results/{scale}/runs", r["task"], r["method"], r["seed"]) / "eval.json")
-                   for r in pending]
+        targets = [str(r.path() / EVAL_FILE) for r in pending]
         for attempt in range(1, attempts + 1):
             started = time.time()
-            entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
+            entry = {"seed": batch[0].seed, "runs": [f"{r.task}/{r.method}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now()}
             with Heartbeat(repo, evidence_dir, entry, commit):
                 process = subprocess.run(
@@ -166,10 +165,10 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                 handle.write(json.dumps(entry) + "\n")
             saved = []
             for run in pending:
-                run_dir = repo / run_key_dir(f"results/{scale}/runs", run["task"], run["method"], run["seed"])
-                dest = run_key_dir(evidence_dir, run["task"], run["method"], run["seed"])
+                run_dir = repo / run.path()
+                dest = run.under(evidence_dir).path()
                 try:
-                    saved += save_evidence(run_dir, dest, trained=run["method"] != BASE_METHOD)
+                    saved += save_evidence(run_dir, dest, trained=run.method != BASE_METHOD)
                 except ValueError:
                     continue  # not finished: retried below or reported by the exit code
             if commit:

@@ -7,8 +7,8 @@ module docstring defines them and explains each convention).
 - :class:`MethodSpec` — a method's name, one-line description, whether GDPO's batch step follows it, and the
   GRPO method a per-reward method falls back to; :func:`declare_method`, :func:`available_methods`,
   :func:`get_method`. A new estimator registered with :func:`gdpo.advantages.register_estimator` is declared
-  here too; to make it nameable in a config (planned without torch), declare it in this module and implement it
-  in :mod:`gdpo.advantages` with ``_implements``.
+  here too; to make it nameable in a config (planned without torch), declare it in this module and
+  implement it in :mod:`gdpo.advantages` with ``_implements``.
 - :class:`Convention` — the numeric details of one peer implementation; :func:`register_convention`,
   :func:`available_conventions`, :func:`get_convention`, and the registered conventions.
 """
@@ -245,7 +245,8 @@ _METHODS: dict[str, MethodSpec] = {}
 def declare_method(spec: MethodSpec) -> MethodSpec:
     """Add a method by name; a name can be declared once."""
     if spec.name in _METHODS:
-        raise ValueError(f"An advantage estimator named {spec.name!r} is already registered; choose another name.")
+        raise ValueError(f"An advantage estimator named {spec.name!r} is already registered; choose another "
+                         "name.")
     _METHODS[spec.name] = spec
     return spec
 
@@ -269,6 +270,7 @@ declare_method(MethodSpec("grpo", "GRPO on the weighted reward sum: (r − group
 declare_method(MethodSpec("grpo_nostd", "GRPO without std scaling (Dr.GRPO): r − group mean"))
 declare_method(MethodSpec("gdpo", "GDPO: per-reward group normalisation, weighted sum, batch whitening",
                           batch_step=True, grpo_counterpart="grpo"))
-declare_method(MethodSpec("gdpo_nobn", "GDPO without the batch step (App. A ablation)", grpo_counterpart="grpo"))
+declare_method(MethodSpec("gdpo_nobn", "GDPO without the batch step (App. A ablation)",
+                          grpo_counterpart="grpo"))
 declare_method(MethodSpec("gdpo_nostd", "GDPO without the per-reward std: centring per reward, weighted sum, "
                                         "batch whitening", batch_step=True, grpo_counterpart="grpo_nostd"))
