@@ -1,6 +1,6 @@
 """The multi-process trainer on CPU: the real ``python -m gdpo train`` under ``accelerate launch`` with 2 processes.
 
-The launch is the one a config's ``launch:`` section produces (:func:`gdpo.training.run.launcher_command`), with
+The launch is the one a config's ``launch:`` section produces (:func:`gdpo.plan.launcher_command`), with
 the paper's accelerate config (DeepSpeed ZeRO-3 on 8 GPUs) replaced by ``envs/accelerate/cpu_multiprocess.yaml``
 (2 processes on CPU, gloo). The run is the smoke arithmetic task on the tiny model, with the rollout engine and
 prompt packing off (the paper configs use neither; the engine is single-process only) and bf16 off (CPU).
