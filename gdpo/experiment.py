@@ -5,8 +5,9 @@ Order: seed by seed, ascending (the first seed's batch also evaluates the base m
 point leaves every method with the same seeds. Each batch is one Snakemake call for the evaluations of that
 seed's runs (Snakemake trains what they need, two jobs at once on two cores); then every run of the batch that
 finished is saved (:func:`gdpo.evidence.save_evidence`) and committed with the timeline. Committed runs are
-skipped, so the driver resumes where the last machine stopped. A crashed run is retried once in the same
-call's next attempt and, if it fails again, the driver stops with the error (the note reports every rerun).
+skipped, so the driver resumes where the last machine stopped. A crashed batch is retried once; after a second
+failure (counted over every start of the driver, from the timeline) its unfinished runs are left as failed and
+the next seed goes on (the note reports every rerun).
 
 The budget counts the wall time of the batches in ``timeline.jsonl`` (committed beside the evidence): no new
 batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
@@ -128,11 +129,14 @@ def record_stopped_attempt(evidence_dir: Path) -> dict | None:
 def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int = 2, budget_hours: float = 12.0,
                    commit: bool = True, attempts: int = 2, snakemake_args: tuple[str, ...] = ()) -> int:
     """Run the experiment's batches in order from the repository ``repo`` (the pre-registered worktree); see
-    the module docstring. Returns 0 when every planned run is committed, 3 when the budget stopped it, and
-    Snakemake's exit code when a batch failed ``attempts`` times."""
+    the module docstring. A batch gets ``attempts`` tries in total over every start of the driver (stops of the
+    machine not counted); one that fails them all is left and the next seed goes on. Returns 0 when every
+    planned run is committed, 3 when the budget stopped it, else the exit code of the last batch that failed
+    ``attempts`` times."""
     repo = Path(repo).resolve()
     scale, evidence_dir = config["scale"], repo / config["evidence_dir"]
     evidence_dir.mkdir(parents=True, exist_ok=True)
+    failure = 0
     stopped = record_stopped_attempt(evidence_dir)
     if stopped is not None:
         print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h.", flush=True)
@@ -153,7 +157,15 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
             return 3
         targets = [str(run_key_dir(f"results/{scale}/runs", r["task"], r["method"], r["seed"]) / "eval.json")
                    for r in pending]
-        for attempt in range(1, attempts + 1):
+        failed_before = [e for e in read_timeline(evidence_dir)
+                         if e["seed"] == batch[0]["seed"] and e["exit_code"] not in (0, "stopped")]
+        if len(failed_before) >= attempts:
+            # at most `attempts` in total, over every start of the driver: no run is tried until it succeeds
+            print(f"Seed {batch[0]['seed']} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
+                  "are reported as failed, not tried again.", flush=True)
+            failure = failed_before[-1]["exit_code"]
+            continue
+        for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()
             entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now()}
@@ -180,5 +192,5 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
             if process.returncode == 0:
                 break
         else:
-            return process.returncode
-    return 0
+            failure = process.returncode
+    return failure

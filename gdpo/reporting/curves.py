@@ -177,7 +177,7 @@ def divergence_measure_table(steps: pd.DataFrame, task: str, correctness_metric:
     """C5's continuous measures of every seed (:func:`gdpo.training.divergence.divergence_measures`).
 
     Returns:
-        Columns ``method, seed, correctness_fall, length_growth, n_steps``.
+        Columns ``method, seed, correctness_fall, length_growth, peak_max_length, n_steps``.
     """
     correctness = per_seed_curves(steps, task, correctness_metric, methods)
     length = per_seed_curves(steps, task, length_metric, methods)
@@ -186,8 +186,10 @@ def divergence_measure_table(steps: pd.DataFrame, task: str, correctness_metric:
     for (method, seed), run in joined.groupby(["method", "seed"]):
         measures = divergence_measures(run["value_correct"].to_numpy(), run["value_length"].to_numpy())
         records.append({"method": method, "seed": seed, "correctness_fall": measures["correctness_fall"],
-                        "length_growth": measures["length_growth"], "n_steps": len(run)})
-    return pd.DataFrame(records, columns=["method", "seed", "correctness_fall", "length_growth", "n_steps"])
+                        "length_growth": measures["length_growth"], "peak_max_length": measures["peak_max_length"],
+                        "n_steps": len(run)})
+    return pd.DataFrame(records, columns=["method", "seed", "correctness_fall", "length_growth", "peak_max_length",
+                                          "n_steps"])
 
 
 def seeds_note(scale: str, seed_counts: dict[str, int]) -> str:

@@ -32,6 +32,7 @@ from gdpo.reporting.contract import (
     PARITY_MARGIN, REPRODUCED, SMALLER, UNDERPOWERED, Criterion, Interval, Verdict, binomial_variance, combine,
     paired_interval, paper_effect, rate_difference_interval, rate_interval,
 )
+from gdpo.training.divergence import LENGTH_RISE
 
 # --------------------------------------------------------------------------------------------------
 # Per-seed samples
@@ -855,7 +856,9 @@ def _paper_setup(claim_id: str) -> str:
 def rule_c5(evidence: Evidence) -> Verdict:
     """C5 (Fig. 5): per seed, whether the run diverges (:func:`gdpo.reporting.curves.divergence_steps`:
     correctness falls for good while the max length climbs); :func:`decide_events` on GRPO's rate minus
-    GDPO's. Needs ≥ 400 steps: the paper's GRPO diverged near step 400.
+    GDPO's. Needs ≥ 400 steps: the paper's GRPO diverged near step 400. A run whose smoothed max length at its
+    correctness peak is above the completion cap / 1.2 cannot show the event, so any such run leaves C5
+    ``underpowered`` (:func:`_runs_at_the_cap`).
 
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds, ≤ 0.038 at any seed count;
     power 0.14 at paper-math (3 seeds; GRPO diverging in 55 % of runs, GDPO in 5 %), 80 % needs 12 seeds;
@@ -877,7 +880,30 @@ def rule_c5(evidence: Evidence) -> Verdict:
         return Verdict("", comparison, NOT_RUN, f"{evidence.steps_path} lacks grpo or gdpo runs of {task}")
     measured = (f"diverged: GRPO {int(diverged['grpo'].sum())}/{len(diverged['grpo'])} seeds, GDPO "
                 f"{int(diverged['gdpo'].sum())}/{len(diverged['gdpo'])}") + _divergence_measures_text(evidence, task)
-    return _events_verdict(evidence, "C5", task, ("grpo", "gdpo"), diverged, comparison, measured)
+    verdict = _events_verdict(evidence, "C5", task, ("grpo", "gdpo"), diverged, comparison, measured)
+    capped = _runs_at_the_cap(evidence, task)
+    if capped and verdict.verdict != UNDERPOWERED:
+        return dataclasses.replace(verdict, verdict=UNDERPOWERED, measured_value=(
+            f"{verdict.measured_value} — not decided: {capped} could not show the event (longest responses already "
+            f"within ×{1 + LENGTH_RISE:g} of the completion cap at the correctness peak); needs a higher cap"))
+    return verdict
+
+
+def _runs_at_the_cap(evidence: Evidence, task: str) -> str:
+    """The GRPO/GDPO runs whose smoothed max length at their correctness peak exceeds cap / (1 + LENGTH_RISE),
+    as ``"grpo seed 0, gdpo seed 2"`` (empty when none, or when the cap or the curves are not known): for them
+    the divergence's length rise is impossible, so not seeing it says nothing."""
+    from gdpo.reporting import curves
+
+    cap = (evidence.runs.get(task) or {}).get("max_completion_length")
+    if not cap:
+        return ""
+    try:
+        table = curves.divergence_measure_table(evidence.steps, task, methods=("grpo", "gdpo"))
+    except ValueError:
+        return ""
+    over = table[table["peak_max_length"] > cap / (1 + LENGTH_RISE)]
+    return ", ".join(f"{row.method} seed {row.seed}" for row in over.itertuples())
 
 
 def _divergence_measures_text(evidence: Evidence, task: str) -> str:

@@ -16,6 +16,10 @@ def _centred_mean(values: np.ndarray, window: int) -> np.ndarray:
     return (cumulative[ends] - cumulative[starts]) / (ends - starts)
 
 
+#: How much the smoothed max length must rise over its value at the correctness peak for a divergence (× 1.2).
+LENGTH_RISE = 0.2
+
+
 def default_window(steps: int) -> int:
     """Steps of the centred mean both curves are smoothed with: ``max(3, steps // 25)``."""
     return max(3, steps // 25)
@@ -29,7 +33,7 @@ def detect_divergence(
     relative_drop: float = 0.1,
     min_drop: float = 0.02,
     min_duration: int | None = None,
-    length_rise: float = 0.2,
+    length_rise: float = LENGTH_RISE,
 ) -> int | None:
     """The step at which a run diverges, or None.
 
@@ -100,6 +104,8 @@ def divergence_measures(correctness: Sequence[float], max_length: Sequence[float
       when the peak is not positive (nothing to fall from).
     - ``length_growth``: log of the mean raw max length over that final window divided by the smoothed max
       length at the peak step: 0 when the longest responses end as long as at the peak, log 2 when they doubled.
+    - ``peak_max_length``: that smoothed max length at the peak step (tokens): above cap / (1 + LENGTH_RISE)
+      the run's longest responses cannot rise enough for a divergence.
 
     Args:
         correctness: (T,) mean correctness reward per step.
@@ -122,4 +128,5 @@ def divergence_measures(correctness: Sequence[float], max_length: Sequence[float
     peak = smoothed_correct[peak_index]
     fall = (peak - correct[-final:].mean()) / peak if peak > 0 else float("nan")
     growth = float(np.log(length[-final:].mean() / smoothed_length[peak_index]))
-    return {"correctness_fall": float(fall), "length_growth": growth, "peak_step_index": peak_index}
+    return {"correctness_fall": float(fall), "length_growth": growth, "peak_step_index": peak_index,
+            "peak_max_length": float(smoothed_length[peak_index])}

@@ -20,6 +20,7 @@ process runs :func:`train`; only the main process writes the files above. With t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -161,7 +162,8 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dic
 
 def describe_runs(config: dict) -> dict[str, dict]:
     """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
-    "max_steps": int, "prompts_per_batch": int}`` (prompts in one optimisation batch: per-device batch ×
+    "max_steps": int, "prompts_per_batch": int, "max_completion_length": int}`` (prompts in one optimisation
+    batch: per-device batch ×
     gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
     where the config sets none)."""
     processes = int((config.get("launch") or {}).get("num_processes", 1))
@@ -171,7 +173,8 @@ def describe_runs(config: dict) -> dict[str, dict]:
         completions = (trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
                        * processes)
         described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
-                           "prompts_per_batch": completions // trl_args.get("num_generations", 8)}
+                           "prompts_per_batch": completions // trl_args.get("num_generations", 8),
+                           "max_completion_length": trl_args.get("max_completion_length", 256)}
     return described
 
 
@@ -227,6 +230,23 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
         "kernel_flags": [flag for flag in KERNEL_FLAGS if flag in flags],
         "torch_capability": torch.backends.cpu.get_cpu_capability(),
     }
+
+
+def weights_digest(model_dir: str | Path) -> str | None:
+    """SHA-256 over a model directory's weight files (``*.safetensors``, ``*.bin``, by name), to tell which start
+    model a run trained from (the tool-calling warm-up is rebuilt on each machine and is not committed); None
+    when the directory has none."""
+    files = sorted(p for pattern in ("*.safetensors", "*.bin") for p in Path(model_dir).glob(pattern)
+                   if p.name != "training_args.bin")
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def environment_record() -> dict:
@@ -464,7 +484,8 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
                     "num_processes": accelerator.num_processes}
         (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
-        (run_dir / "env.json").write_text(json.dumps(environment_record(), indent=2), encoding="utf-8")
+        env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)}}
+        (run_dir / "env.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
         shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
         shutil.rmtree(work_dir)  # checkpoints only serve resuming; the final model is in run_dir/model
