@@ -27,8 +27,16 @@ WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, 
                    "seed": 1000, "bf16": False, "gradient_accumulation_steps": 1, "freeze_embeddings": False}
 
 
+#: Data options that choose the RL training's item mix, not the warm-up's.
+RL_ONLY_OPTIONS = ("decline_share",)
+
+
 def resolve_warmup_settings(config: dict, task: str) -> dict | None:
-    """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block."""
+    """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block.
+
+    The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
+    the data's natural mix (tool calling: items that expect a call and items that expect none), whatever
+    share of each the RL training then draws."""
     spec = (config.get("tasks") or {})[task]
     if not spec.get("warmup"):
         return None
@@ -37,7 +45,7 @@ def resolve_warmup_settings(config: dict, task: str) -> dict | None:
     return {
         "task": task,
         "family": spec["family"],
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
         **WARMUP_DEFAULTS,
         **spec["warmup"],
     }
