@@ -179,7 +179,7 @@ def test_curve_claims_null_through_the_detector_at_the_paper_configs_length(clai
     assert rates.get(REPRODUCED, 0.0) <= 0.05, rates
     # And the detector does see the events it is fed: with GRPO collapsing on every seed the rule reproduces.
     rng = np.random.default_rng(1)
-    from gdpo.training.divergence import detect_divergence
+    from gdpo.curve_events import detect_divergence
 
     caught = [detect_divergence(np.arange(steps), *calibration.synthetic_run(steps, rng, collapse=True)) is not None
               for _ in range(50)]

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from gdpo.curve_events import detect_divergence, fails_to_converge
 from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting import rules
 from gdpo.reporting.contract import (
@@ -294,9 +295,7 @@ def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: flo
                ) -> dict[str, float]:
     """Share of each verdict of C5 or C10 over ``replicates`` pairs of methods whose runs come from one
     process (each run collapses, C5, or stalls, C10, with probability ``rate``), through the detector the
-    rule uses (:func:`gdpo.training.divergence.detect_divergence`; :func:`gdpo.reporting.rules.fails_to_converge`)."""
-    from gdpo.training.divergence import detect_divergence
-
+    rule uses (:func:`gdpo.curve_events.detect_divergence`; :func:`gdpo.curve_events.fails_to_converge`)."""
     rng = np.random.default_rng(seed)
     minimum = CLAIMS_BY_ID[claim_id].minimum
     if minimum.shortfall(seeds, steps=steps):
@@ -313,7 +312,7 @@ def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: flo
                 if claim_id == "C5":
                     method_events.append(detect_divergence(np.arange(steps), correctness, length) is not None)
                 else:
-                    method_events.append(rules.fails_to_converge(correctness))
+                    method_events.append(fails_to_converge(correctness))
             events.append(method_events)
         outcome = rules.decide_events(claim_id, events[0], events[1])[0]
         counts[outcome] = counts.get(outcome, 0) + 1

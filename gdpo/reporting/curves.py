@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator
 
 from gdpo.reporting.figures import METHOD_COLORS, METHOD_LABELS, save_figure
 from gdpo.reporting.stats import mean_ci
-from gdpo.training.divergence import detect_divergence, divergence_measures
+from gdpo.curve_events import detect_divergence, divergence_measures
 
 CORRECTNESS = "rewards/correct/mean"
 PASS_RATE = "rewards/pass/mean"
@@ -151,7 +151,7 @@ def median_iqr(steps: pd.DataFrame, task: str, metric: str,
 
 def divergence_steps(steps: pd.DataFrame, task: str, correctness_metric: str = CORRECTNESS,
                      length_metric: str = MAX_LENGTH, methods: Sequence[str] | None = None) -> pd.DataFrame:
-    """Divergence step of every seed (:func:`gdpo.training.divergence.detect_divergence`, default settings).
+    """Divergence step of every seed (:func:`gdpo.curve_events.detect_divergence`, default settings).
 
     Detected per seed rather than on the median curve: seeds that collapse at different steps give a median
     whose fall is smeared out (or hidden), and the claims ledger counts divergence per seed too.
@@ -174,7 +174,7 @@ def divergence_steps(steps: pd.DataFrame, task: str, correctness_metric: str = C
 
 def divergence_measure_table(steps: pd.DataFrame, task: str, correctness_metric: str = CORRECTNESS,
                              length_metric: str = MAX_LENGTH, methods: Sequence[str] | None = None) -> pd.DataFrame:
-    """C5's continuous measures of every seed (:func:`gdpo.training.divergence.divergence_measures`).
+    """C5's continuous measures of every seed (:func:`gdpo.curve_events.divergence_measures`).
 
     Returns:
         Columns ``method, seed, correctness_fall, length_growth, n_steps``.

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from gdpo.curve_events import fails_to_converge, final_window
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, NOT_JUDGED, run_health
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, LEVEL, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN,
@@ -301,35 +302,6 @@ def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bo
     a, b = np.asarray(events_a, dtype=bool), np.asarray(events_b, dtype=bool)
     interval = rate_difference_interval(int(a.sum()), a.size, int(b.sum()), b.size, level)
     return Criterion("better", +1, EVENT_EFFECTS[claim_id]).decide(interval), interval
-
-
-# --------------------------------------------------------------------------------------------------
-# Failure to converge (C10): one definition for every scale
-# --------------------------------------------------------------------------------------------------
-
-#: Share of a run's steps in its initial and final windows (at least 3 steps each).
-WINDOW_FRACTION = 0.1
-
-
-#: Steps averaged into a run's starting level.
-START_STEPS = 3
-
-
-def fails_to_converge(curve: Sequence[float]) -> bool:
-    """A run fails to converge when the mean of its correctness-type reward over the last 10 % of its steps
-    (at least 3) is not above its starting level (the mean of its first 3 steps, before learning has moved it)
-    by more than two standard errors of that difference (each window's step-to-step spread): "it did not
-    learn", not "it learned slowly" nor "it learned fast". A run that starts at its ceiling has nothing to
-    converge to and counts as not converging; methods compared start from the same model, so both alike."""
-    values = np.asarray(curve, dtype=float)
-    values = values[~np.isnan(values)]
-    window = max(3, math.ceil(WINDOW_FRACTION * len(values)))
-    if len(values) < START_STEPS + window:
-        raise ValueError(f"a curve of {len(values)} steps is too short to judge convergence "
-                         f"(need {START_STEPS + window})")
-    first, last = values[:START_STEPS], values[-window:]
-    error = math.sqrt(first.var(ddof=1) / len(first) + last.var(ddof=1) / len(last))
-    return not last.mean() - first.mean() > 2 * max(error, 1e-9)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1186,8 +1158,6 @@ def _tally(outcomes: Mapping[str, str]) -> str:
 
 def _sim_initial_sample(per_seed: pd.DataFrame, study: str, variant: str, method: str, reward: str) -> Sample:
     """Success at step 0 (percent) of one (variant, method, reward) over seeds; items: one step's completions."""
-    from gdpo.sim.study import final_window
-
     rows = per_seed[(per_seed["study"] == study) & (per_seed["variant"] == variant) & (per_seed["method"] == method)
                     & (per_seed["reward"] == reward)].sort_values("seed")
     values = 100 * rows["initial_success"].to_numpy(dtype=float)
