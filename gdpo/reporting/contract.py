@@ -50,8 +50,9 @@ true, by simulating the whole data-generating process through the rule itself
 **One contract per claim** (:data:`CLAIMS`): the statement, the metric(s) and their direction, the paper's
 effect in the metric's unit (computed from :mod:`gdpo.reporting.paper_numbers`, never typed twice), the
 unit of replication (the training seed) and the minimum evidence. The rules that apply the contract are in
-:mod:`gdpo.reporting.rules`; the ledger files are written by :mod:`gdpo.reporting.ledger`; the calibration
-(null, power and paper-number replicates) is in :mod:`gdpo.reporting.calibration`.
+:mod:`gdpo.reporting.verdicts` (a registry, one module per scale); the ledger files are written by
+:mod:`gdpo.reporting.ledger`; the calibration (null, power and paper-number replicates) is in
+:mod:`gdpo.reporting.calibration`.
 """
 
 from __future__ import annotations
