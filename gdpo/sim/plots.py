@@ -9,7 +9,7 @@ import pandas as pd
 
 from gdpo.methods import method_color, method_label
 from gdpo.plotting import save_figure  # sets the Agg backend
-from gdpo.sim.summary import per_seed_outcomes
+from gdpo.sim.summary import per_seed_outcomes, wilson_interval
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is set)
 
@@ -146,8 +146,6 @@ def _sequence_cells(df: pd.DataFrame, variants: list, rewards: list, methods: li
     """A sequence study with many cells, one row per cell: each reward's final success (median and IQR over
     seeds, per method; grey bar: the success at step 0, mean over seeds) and, when the study counts a per-seed
     outcome, its rate per method with the 95 % Wilson interval."""
-    from gdpo.sim.summary import wilson_interval
-
     seeds = per_seed_outcomes(df)
     initial = df[df["step"] == 0].groupby(["variant", "reward"], sort=False)["success"].mean()
     counts = _outcome_counts(df) if "outcome" in df else pd.DataFrame()
