@@ -4,7 +4,7 @@ math design (500 steps, 8 rollouts per step), by simulation.
 Each simulated run's correctness per step is the mean of 8 Bernoulli rewards on a rising logistic curve
 (0.3 to 0.5); its max completion length wanders 10 % around 60 tokens under the 128-token cap. A GRPO run under
 the effect falls from a random step between 60 % and 80 % of the run: correctness × (1 − fall), max length ×
-growth; GDPO runs do not. Per run, :func:`gdpo.training.divergence.divergence_measures`; per seed, GRPO − GDPO;
+growth; GDPO runs do not. Per run, :func:`gdpo.curve_events.divergence_measures`; per seed, GRPO − GDPO;
 both measures' paired t-intervals at the Bonferroni level over the two (97.5 %) must lie above 0 and reach δ
 (the divergence detector's own thresholds: a 10 % fall, a 1.2 × length, log 0.18), the contract's
 *reproduced*. Prints the share reproduced per (fall, growth) and seed count, and the measures' spread over
@@ -21,7 +21,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from gdpo.training.divergence import divergence_measures
+from gdpo.curve_events import divergence_measures
 
 STEPS, ROLLOUTS, CAP = 500, 8, 128
 DELTAS = {"correctness_fall": 0.10, "length_growth": math.log(1.2)}

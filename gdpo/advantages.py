@@ -2,7 +2,8 @@
 
 Every part of the suite (the TRL trainer subclass, the policy-gradient bench, the exact collapse
 analysis) calls :func:`compute_advantages`; a new estimator is added in one place with
-:func:`register_estimator`.
+:func:`register_estimator`. The built-in ones are registered under the members of :class:`gdpo.methods.Method`,
+which also say how figures show them.
 
 Shapes used throughout: ``B`` rollouts in the batch, grouped contiguously in ``P = B / G`` groups of
 ``G = num_generations`` rollouts of the same prompt (TRL's layout), ``n`` reward functions.
@@ -71,6 +72,8 @@ from typing import Literal
 
 import numpy as np
 import torch
+
+from gdpo.methods import Method
 
 __all__ = [
     "AdvantageInputs",
@@ -484,6 +487,7 @@ def register_estimator(
         def grpo_max(inputs):
             ...
     """
+    name = str(name)  # a Method member is stored as its plain name
 
     def decorate(function: Estimator) -> Estimator:
         if name in _ESTIMATORS:
@@ -493,7 +497,7 @@ def register_estimator(
                 "choose another name."
             )
         _ESTIMATORS[name] = EstimatorSpec(name, function, description or (function.__doc__ or "").strip(),
-                                          batch_step, grpo_counterpart)
+                                          batch_step, None if grpo_counterpart is None else str(grpo_counterpart))
         return function
 
     return decorate
@@ -533,13 +537,13 @@ def resolve_estimator(method: str, convention: str | Convention, num_rewards: in
     )
 
 
-@register_estimator("grpo", description="GRPO on the weighted reward sum: (r − group mean) / group std")
+@register_estimator(Method.GRPO, description="GRPO on the weighted reward sum: (r − group mean) / group std")
 def _grpo(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=True).squeeze(1)
 
 
-@register_estimator("grpo_nostd", description="GRPO without std scaling (Dr.GRPO): r − group mean")
+@register_estimator(Method.GRPO_NOSTD, description="GRPO without std scaling (Dr.GRPO): r − group mean")
 def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=False).squeeze(1)
@@ -556,19 +560,19 @@ def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True) -> torch.Tensor:
     return torch.where(summed.abs() <= rounding_bound, torch.zeros_like(summed), summed)
 
 
-@register_estimator("gdpo", description="GDPO: per-reward group normalisation, weighted sum, batch whitening",
-                    batch_step=True, grpo_counterpart="grpo")
+@register_estimator(Method.GDPO, description="GDPO: per-reward group normalisation, weighted sum, batch whitening",
+                    batch_step=True, grpo_counterpart=Method.GRPO)
 def _gdpo(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@register_estimator("gdpo_nobn", description="GDPO without the batch step (App. A ablation)",
-                    grpo_counterpart="grpo")
+@register_estimator(Method.GDPO_NOBN, description="GDPO without the batch step (App. A ablation)",
+                    grpo_counterpart=Method.GRPO)
 def _gdpo_nobn(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@register_estimator("gdpo_nostd", batch_step=True, grpo_counterpart="grpo_nostd",
+@register_estimator(Method.GDPO_NOSTD, batch_step=True, grpo_counterpart=Method.GRPO_NOSTD,
                     description="GDPO without the per-reward std: centring per reward, weighted sum, "
                                 "batch whitening")
 def _gdpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from gdpo.tasks import DATA_OPTION_KEYS, get_family
-from gdpo.training.divergence import detect_divergence
+from gdpo.curve_events import detect_divergence
 from gdpo.training.rewards import guard_reward_function
 
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
