@@ -22,7 +22,7 @@ from pathlib import Path
 from gdpo.config import load_config
 from gdpo.reporting import calibration
 from gdpo.reporting.aggregate import gather_evals
-from gdpo.reporting.rules import Evidence
+from gdpo.reporting.verdicts.model_evidence import Evidence
 
 TASK = "tool_calling"
 

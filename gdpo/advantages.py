@@ -2,7 +2,8 @@
 
 Every part of the suite (the TRL trainer subclass, the policy-gradient bench, the exact collapse
 analysis) calls :func:`compute_advantages`; a new estimator is added in one place with
-:func:`register_estimator`.
+:func:`register_estimator`. The built-in ones are registered under the members of :class:`gdpo.methods.Method`,
+which also say how figures show them.
 
 Shapes used throughout: ``B`` rollouts in the batch, grouped contiguously in ``P = B / G`` groups of
 ``G = num_generations`` rollouts of the same prompt (TRL's layout), ``n`` reward functions.
@@ -75,6 +76,7 @@ import torch
 # re-exported because this module is the estimators' public entry point.
 from gdpo.methods import (
     Convention,
+    Method,
     MethodSpec,
     available_conventions,
     declare_method,
@@ -333,6 +335,7 @@ def register_estimator(
         def grpo_max(inputs):
             ...
     """
+    name = str(name)  # a Method member is stored as its plain name
 
     def decorate(function: Estimator) -> Estimator:
         _refuse_duplicate(name)
@@ -343,7 +346,7 @@ def register_estimator(
     return decorate
 
 
-def _implements(name: str) -> Callable[[Estimator], Estimator]:
+def _implements(name: Method) -> Callable[[Estimator], Estimator]:
     """Decorator giving the method ``name`` declared in :mod:`gdpo.methods` its function."""
 
     def decorate(function: Estimator) -> Estimator:
@@ -387,13 +390,13 @@ def resolve_estimator(method: str, convention: str | Convention, num_rewards: in
     )
 
 
-@_implements("grpo")
+@_implements(Method.GRPO)
 def _grpo(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=True).squeeze(1)
 
 
-@_implements("grpo_nostd")
+@_implements(Method.GRPO_NOSTD)
 def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=False).squeeze(1)
@@ -410,17 +413,17 @@ def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True) -> torch.Tensor:
     return torch.where(summed.abs() <= rounding_bound, torch.zeros_like(summed), summed)
 
 
-@_implements("gdpo")
+@_implements(Method.GDPO)
 def _gdpo(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@_implements("gdpo_nobn")
+@_implements(Method.GDPO_NOBN)
 def _gdpo_nobn(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@_implements("gdpo_nostd")
+@_implements(Method.GDPO_NOSTD)
 def _gdpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs, scale=False)
 

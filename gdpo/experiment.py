@@ -5,8 +5,9 @@ Order: seed by seed, ascending (the first seed's batch also evaluates the base m
 point leaves every method with the same seeds. Each batch is one Snakemake call for the evaluations of that
 seed's runs (Snakemake trains what they need, two jobs at once on two cores); then every run of the batch that
 finished is saved (:func:`gdpo.evidence.save_evidence`) and committed with the timeline. Committed runs are
-skipped, so the driver resumes where the last machine stopped. A crashed run is retried once in the same
-call's next attempt and, if it fails again, the driver stops with the error (the note reports every rerun).
+skipped, so the driver resumes where the last machine stopped. A crashed batch is retried once; after a second
+failure (counted over every start of the driver, from the timeline) its unfinished runs are left as failed and
+the next seed goes on (the note reports every rerun).
 
 The budget counts the wall time of the batches in ``timeline.jsonl`` (committed beside the evidence): no new
 batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gdpo.evidence import committed, save_evidence
@@ -74,11 +76,14 @@ def _seconds(stamp: str) -> float:
 class Heartbeat:
     """``running.json`` of the batch under way: its timeline entry so far and the last time the driver was alive,
     rewritten every ``every`` seconds and committed every ``commit_every`` seconds (when ``commit``), so that a
-    stop of the machine loses at most that much of the budget's count."""
+    stop of the machine loses at most that much of the budget's count. On each beat ``save_finished`` saves the
+    runs of the batch that finished since the last one; they are committed at once (a batch lasts hours, a
+    finished run's evidence should not wait for it)."""
 
     def __init__(self, repo: Path, evidence_dir: Path, entry: dict, commit: bool, every: float = 60.0,
-                 commit_every: float = 1800.0) -> None:
-        self.repo, self.path, self.entry, self.commit = repo, evidence_dir / RUNNING, entry, commit
+                 commit_every: float = 1800.0, save_finished: Callable[[], list[str]] | None = None) -> None:
+        self.repo, self.evidence_dir, self.path = repo, evidence_dir, evidence_dir / RUNNING
+        self.entry, self.commit, self.save_finished = entry, commit, save_finished
         self.every, self.commit_every = every, commit_every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
@@ -97,6 +102,11 @@ class Heartbeat:
         while not self._stop.wait(self.every):
             due = time.time() - last_commit >= self.commit_every
             self._write(commit=due)
+            finished = self.save_finished() if self.save_finished else []
+            if finished and self.commit:
+                _git(self.repo, "add", "-A", "--", str(self.evidence_dir.relative_to(self.repo)))
+                _git(self.repo, "commit", "-m", f"cpu-evidence evidence: {', '.join(finished)} finished (seed "
+                     f"{self.entry['seed']}, attempt {self.entry['attempt']})")
             last_commit = time.time() if due else last_commit
 
     def __enter__(self) -> Heartbeat:
@@ -108,6 +118,33 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
         self.path.unlink(missing_ok=True)
+
+
+class FinishedRuns:
+    """Saves the batch's runs whose evaluation exists (:func:`gdpo.evidence.save_evidence`), each once; called
+    on every heartbeat and after the batch. ``saved`` lists the files saved so far."""
+
+    def __init__(self, repo: Path, scale: str, evidence_dir: Path, runs: list[RunKey]) -> None:
+        self.repo, self.scale, self.evidence_dir, self.runs = repo, scale, evidence_dir, runs
+        self.done: set[tuple[str, str, int]] = set()
+        self.saved: list[Path] = []
+
+    def __call__(self) -> list[str]:
+        """Save what finished since the last call; returns those runs as ``"task/method seed k"``."""
+        finished = []
+        for run in self.runs:
+            key = (run.task, run.method, run.seed)
+            run_dir = self.repo / run.path()
+            if key in self.done or not (run_dir / EVAL_FILE).exists():
+                continue
+            try:
+                self.saved += save_evidence(run_dir, run.under(self.evidence_dir).path(),
+                                            trained=run.method != BASE_METHOD)
+            except ValueError:
+                continue  # not finished: saved on a later call, or reported by the exit code
+            self.done.add(key)
+            finished.append(f"{run.task}/{run.method} seed {run.seed}")
+        return finished
 
 
 def record_stopped_attempt(evidence_dir: Path) -> dict | None:
@@ -126,13 +163,17 @@ def record_stopped_attempt(evidence_dir: Path) -> dict | None:
 
 
 def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int = 2, budget_hours: float = 12.0,
-                   commit: bool = True, attempts: int = 2, snakemake_args: tuple[str, ...] = ()) -> int:
+                   commit: bool = True, attempts: int = 2, snakemake_args: tuple[str, ...] = (),
+                   heartbeat_seconds: float = 60.0) -> int:
     """Run the experiment's batches in order from the repository ``repo`` (the pre-registered worktree); see
-    the module docstring. Returns 0 when every planned run is committed, 3 when the budget stopped it, and
-    Snakemake's exit code when a batch failed ``attempts`` times."""
+    the module docstring. A batch gets ``attempts`` tries in total over every start of the driver (stops of the
+    machine not counted); one that fails them all is left and the next seed goes on. Returns 0 when every
+    planned run is committed, 3 when the budget stopped it, else the exit code of the last batch that failed
+    ``attempts`` times."""
     repo = Path(repo).resolve()
     scale, evidence_dir = config["scale"], repo / config["evidence_dir"]
     evidence_dir.mkdir(parents=True, exist_ok=True)
+    failure = 0
     stopped = record_stopped_attempt(evidence_dir)
     if stopped is not None:
         print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h.", flush=True)
@@ -152,25 +193,28 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                   f"stopping before seed {batch[0].seed}: {len(pending)} planned runs of it not run.", flush=True)
             return 3
         targets = [str(r.path() / EVAL_FILE) for r in pending]
-        for attempt in range(1, attempts + 1):
+        failed_before = [e for e in read_timeline(evidence_dir)
+                         if e["seed"] == batch[0].seed and e["exit_code"] not in (0, "stopped")]
+        if len(failed_before) >= attempts:
+            # at most `attempts` in total, over every start of the driver: no run is tried until it succeeds
+            print(f"Seed {batch[0].seed} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
+                  "are reported as failed, not tried again.", flush=True)
+            failure = failed_before[-1]["exit_code"]
+            continue
+        for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()
             entry = {"seed": batch[0].seed, "runs": [f"{r.task}/{r.method}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now()}
-            with Heartbeat(repo, evidence_dir, entry, commit):
+            finished_runs = FinishedRuns(repo, scale, evidence_dir, pending)
+            with Heartbeat(repo, evidence_dir, entry, commit, every=heartbeat_seconds, save_finished=finished_runs):
                 process = subprocess.run(
                     [sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
                      configfile, "--cores", str(cores), *snakemake_args, *targets], cwd=repo, check=False)
             entry = {**entry, "seconds": round(time.time() - started, 1), "exit_code": process.returncode}
             with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
-            saved = []
-            for run in pending:
-                run_dir = repo / run.path()
-                dest = run.under(evidence_dir).path()
-                try:
-                    saved += save_evidence(run_dir, dest, trained=run.method != BASE_METHOD)
-                except ValueError:
-                    continue  # not finished: retried below or reported by the exit code
+            finished_runs()
+            saved = finished_runs.saved
             if commit:
                 # the whole evidence directory: the saved runs, the timeline and running.json's removal
                 _git(repo, "add", "-A", "--", str(evidence_dir.relative_to(repo)))
@@ -179,5 +223,5 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
             if process.returncode == 0:
                 break
         else:
-            return process.returncode
-    return 0
+            failure = process.returncode
+    return failure

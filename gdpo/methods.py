@@ -1,9 +1,13 @@
-"""Advantage methods and numeric conventions by name, without torch: what a config may name.
+"""The advantage methods and numeric conventions by name, without torch: what a config may name, and how
+every figure shows a method.
 
-The config schema, the run settings (:mod:`gdpo.plan`) and the bench's study files check names here, so that
-planning a workflow never imports torch; :mod:`gdpo.advantages` computes every method declared here (its
-module docstring defines them and explains each convention).
+It imports nothing of the package and nothing heavy, so planning (:mod:`gdpo.plan`, the config schema, the
+bench's study files), the reporting layer's figures and the bench's all read it without importing torch or
+each other; :mod:`gdpo.advantages` computes every method declared here (its module docstring defines them
+and explains each convention).
 
+- :class:`Method` names the built-in estimators and gives each its figure label (the paper's name) and
+  colour, in the paper's order.
 - :class:`MethodSpec` — a method's name, one-line description, whether GDPO's batch step follows it, and the
   GRPO method a per-reward method falls back to; :func:`declare_method`, :func:`available_methods`,
   :func:`get_method`. A new estimator registered with :func:`gdpo.advantages.register_estimator` is declared
@@ -17,18 +21,76 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
+from enum import StrEnum
 from typing import Literal
 
 __all__ = [
     "Convention",
+    "Method",
     "MethodSpec",
     "available_conventions",
     "available_methods",
+    "builtin",
     "declare_method",
     "get_convention",
     "get_method",
+    "method_color",
+    "method_label",
+    "paper_order",
     "register_convention",
 ]
+
+
+# --------------------------------------------------------------------------------------------------
+# The built-in methods and their figure style
+# --------------------------------------------------------------------------------------------------
+
+
+class Method(StrEnum):
+    """A built-in advantage method; its value is the registry's name (``Method.GDPO == "gdpo"``)."""
+
+    GRPO = "grpo", "GRPO", "#1f77b4"
+    GRPO_NOSTD = "grpo_nostd", "GRPO w/o std", "#7f7f7f"
+    GDPO = "gdpo", "GDPO", "#d62728"
+    GDPO_NOBN = "gdpo_nobn", "GDPO w/o batch norm", "#ff7f0e"
+    GDPO_NOSTD = "gdpo_nostd", "GDPO w/o std", "#9467bd"
+
+    label: str
+    color: str
+
+    def __new__(cls, name: str, label: str, color: str) -> Method:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.label = label
+        member.color = color
+        return member
+
+
+def builtin(method: str) -> Method | None:
+    """The :class:`Method` named ``method``, or None for a method registered elsewhere."""
+    try:
+        return Method(method)
+    except ValueError:
+        return None
+
+
+def method_label(method: str) -> str:
+    """A method's figure label; a method registered elsewhere shows its name."""
+    member = builtin(method)
+    return member.label if member else str(method)
+
+
+def method_color(method: str) -> str | None:
+    """A method's figure colour, or None for a method registered elsewhere (the figure picks one)."""
+    member = builtin(method)
+    return member.color if member else None
+
+
+def paper_order(methods: Iterable[str]) -> list[str]:
+    """``methods`` with the paper's in the paper's order first, then any other alphabetically."""
+    present = set(methods)
+    return [m.value for m in Method if m.value in present] + sorted(present - {m.value for m in Method})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -212,7 +274,7 @@ register_convention(
 
 
 # --------------------------------------------------------------------------------------------------
-# Advantage methods
+# Advantage methods by name
 # --------------------------------------------------------------------------------------------------
 
 
@@ -232,6 +294,12 @@ class MethodSpec:
     description: str
     batch_step: bool = False
     grpo_counterpart: str | None = None
+
+    def __post_init__(self) -> None:
+        # A Method member is stored as its plain name.
+        object.__setattr__(self, "name", str(self.name))
+        if self.grpo_counterpart is not None:
+            object.__setattr__(self, "grpo_counterpart", str(self.grpo_counterpart))
 
     @property
     def per_reward(self) -> bool:
@@ -266,11 +334,12 @@ def get_method(name: str) -> MethodSpec:
         ) from None
 
 
-declare_method(MethodSpec("grpo", "GRPO on the weighted reward sum: (r − group mean) / group std"))
-declare_method(MethodSpec("grpo_nostd", "GRPO without std scaling (Dr.GRPO): r − group mean"))
-declare_method(MethodSpec("gdpo", "GDPO: per-reward group normalisation, weighted sum, batch whitening",
-                          batch_step=True, grpo_counterpart="grpo"))
-declare_method(MethodSpec("gdpo_nobn", "GDPO without the batch step (App. A ablation)",
-                          grpo_counterpart="grpo"))
-declare_method(MethodSpec("gdpo_nostd", "GDPO without the per-reward std: centring per reward, weighted sum, "
-                                        "batch whitening", batch_step=True, grpo_counterpart="grpo_nostd"))
+declare_method(MethodSpec(Method.GRPO, "GRPO on the weighted reward sum: (r − group mean) / group std"))
+declare_method(MethodSpec(Method.GRPO_NOSTD, "GRPO without std scaling (Dr.GRPO): r − group mean"))
+declare_method(MethodSpec(Method.GDPO, "GDPO: per-reward group normalisation, weighted sum, batch whitening",
+                          batch_step=True, grpo_counterpart=Method.GRPO))
+declare_method(MethodSpec(Method.GDPO_NOBN, "GDPO without the batch step (App. A ablation)",
+                          grpo_counterpart=Method.GRPO))
+declare_method(MethodSpec(Method.GDPO_NOSTD, "GDPO without the per-reward std: centring per reward, weighted "
+                                             "sum, batch whitening", batch_step=True,
+                          grpo_counterpart=Method.GRPO_NOSTD))

@@ -225,7 +225,8 @@ def plan_evaluations(config: dict) -> list[RunKey]:
 
 def describe_runs(config: dict) -> dict[str, dict]:
     """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
-    "max_steps": int, "prompts_per_batch": int}`` (prompts in one optimisation batch: per-device batch ×
+    "max_steps": int, "prompts_per_batch": int, "max_completion_length": int}`` (prompts in one optimisation
+    batch: per-device batch ×
     gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
     where the config sets none)."""
     processes = int((config.get("launch") or {}).get("num_processes", 1))
@@ -235,7 +236,8 @@ def describe_runs(config: dict) -> dict[str, dict]:
         completions = (trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
                        * processes)
         described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
-                           "prompts_per_batch": completions // trl_args.get("num_generations", 8)}
+                           "prompts_per_batch": completions // trl_args.get("num_generations", 8),
+                           "max_completion_length": trl_args.get("max_completion_length", 256)}
     return described
 
 
@@ -572,15 +574,23 @@ WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, 
                    "seed": 1000, "bf16": False, "gradient_accumulation_steps": 1, "freeze_embeddings": False}
 
 
+#: Data options that choose the RL training's item mix, not the warm-up's.
+RL_ONLY_OPTIONS = ("decline_share",)
+
+
 def resolve_warmup_settings(config: dict, task: str) -> dict | None:
-    """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block."""
+    """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block.
+
+    The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
+    the data's natural mix (tool calling: items that expect a call and items that expect none), whatever
+    share of each the RL training then draws."""
     spec = (config.get("tasks") or {})[task]
     if not spec.get("warmup"):
         return None
     return {
         "task": task,
         "family": spec["family"],
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
         **WARMUP_DEFAULTS,
         **spec["warmup"],
     }

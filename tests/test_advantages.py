@@ -496,6 +496,17 @@ def test_registries_list_the_paper_methods_and_conventions():
     assert set(CONVENTIONS) <= set(available_conventions())
 
 
+def test_the_built_in_methods_are_registered_under_plain_names_with_their_figure_style():
+    from gdpo.methods import Method, method_color, method_label, paper_order
+
+    assert [type(name) for name in available_methods()] == [str] * len(available_methods())
+    assert {str(m) for m in Method} <= set(available_methods())
+    assert adv.get_estimator(Method.GDPO).name == "gdpo" and adv.get_estimator("gdpo").grpo_counterpart == "grpo"
+    assert (method_label("gdpo_nobn"), method_color("grpo")) == ("GDPO w/o batch norm", "#1f77b4")
+    assert (method_label("test_max_baseline"), method_color("test_max_baseline")) == ("test_max_baseline", None)
+    assert paper_order(["zeta", "gdpo", "grpo"]) == ["grpo", "gdpo", "zeta"]
+
+
 def test_registering_a_new_estimator_makes_it_usable_everywhere():
     @register_estimator("test_max_baseline", description="reward sum minus the group max")
     def max_baseline(inputs):

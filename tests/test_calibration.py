@@ -17,6 +17,7 @@ from gdpo.plan import describe_runs
 from gdpo.reporting import calibration, ledger
 from gdpo.reporting.calibration import EventDesign, TableDesign
 from gdpo.reporting.contract import IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
+from gdpo.reporting.verdicts.decisions import EVENT_EFFECTS
 
 PAPER_CONFIGS = ("paper-tool_calling", "paper-math", "paper-code")
 CPU_CONFIGS = {"smoke": ("smoke", "default"), "mini": ("mini", "default"), "mini full grid": ("mini", "full")}
@@ -110,7 +111,8 @@ def test_every_table_rule_is_calibrated_at_the_paper_design_and_the_smallest_gat
 @pytest.mark.parametrize("broken", ["half-width intervals", "no floor, normal quantile"])
 def test_the_calibration_fails_a_deliberately_broken_rule(monkeypatch, broken):
     """The same checks on a rule whose intervals are too narrow: they must fail (they can)."""
-    from gdpo.reporting import contract, rules
+    from gdpo.reporting import contract
+    from gdpo.reporting.verdicts import samples
 
     honest = contract.paired_interval
 
@@ -124,7 +126,7 @@ def test_the_calibration_fails_a_deliberately_broken_rule(monkeypatch, broken):
         half = 1.959964 * (d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 and d.std() > 0 else 1e-6)
         return contract.Interval(d.mean(), d.mean() - half, d.mean() + half, "broken")
 
-    monkeypatch.setattr(rules, "paired_interval", too_narrow if broken == "half-width intervals" else no_floor)
+    monkeypatch.setattr(samples, "paired_interval", too_narrow if broken == "half-width intervals" else no_floor)
     design = calibration.designs_from_config(config("paper-math"))["C8"]
     assert calibration.calibration_failures(calibration.smallest_gated(design), REPLICATES) != []
 
@@ -179,7 +181,7 @@ def test_curve_claims_null_through_the_detector_at_the_paper_configs_length(clai
     assert rates.get(REPRODUCED, 0.0) <= 0.05, rates
     # And the detector does see the events it is fed: with GRPO collapsing on every seed the rule reproduces.
     rng = np.random.default_rng(1)
-    from gdpo.training.divergence import detect_divergence
+    from gdpo.curve_events import detect_divergence
 
     caught = [detect_divergence(np.arange(steps), *calibration.synthetic_run(steps, rng, collapse=True)) is not None
               for _ in range(50)]
@@ -222,7 +224,7 @@ def test_false_refutation_under_the_papers_effect_is_rare():
                 rates = calibration.simulate_table(design, True, REPLICATES)
                 assert rates.get(NOT_REPRODUCED, 0.0) <= 0.05, (claim, rates)
             else:
-                rate_a = calibration.EVENT_BASE_RATE + calibration.rules.EVENT_EFFECTS[claim]
+                rate_a = calibration.EVENT_BASE_RATE + EVENT_EFFECTS[claim]
                 rates = calibration.event_probabilities(design, rate_a, calibration.EVENT_BASE_RATE)
                 assert rates.get(NOT_REPRODUCED, 0.0) <= 0.05, (claim, rates)
 

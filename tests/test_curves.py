@@ -26,7 +26,7 @@ from gdpo.reporting.curves import (
     seeds_note,
     sweep_table,
 )
-from gdpo.training.divergence import detect_divergence
+from gdpo.curve_events import detect_divergence
 
 ALL_METRICS = (CORRECTNESS, FORMAT, LENGTH, LENGTH_CONDITIONED, MAX_LENGTH)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gdpo.training.divergence import detect_divergence
+from gdpo.curve_events import detect_divergence
 
 STEPS = np.arange(500)
 FLAT_LENGTH = np.full(500, 3000.0)

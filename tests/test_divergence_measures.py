@@ -1,11 +1,11 @@
-"""The continuous C5 measures declared in the cpu-evidence pre-registration (gdpo.training.divergence)."""
+"""The continuous C5 measures declared in the cpu-evidence pre-registration (gdpo.curve_events)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from gdpo.training.divergence import divergence_measures
+from gdpo.curve_events import divergence_measures
 
 
 def test_an_improving_run_has_no_fall_and_a_diverging_run_shows_both_measures():

@@ -226,3 +226,71 @@ def test_a_stopped_batch_counts_against_the_budget_from_its_heartbeat(tmp_path, 
         running = json.loads((evidence / RUNNING).read_text())
         assert running["start"] == entry["start"] and running["alive"] >= entry["start"]
     assert not (evidence / RUNNING).exists()
+
+
+def test_the_start_models_weights_digest_tells_two_warm_ups_apart(tmp_path):
+    from gdpo.training.run import weights_digest
+
+    first, second, empty = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for directory in (first, second, empty):
+        directory.mkdir()
+    (first / "model.safetensors").write_bytes(b"\x00\x01" * 1000)
+    (second / "model.safetensors").write_bytes(b"\x00\x01" * 1000)
+    (second / "training_args.bin").write_bytes(b"not weights")  # the trainer's arguments are not weights
+    assert weights_digest(first) == weights_digest(second) and len(weights_digest(first)) == 64
+    (second / "model.safetensors").write_bytes(b"\x00\x02" * 1000)
+    assert weights_digest(first) != weights_digest(second)
+    assert weights_digest(empty) is None
+
+
+def test_a_batch_that_failed_twice_is_not_tried_again_by_a_restarted_driver(tmp_path, monkeypatch, capsys):
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0, 1],
+              "tasks": {"math": {**config["tasks"]["math"], "seeds": [0, 1]}}}
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    failed = {"runs": ["math/grpo"], "commit": "abc", "start": "2026-11-24T20:00:00Z", "seconds": 60.0}
+    (evidence / TIMELINE).write_text("".join(json.dumps({**failed, "seed": 0, "attempt": a, "exit_code": 1}) + "\n"
+                                             for a in (1, 2)))
+    started = []
+
+    def fake_snakemake(command, cwd, check, **kwargs):
+        if command[0] == "git":
+            return subprocess.CompletedProcess(command, 0, stdout="abc\n")
+        started.append([c for c in command if c.endswith("eval.json")])
+        return subprocess.CompletedProcess(command, 1)
+
+    monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 1
+    # seed 0 is left as failed; only seed 1 is tried, twice
+    assert len(started) == 2 and all("seed1" in target for batch in started for target in batch)
+    assert "Seed 0 failed 2 times" in capsys.readouterr().out
+    timeline = [json.loads(line) for line in (evidence / TIMELINE).read_text().splitlines()]
+    assert [(t["seed"], t["attempt"]) for t in timeline] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+
+
+def test_a_run_that_finishes_mid_batch_is_saved_before_the_batch_ends(tmp_path, monkeypatch):
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0],
+              "tasks": {"math": {**config["tasks"]["math"], "seeds": [0]}}}
+    seen_mid_batch = []
+
+    def fake_snakemake(command, cwd, check, **kwargs):
+        if command[0] == "git":
+            return subprocess.CompletedProcess(command, 0, stdout="abc\n")
+        targets = [Path(cwd) / Path(c).parent for c in command if c.endswith("eval.json")]
+        first, *others = targets
+        finished_run(first, {})
+        deadline = time.time() + 10
+        while not committed(Path(cwd) / "evidence") and time.time() < deadline:
+            time.sleep(0.01)  # the batch goes on; the heartbeat should save the finished run meanwhile
+        seen_mid_batch.append(set(committed(Path(cwd) / "evidence")))
+        for run_dir in others:
+            finished_run(run_dir, {}) if "/base/" not in str(run_dir) else (
+                run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text("{}"))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False, heartbeat_seconds=0.01) == 0
+    assert seen_mid_batch == [{("math", "grpo", 0)}]
+    assert committed(tmp_path / "evidence") == {("math", "grpo", 0), ("math", "gdpo", 0)}

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from gdpo.analysis import exact
-from gdpo.reporting import contract, ledger as ledgers, rules
+from gdpo.reporting import contract, ledger as ledgers, verdicts
 
 
 @pytest.fixture(scope="module")
@@ -30,20 +30,20 @@ GOOD = dict(grpo=[2, 4, 7], grpo_nostd=[3, 6, 10], gdpo=[3, 6, 21])
 
 
 def test_c1_reproduced_on_real_counts(real_counts):
-    verdict = rules.verdict_c1(real_counts, "counts.csv")
+    verdict = verdicts.exact.judge_c1(real_counts, "counts.csv")
     assert verdict.verdict == contract.REPRODUCED
     assert verdict.measured_value == "GRPO 2, GRPO w/o std 3, GDPO 3"
 
 
 def test_c1_not_reproduced_and_not_run():
     wrong = synthetic_counts(dict(grpo=[3, 4, 7], grpo_nostd=[3, 6, 10], gdpo=[3, 6, 21]), GOOD)
-    assert rules.verdict_c1(wrong, "x").verdict == contract.NOT_REPRODUCED
+    assert verdicts.exact.judge_c1(wrong, "x").verdict == contract.NOT_REPRODUCED
     missing = synthetic_counts({}, GOOD)
-    assert rules.verdict_c1(missing, "x").verdict == contract.NOT_RUN
+    assert verdicts.exact.judge_c1(missing, "x").verdict == contract.NOT_RUN
 
 
 def test_c2_reproduced_on_real_counts(real_counts):
-    verdict = rules.verdict_c2(real_counts, "counts.csv")
+    verdict = verdicts.exact.judge_c2(real_counts, "counts.csv")
     assert verdict.verdict == contract.REPRODUCED, verdict.measured_value
 
 
@@ -57,15 +57,15 @@ def test_c2_reproduced_on_real_counts(real_counts):
     ],
 )
 def test_c2_not_reproduced_says_which_part_failed(rollouts, failure):
-    verdict = rules.verdict_c2(synthetic_counts(rollouts, GOOD), "x")
+    verdict = verdicts.exact.judge_c2(synthetic_counts(rollouts, GOOD), "x")
     assert verdict.verdict == contract.NOT_REPRODUCED
     assert failure in verdict.measured_value
 
 
 def test_c2_reproduced_and_not_run_on_synthetic():
-    assert rules.verdict_c2(synthetic_counts(GOOD, GOOD), "x").verdict == contract.REPRODUCED
+    assert verdicts.exact.judge_c2(synthetic_counts(GOOD, GOOD), "x").verdict == contract.REPRODUCED
     short = synthetic_counts(GOOD, dict(grpo=[7, 14], grpo_nostd=[10, 20], gdpo=[14, 45]))
-    assert rules.verdict_c2(short, "x").verdict == contract.NOT_RUN
+    assert verdicts.exact.judge_c2(short, "x").verdict == contract.NOT_RUN
 
 
 def test_ledger_lists_every_claim_and_only_valid_verdicts(tmp_path, real_counts):
@@ -132,3 +132,54 @@ def test_published_results_rebuild_to_the_same_ledger(tmp_path, real_counts):
     rebuilt.to_csv(tmp_path / "rebuilt.csv", index=False, float_format="%.3f")
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rebuilt.csv", keep_default_na=False), committed)
     assert committed.set_index("claim_id").loc["C1", "verdict"] == contract.REPRODUCED
+
+
+# --- the registry of claim rules --------------------------------------------------------------------------------
+
+def test_every_claim_has_its_rules_registered_once_per_scale():
+    from gdpo.reporting.verdicts import Scale, rules_of
+
+    scales = {claim.claim_id: [str(rule.scale) for rule in rules_of(claim.claim_id)] for claim in contract.CLAIMS}
+    assert scales == {"C1": ["exact"], "C2": ["exact"], "C3": ["sim", "model"], "C4": ["sim", "model"],
+                      "C5": ["sim", "model"], "C6": ["model"], "C7": ["sim", "model"], "C8": ["sim", "model"],
+                      "C9": ["model"], "C10": ["sim", "model"], "C11": ["model"]}
+    assert verdicts.rule_for("C11", Scale.MODEL).combines == ("C3", "C6", "C9")
+    assert verdicts.rule_for("C10", "sim").study == verdicts.sim.SEQUENCE_STUDIES["C10"]
+
+
+def test_the_registry_refuses_a_second_rule_and_unknown_names():
+    def judge(counts, evidence):
+        return contract.Verdict("", "", contract.NOT_RUN, evidence)
+
+    with pytest.raises(ValueError, match="C1 at scale exact already has a rule"):
+        verdicts.claim_rule("C1", "exact")(judge)
+    with pytest.raises(ValueError, match="unknown scale 'mini'"):
+        verdicts.claim_rule("C6", "mini")
+    with pytest.raises(ValueError, match="unknown claim 'C12'"):
+        verdicts.claim_rule("C12", "exact")
+    with pytest.raises(ValueError, match="bench study"):
+        verdicts.claim_rule("C6", "sim")
+    with pytest.raises(KeyError, match="no rule for C6 at scale 'sim'; registered: .*C1 \\(exact\\)"):
+        verdicts.rule_for("C6", "sim")
+
+
+def test_a_registered_rule_gets_its_row_in_the_claims_place(monkeypatch, tmp_path):
+    """The ledger asks the registry: a new rule adds its row, after the claim's earlier scales and before the next
+    claim."""
+    from gdpo.reporting.verdicts import registry
+
+    monkeypatch.setattr(registry, "_RULES", dict(registry._RULES))
+
+    @verdicts.claim_rule("C6", "sim", study="extra_study")
+    def judge_c6(per_seed, evidence):
+        return contract.Verdict(f"{len(per_seed)} rows", "", contract.INCONCLUSIVE, evidence)
+
+    path = tmp_path / "per_seed.csv"
+    pd.DataFrame({"study": ["extra_study"] * 3, "seed": [0, 1, 2]}).to_csv(path, index=False)
+    built = ledgers.build_ledger("mini", None, path, scale_rows=False, with_power=False)
+    assert list(zip(built["claim_id"], built["scale"]))[:8] == [
+        ("C1", "exact"), ("C2", "exact"), ("C3", "sim"), ("C4", "sim"), ("C5", "sim"), ("C6", "sim"), ("C7", "sim"),
+        ("C8", "sim")]
+    row = built.set_index(["claim_id", "scale"]).loc[("C6", "sim")]
+    assert row["verdict"] == contract.INCONCLUSIVE and row["measured_value"] == "3 rows"
+    assert row["evidence"] == f"{path} (study extra_study)"

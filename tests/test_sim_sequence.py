@@ -346,7 +346,7 @@ def test_bad_extra_cells_name_the_key_and_what_is_allowed(change, message):
 def test_every_declared_cell_is_run_plotted_and_judged(tmp_path):
     """A study of 6 grid cells and 3 extra ones: every cell is in the results, the figure (one row per cell)
     and the ledger row's text, whose intervals are at the Bonferroni level of 9 cells."""
-    from gdpo.reporting import rules
+    from gdpo.reporting.verdicts import decisions, sim
     from gdpo.sim import plot_study
     from gdpo.sim.plots import _sequence_cells
     from gdpo.sim.report import per_seed_table
@@ -365,7 +365,8 @@ def test_every_declared_cell_is_run_plotted_and_judged(tmp_path):
     assert len(figure.axes) == 3  # two rewards and the outcome's rate
     png, _ = plot_study(frame, tmp_path / "cells.png")
     assert png.stat().st_size > 1000
-    verdict = rules.sim_verdict_c10(per_seed_table(frame), "x")
-    assert "9 cells" in verdict.measured_value and f"{100 * rules.bonferroni_level(9):.2f} %" in verdict.measured_value
+    verdict = sim.judge_c10(per_seed_table(frame), "x")
+    level = decisions.bonferroni_level(9)
+    assert "9 cells" in verdict.measured_value and f"{100 * level:.2f} %" in verdict.measured_value
     for name in study.variant_names:
         assert f"{name}: " in verdict.measured_value

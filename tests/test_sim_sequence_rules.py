@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gdpo.reporting import rules
+from gdpo.reporting.verdicts import decisions, sim
 from gdpo.reporting.contract import INCONCLUSIVE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED
 
 
@@ -33,7 +33,7 @@ def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, ste
 ])
 def test_c10_is_decided_over_the_grid(counts_a, counts_b, verdict):
     table = events_table("seq_batch_step", {"gdpo_nobn": counts_a, "gdpo": counts_b}, steps=200)
-    result = rules.sim_verdict_c10(table, "x")
+    result = sim.judge_c10(table, "x")
     assert result.verdict == verdict, result.measured_value
     assert "4 cells" in result.measured_value and "rate ≤" in result.measured_value
     if verdict == NOT_MODELLED:  # the design cannot decide what the bench is not shown to produce
@@ -44,16 +44,16 @@ def test_c10_is_decided_over_the_grid(counts_a, counts_b, verdict):
 
 def test_c5_needs_the_claims_steps_and_seeds():
     table = events_table("seq_math_length", {"grpo": [30, 0], "gdpo": [0, 0]}, steps=200)
-    assert rules.sim_verdict_c5(table, "x").verdict == UNDERPOWERED
+    assert sim.judge_c5(table, "x").verdict == UNDERPOWERED
     table = events_table("seq_math_length", {"grpo": [2, 0], "gdpo": [0, 0]}, seeds=2)
-    assert rules.sim_verdict_c5(table, "x").verdict == UNDERPOWERED
+    assert sim.judge_c5(table, "x").verdict == UNDERPOWERED
 
 
 def test_smallest_detectable_rate_is_the_one_with_80_percent_power():
-    level = rules.bonferroni_level(4)
-    rate = rules.smallest_detectable_rate(64, 64, level)
-    assert rules.event_power(64, 64, rate, level) >= 0.8 > rules.event_power(64, 64, rate - 0.01, level)
-    assert rules.smallest_detectable_rate(32, 32, level) > rate  # fewer seeds, larger detectable rate
+    level = decisions.bonferroni_level(4)
+    rate = decisions.smallest_detectable_rate(64, 64, level)
+    assert decisions.detection_power(64, 64, rate, level) >= 0.8 > decisions.detection_power(64, 64, rate - 0.01, level)
+    assert decisions.smallest_detectable_rate(32, 32, level) > rate  # fewer seeds, larger detectable rate
 
 
 @pytest.mark.parametrize("rate", [0.05, 0.3])
@@ -67,7 +67,7 @@ def test_event_rules_almost_never_reproduce_when_methods_do_not_differ(rate):
     for _ in range(replicates):
         events = {f"cell{c}": (pd.Series(generator.random(64) < rate), pd.Series(generator.random(64) < rate))
                   for c in range(4)}
-        outcome, _, _ = rules.decide_sim_events("C10", events)
+        outcome = decisions.decide_sim_events("C10", events).outcome
         false_positives += outcome == REPRODUCED
     assert false_positives / replicates <= 0.04
 
@@ -89,15 +89,15 @@ def format_table(nostd_format: float, grpo_correct: float = 0.6, nostd_correct: 
 
 
 def test_c4_shows_or_rules_out_the_format_failure():
-    assert rules.sim_verdict_c4(format_table(0.0), "x").verdict == REPRODUCED
-    learned = rules.sim_verdict_c4(format_table(0.7), "x")
+    assert sim.judge_c4(format_table(0.0), "x").verdict == REPRODUCED
+    learned = sim.judge_c4(format_table(0.7), "x")
     assert learned.verdict == NOT_REPRODUCED and "Cells: not reproduced in 2/2" in learned.measured_value
     # correctness far below GRPO's: not the paper's "matches correctness"
-    assert rules.sim_verdict_c4(format_table(0.0, nostd_correct=0.3), "x").verdict == NOT_REPRODUCED
+    assert sim.judge_c4(format_table(0.0, nostd_correct=0.3), "x").verdict == NOT_REPRODUCED
 
 
 def test_c4_calibration_methods_alike_never_show_the_failure():
-    verdicts = [rules.sim_verdict_c4(format_table(0.8, seed=k, spread=0.1), "x").verdict for k in range(20)]
+    verdicts = [sim.judge_c4(format_table(0.8, seed=k, spread=0.1), "x").verdict for k in range(20)]
     assert REPRODUCED not in verdicts
 
 
@@ -115,11 +115,11 @@ def conditioned_table(gdpo_shift: float, seed: int = 0) -> pd.DataFrame:
 
 
 def test_c8_reads_the_conditioned_cells_and_reports_the_plain_ones():
-    verdict = rules.sim_verdict_c8_sequence(conditioned_table(0.1), "x")
+    verdict = sim.judge_c8(conditioned_table(0.1), "x")
     assert verdict.verdict == REPRODUCED and "plain length" in verdict.measured_value
     assert verdict.measured_value.endswith("Conditioned cells: reproduced in 1/1")
-    assert rules.sim_verdict_c8_sequence(conditioned_table(-0.1), "x").verdict == NOT_REPRODUCED
-    nulls = [rules.sim_verdict_c8_sequence(conditioned_table(0.0, seed=k), "x").verdict for k in range(20)]
+    assert sim.judge_c8(conditioned_table(-0.1), "x").verdict == NOT_REPRODUCED
+    nulls = [sim.judge_c8(conditioned_table(0.0, seed=k), "x").verdict for k in range(20)]
     assert nulls.count(REPRODUCED) <= 1
 
 
@@ -129,7 +129,7 @@ def test_c8_cells_must_agree_and_the_row_names_the_odd_ones():
     extra = conditioned_table(0.0, seed=1)
     extra = extra[extra["variant"].str.contains("length|correctness", regex=False)]
     extra = extra.assign(variant=extra["variant"] + ",prompts=2")
-    verdict = rules.sim_verdict_c8_sequence(pd.concat([table, extra]), "x")
+    verdict = sim.judge_c8(pd.concat([table, extra]), "x")
     assert verdict.verdict == INCONCLUSIVE, verdict.measured_value
     assert verdict.measured_value.endswith(
         "Conditioned cells: not reproduced in 1/2, inconclusive in 1/2 "
@@ -142,18 +142,18 @@ def test_a_positive_control_lets_a_grid_without_events_refute():
     same detector and rule: the refutation stands, the control is reported and not counted as a grid cell."""
     table = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0, 40], "gdpo": [0, 0, 0, 0, 2]}, steps=200)
     table["positive_control"] = table["variant"] == "cell4"
-    verdict = rules.sim_verdict_c10(table, "x")
+    verdict = sim.judge_c10(table, "x")
     assert verdict.verdict == NOT_REPRODUCED, verdict.measured_value
     assert "4 cells" in verdict.measured_value and "Positive control" in verdict.measured_value
     assert "cell4: gdpo_nobn 40/64, gdpo 2/64" in verdict.measured_value
     # A control with the event in both methods alike shows the detector fires, not the claimed contrast.
     table.loc[(table["variant"] == "cell4") & (table["method"] == "gdpo"), "outcome_event"] = \
         table.loc[(table["variant"] == "cell4") & (table["method"] == "gdpo_nobn"), "outcome_event"].to_numpy()
-    alike = rules.sim_verdict_c10(table, "x")
+    alike = sim.judge_c10(table, "x")
     assert alike.verdict == NOT_MODELLED and "its control gave" in alike.measured_value
     # A control that produced nothing shows nothing either.
     table.loc[table["variant"] == "cell4", "outcome_event"] = False
-    assert rules.sim_verdict_c10(table, "x").verdict == NOT_MODELLED
+    assert sim.judge_c10(table, "x").verdict == NOT_MODELLED
 
 
 def test_sim_event_power_is_the_whole_grids_probability_of_reproduced():
@@ -163,8 +163,8 @@ def test_sim_event_power_is_the_whole_grids_probability_of_reproduced():
     for _ in range(replicates):
         events = {f"cell{c}": (pd.Series(generator.random(seeds) < 0.25), pd.Series(generator.random(seeds) < 0.05))
                   for c in range(cells)}
-        hits += rules.decide_sim_events("C10", events)[0] == REPRODUCED
-    assert rules.sim_event_power("C10", cells, seeds) == pytest.approx(hits / replicates, abs=0.03)
+        hits += decisions.decide_sim_events("C10", events).outcome == REPRODUCED
+    assert decisions.sim_event_power("C10", cells, seeds) == pytest.approx(hits / replicates, abs=0.03)
 
 
 def test_ledger_reads_the_sequence_studies_or_says_they_did_not_run(tmp_path):
@@ -176,7 +176,7 @@ def test_ledger_reads_the_sequence_studies_or_says_they_did_not_run(tmp_path):
     assert ledger.loc[("C10", "sim"), "verdict"] == NOT_MODELLED  # no event anywhere, no positive control
     for claim in ("C4", "C5", "C8"):
         row = ledger.loc[(claim, "sim")]
-        assert row["verdict"] == NOT_RUN and rules.SEQUENCE_STUDIES[claim] in row["evidence"]
+        assert row["verdict"] == NOT_RUN and sim.SEQUENCE_STUDIES[claim] in row["evidence"]
 
 
 PUBLISHED_SIM = "paper_figures/mini/evidence/sim_per_seed.csv"
@@ -204,10 +204,10 @@ def test_the_control_flag_is_read_strictly_and_only_the_compared_methods_event_c
     table = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0, 40], "gdpo": [0, 0, 0, 0, 0]}, steps=200)
     for spelled in (True, "True", 1, 1.0, "1.0", " true"):
         marked = table.assign(positive_control=[spelled if v == "cell4" else False for v in table["variant"]])
-        assert rules.sim_verdict_c10(marked, "x").verdict == NOT_REPRODUCED, spelled
+        assert sim.judge_c10(marked, "x").verdict == NOT_REPRODUCED, spelled
     bad = table.assign(positive_control=["yes" if v == "cell4" else False for v in table["variant"]])
     with pytest.raises(ValueError, match="must be True or False"):
-        rules.sim_verdict_c10(bad, "x")
+        sim.judge_c10(bad, "x")
     # One event of the reference method alone does not show the compared method's event can be seen.
     only_reference = events_table("seq_batch_step", {"gdpo_nobn": [0, 0, 0, 0], "gdpo": [1, 0, 0, 0]}, steps=200)
-    assert rules.sim_verdict_c10(only_reference, "x").verdict == NOT_MODELLED
+    assert sim.judge_c10(only_reference, "x").verdict == NOT_MODELLED

@@ -58,6 +58,9 @@ def test_settings_only_for_tasks_with_a_warmup_block(split_dir):
     settings = resolve_warmup_settings(config, "warm")
     assert settings["max_steps"] == 3 and settings["train_size"] == WARMUP_DEFAULTS["train_size"]
     assert settings["options"] == {"data_dir": str(split_dir)}
+    # the RL training's item mix does not change the warm-up's: one start model for any decline_share
+    config["tasks"]["warm"]["decline_share"] = 0.0
+    assert resolve_warmup_settings(config, "warm") == settings
 
 
 def test_a_family_without_reference_answers_is_refused():

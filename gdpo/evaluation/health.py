@@ -11,7 +11,7 @@ limit. A run is **collapsed** when
 - at least :data:`MAX_TRUNCATED_PERCENT` % of its responses are cut at the token limit.
 
 A collapsed run's numbers are not a result of the method: the tables mark its cells and the ledger counts a
-comparison resting on it as no evidence (:mod:`gdpo.reporting.rules`).
+comparison resting on it as no evidence (:mod:`gdpo.reporting.verdicts`).
 
 A run is **not judged** when the gate lacks the numbers to say (:func:`not_judged_reason`): no ``health``
 block (an eval.json written before the gate existed), or one without the family's activity indicator or the

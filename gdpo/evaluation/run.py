@@ -33,6 +33,8 @@ def evaluate_run(
     """
     import torch
 
+    from gdpo.training.run import weights_digest
+
     if (settings["method"] == BASE_METHOD) != (adapter_dir is None):
         raise ValueError("Give --adapter-dir for a trained method and only for it (method 'base' is the untrained model).")
     torch.set_num_threads(threads)
@@ -62,6 +64,7 @@ def evaluate_run(
         "method": settings["method"],
         "seed": settings["seed"],
         "model": settings["model"],
+        "model_weights_sha256": weights_digest(model_dir),
         **result,
         "settings": {**settings, **(result.get("settings") or {})},
         "eval_seconds": round(time.perf_counter() - started, 2),

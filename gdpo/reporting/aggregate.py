@@ -10,7 +10,7 @@
 
   - ``health``: ``healthy``; ``collapsed``; or ``not judged: <why>`` (:data:`NOT_JUDGED`, e.g. an eval.json
     without a ``health`` block, evaluated before the gate existed). Not judged is never healthy: the
-    ledger gates it like a collapsed run (:mod:`gdpo.reporting.rules`).
+    ledger gates it like a collapsed run (:mod:`gdpo.reporting.verdicts`).
   - ``collapsed``: why the run collapsed (:func:`gdpo.evaluation.health.collapse_reasons`), empty
     otherwise.
 

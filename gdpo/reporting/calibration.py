@@ -6,8 +6,8 @@ per batch. The simulation draws each run's score from the whole data-generating 
 plus the run-to-run seed spread (normal, ``seed_sd`` points, shared by all items of a run), then the
 evaluation's binomial noise (items × samples Bernoulli draws at that run's rate) — and feeds the values, with
 the variances the ledger would compute from them, to the rule's own ``decide_*`` function
-(:mod:`gdpo.reporting.rules`) behind the claim's minimum-evidence gate. Event claims (C5, C10) are computed
-exactly, by enumerating every outcome of the seeds' events.
+(:mod:`gdpo.reporting.verdicts.decisions`) behind the claim's minimum-evidence gate. Event claims (C5, C10) are
+computed exactly, by enumerating every outcome of the seeds' events.
 
 Three uses:
 
@@ -35,12 +35,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from gdpo.curve_events import detect_divergence, fails_to_converge
 from gdpo.reporting import paper_numbers as pn
-from gdpo.reporting import rules
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, DECISIVE, IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED,
     binomial_variance, paper_effect,
 )
+from gdpo.reporting.verdicts import Scale, rule_for, sim
+from gdpo.reporting.verdicts.decisions import (
+    EVENT_BASE_RATE, EVENT_EFFECTS, Decision, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9,
+    decide_events, decide_sim_pairs, effect_or_zero, over_cells,
+)
+from gdpo.reporting.verdicts.model_evidence import BASE, Evidence
+from gdpo.reporting.verdicts.samples import Sample, seeds_compared
 
 #: Seed spread (points, beyond the evaluation's binomial noise) at which the paper's own numbers are expanded
 #: into per-seed data (:func:`paper_number_cells`): the paper reports no spread; :func:`break_even_seed_sd`
@@ -52,10 +59,6 @@ PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 2
                "Apps": 500, "CodeContests": 165, "Codeforces": 400, "Taco": 1000}
 #: C7's alternative (the paper gives no numbers): weight 0.25 moves accuracy by twice the "barely" band.
 C7_CHANGE = 2 * BARELY_MARGIN
-#: Event rates under the alternative of C5 / C10: the reference method's rate (GDPO, gdpo) and the paper's
-#: smallest implied difference (:data:`gdpo.reporting.rules.EVENT_EFFECTS`) added to it (one value at every scale).
-EVENT_BASE_RATE = rules.EVENT_BASE_RATE
-
 _TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
 _METHODS = {"C3": ("gdpo", "grpo"), "C4": ("grpo_nostd", "grpo", "base"), "C6": ("gdpo", "grpo"),
             "C8": ("gdpo", "grpo"), "C9": ("gdpo", "grpo"), "C7": ("grpo", "gdpo")}
@@ -144,7 +147,7 @@ def cell_means(design: TableDesign, effect: bool) -> dict[tuple[str, str, str], 
             if claim == "C4" and method == "grpo_nostd":
                 shift = -reference if metric == "format" else _c4_accuracy_gap(setup)
             elif claim in ("C3", "C6", "C9") and method == "gdpo":
-                shift = rules.effect_or_zero(claim, setup, metric)
+                shift = effect_or_zero(claim, setup, metric)
             elif claim == "C8" and method == "gdpo":
                 shift = paper_effect("C8", "", metric)
         means[(setup, method, metric)] = reference + shift
@@ -162,12 +165,11 @@ def _c4_accuracy_gap(setup: str) -> float:
 # Simulation of table claims
 # --------------------------------------------------------------------------------------------------
 
-def _decision(design: TableDesign, cells: Mapping) -> rules.Decision:
+def _decision(design: TableDesign, cells: Mapping) -> Decision:
     claim = design.claim_id
     if claim == "C7":
-        return rules.decide_c7(cells)
-    decide = {"C3": rules.decide_c3, "C4": rules.decide_c4, "C6": rules.decide_c6, "C8": rules.decide_c8,
-              "C9": rules.decide_c9}[claim]
+        return decide_c7(cells)
+    decide = {"C3": decide_c3, "C4": decide_c4, "C6": decide_c6, "C8": decide_c8, "C9": decide_c9}[claim]
     return decide(cells, list(design.setups))
 
 
@@ -191,7 +193,7 @@ def simulate_table(design: TableDesign, effect: bool, replicates: int, seed: int
 
 
 def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, seed: int):
-    """The rule's :class:`gdpo.reporting.rules.Decision` on each of ``replicates`` simulated workflows
+    """The rule's :class:`gdpo.reporting.verdicts.decisions.Decision` on each of ``replicates`` simulated workflows
     (:func:`simulate_table` describes the simulation)."""
     rng = np.random.default_rng(seed)
     means = cell_means(design, effect)
@@ -203,8 +205,8 @@ def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, see
         values = 100.0 * rng.binomial(trials, rates / 100.0) / trials
         draws[key] = (values, binomial_variance(values, cell.trials))
     for r in range(replicates):
-        cells = {key: rules.Sample(tuple(range(values.shape[1])), values[r], variances[r],
-                                   np.full(values.shape[1], design.cells[key].items), once=key[1] == rules.BASE)
+        cells = {key: Sample(tuple(range(values.shape[1])), values[r], variances[r],
+                                   np.full(values.shape[1], design.cells[key].items), once=key[1] == BASE)
                  for key, (values, variances) in draws.items()}
         yield _decision(design, cells)
 
@@ -246,7 +248,7 @@ def _event_verdicts(claim_id: str, seeds: int) -> dict[tuple[int, int], str]:
     key = (claim_id, seeds)
     if key not in _EVENT_CACHE:
         _EVENT_CACHE[key] = {
-            (x, y): rules.decide_events(claim_id, [True] * x + [False] * (seeds - x), [True] * y + [False] * (seeds - y))[0]
+            (x, y): decide_events(claim_id, [True] * x + [False] * (seeds - x), [True] * y + [False] * (seeds - y))[0]
             for x, y in itertools.product(range(seeds + 1), repeat=2)}
     return _EVENT_CACHE[key]
 
@@ -264,9 +266,11 @@ def event_null_worst_case(design: EventDesign, gated: bool = True) -> dict[str, 
 
 
 def event_power(design: EventDesign, gated: bool = True) -> float:
-    """P(reproduced) with the reference rate :data:`EVENT_BASE_RATE` and the claim's implied difference."""
+    """The event claims' power: P(reproduced) of the gated rule on ``design`` when the reference's event rate is
+    :data:`~gdpo.reporting.verdicts.decisions.EVENT_BASE_RATE` and the compared method's that plus the claim's
+    implied difference."""
     rate_b = EVENT_BASE_RATE
-    rate_a = min(1.0, rate_b + rules.EVENT_EFFECTS[design.claim_id])
+    rate_a = min(1.0, rate_b + EVENT_EFFECTS[design.claim_id])
     return event_probabilities(design, rate_a, rate_b, gated).get(REPRODUCED, 0.0)
 
 
@@ -294,9 +298,7 @@ def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: flo
                ) -> dict[str, float]:
     """Share of each verdict of C5 or C10 over ``replicates`` pairs of methods whose runs come from one
     process (each run collapses, C5, or stalls, C10, with probability ``rate``), through the detector the
-    rule uses (:func:`gdpo.training.divergence.detect_divergence`; :func:`gdpo.reporting.rules.fails_to_converge`)."""
-    from gdpo.training.divergence import detect_divergence
-
+    rule uses (:func:`gdpo.curve_events.detect_divergence`; :func:`gdpo.curve_events.fails_to_converge`)."""
     rng = np.random.default_rng(seed)
     minimum = CLAIMS_BY_ID[claim_id].minimum
     if minimum.shortfall(seeds, steps=steps):
@@ -313,9 +315,9 @@ def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: flo
                 if claim_id == "C5":
                     method_events.append(detect_divergence(np.arange(steps), correctness, length) is not None)
                 else:
-                    method_events.append(rules.fails_to_converge(correctness))
+                    method_events.append(fails_to_converge(correctness))
             events.append(method_events)
-        outcome = rules.decide_events(claim_id, events[0], events[1])[0]
+        outcome = decide_events(claim_id, events[0], events[1])[0]
         counts[outcome] = counts.get(outcome, 0) + 1
     return {k: v / replicates for k, v in counts.items()}
 
@@ -330,7 +332,7 @@ def _effective_items(mean: float, variance: float) -> float:
     return max(1.0, 1e4 * p * (1 - p) / variance) if variance > 0 else math.inf
 
 
-def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign | EventDesign | None:
+def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | EventDesign | None:
     """The design the ledger's evidence represents (None where the claim's runs are missing): reference
     rates, items and samples per item from the runs, the seed spread measured over seeds
     (:func:`estimate_seed_spread`; :func:`default_seed_sd` where no method has two seeds)."""
@@ -372,7 +374,7 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
                 items = (_effective_items(mean, variance) / per_item) if np.isfinite(variance) else 1e6
                 cells[(setup, method, metric)] = Cell(mean, items, len(sample), per_item)
     trained = [m for m in methods if m != "base"]
-    samples = [sample for key, sample in read.items() if key[1] != rules.BASE]
+    samples = [sample for key, sample in read.items() if key[1] != BASE]
     seeds = _seeds_used(claim_id, list(setups), read)
     items = min((evidence.items(t, m, metrics[0]) or math.inf) for t in setups.values() for m in trained)
     design = TableDesign(claim_id, tuple(setups), cells, 0.0, seeds, items)
@@ -396,8 +398,8 @@ def design_from_evidence(claim_id: str, evidence: rules.Evidence) -> TableDesign
 
 
 def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
-    """Seeds per compared method the claim's rule rests on (:func:`gdpo.reporting.rules.seeds_compared`): pairs
-    within a setup, pooled over setups (C6), or across the weight sweep's tasks (C7)."""
+    """Seeds per compared method the claim's rule rests on (:func:`gdpo.reporting.verdicts.samples.seeds_compared`):
+    pairs within a setup, pooled over setups (C6), or across the weight sweep's tasks (C7)."""
     metrics = _metrics(claim_id, setups)
     if claim_id == "C7":
         comparisons = [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25") for m in ("grpo", "gdpo")
@@ -408,7 +410,7 @@ def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
         comparisons = [[((s, "grpo_nostd", r), (s, "grpo", r))] for s in setups for r in metrics]
     else:
         comparisons = [[((s, "gdpo", r), (s, "grpo", r))] for s in setups for r in metrics]
-    return rules.seeds_compared(cells, comparisons)
+    return seeds_compared(cells, comparisons)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -430,7 +432,7 @@ class SpreadEstimate:
                 f"{self.evaluation_sd:.2f}); power at its 80 % upper bound, {self.upper:.2f} pts")
 
 
-def estimate_seed_spread(samples: Sequence[rules.Sample]) -> SpreadEstimate | None:
+def estimate_seed_spread(samples: Sequence[Sample]) -> SpreadEstimate | None:
     """Pool each sample's variance over seeds (those with ≥ 2 seeds), subtract the mean binomial variance of
     its values, and bound it above at 80 % (χ²): None when no sample has two seeds."""
     sums, dof, binomial = 0.0, 0, []
@@ -454,11 +456,11 @@ def default_seed_sd(design: TableDesign) -> float:
     reference value over its items × samples — a run's training moves its score at least as much as
     re-evaluating it would. Never below what the evaluation alone implies."""
     sds = [math.sqrt(float(binomial_variance(cell.mean, cell.trials))) for key, cell in design.cells.items()
-           if key[1] != rules.BASE]
+           if key[1] != BASE]
     return float(np.ceil(100 * max(sds)) / 100) if sds else ASSUMED_SEED_SD
 
 
-def ledger_power(claim_id: str, evidence: rules.Evidence, replicates: int = 400) -> tuple[float, str]:
+def ledger_power(claim_id: str, evidence: Evidence, replicates: int = 400) -> tuple[float, str]:
     """The ledger's ``power`` — P(reproduced) of the claim's rule, gated, on the design the evidence
     represents, with the paper's effect (NaN where no design can be read) — and where its seed spread came
     from ("" for event claims and missing designs)."""
@@ -651,8 +653,8 @@ def paper_number_cells(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD) ->
         sign = 1.0 if method in ("gdpo", "grpo_nostd") else -1.0
         spread = 0.0 if mean == 0.0 or method == "base" else math.sqrt(2) / 2 * seed_sd
         values = mean + sign * spread * offsets[key]
-        cells[key] = rules.Sample(tuple(range(cell.seeds)), values, binomial_variance(values, cell.items),
-                                  np.full(cell.seeds, cell.items), once=method == rules.BASE)
+        cells[key] = Sample(tuple(range(cell.seeds)), values, binomial_variance(values, cell.items),
+                                  np.full(cell.seeds, cell.items), once=method == BASE)
     return cells
 
 
@@ -708,7 +710,7 @@ def calibration_table(configs: Mapping[str, Mapping], replicates: int = 1000) ->
             minimum = CLAIMS_BY_ID[claim_id].minimum
             if isinstance(design, EventDesign):
                 gated = event_null_worst_case(design)
-                rate_a = min(1.0, EVENT_BASE_RATE + rules.EVENT_EFFECTS[claim_id])
+                rate_a = min(1.0, EVENT_BASE_RATE + EVENT_EFFECTS[claim_id])
                 effect = event_probabilities(design, rate_a, EVENT_BASE_RATE)
                 records.append({"config": name, "claim": claim_id, "design": "config", "seeds": design.seeds,
                                 "items": "—", "spread": "—", "meets_minimum": not minimum.shortfall(
@@ -784,36 +786,29 @@ def _sim_effects(claim_id: str) -> dict[str, float]:
 
 def _sim_design(claim_id: str, per_seed: pd.DataFrame):
     """(cells read from the bench, the decision on cells, the shift of each cell under the paper's effect)."""
-    study = rules.SIM_RULES[claim_id][0]
-    variants = rules._variants(per_seed, study)
+    study = rule_for(claim_id, Scale.SIM).study
+    variants = sim.study_variants(per_seed, study)
     if claim_id in ("C3", "C8"):
         rewards = ("correctness", "format") if claim_id == "C3" else ("correctness", "length")
         decided = [v for v in variants if "conditioning=none" not in v] if claim_id == "C8" else variants
-        cells = rules._sim_pair_cells(per_seed, study, decided, rewards)
+        cells = sim.pair_cells(per_seed, study, decided, rewards)
         effects = _sim_effects(claim_id)
         shifts = {k: effects[k[2]] if k[1] == "gdpo" else 0.0 for k in cells}
         reference = {k: (k[0], "grpo", k[2]) for k in cells}
-        return cells, lambda c: rules.decide_sim_pairs(c, decided, rewards).outcome, shifts, reference
+        return cells, lambda c: decide_sim_pairs(c, decided, rewards).outcome, shifts, reference
     if claim_id == "C4":
-        cells = {}
-        for v in variants:
-            cells[(v, "grpo_nostd", "format")] = rules._sim_sample(per_seed, study, v, "grpo_nostd", "format")
-            cells[(v, "base", "format")] = rules._sim_initial_sample(per_seed, study, v, "grpo_nostd", "format")
-            cells[(v, "grpo_nostd", "avg")] = rules._sim_sample(per_seed, study, v, "grpo_nostd", "correctness")
-            cells[(v, "grpo", "avg")] = rules._sim_sample(per_seed, study, v, "grpo", "correctness")
+        cells = sim.cells_c4(per_seed, study, variants)
         gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", ("grpo_nostd", "grpo"))
         # Under the claim: w/o std's format at 0 % (the base's is measured), its correctness GRPO's + the gap.
         reference = {k: ((k[0], "base", "format") if k[2] == "format" else (k[0], "grpo", "avg")) for k in cells}
         shifts = {k: (-math.inf if k == (k[0], "grpo_nostd", "format") else gap if k[1] == "grpo_nostd" else 0.0)
                   for k in cells}
-        return cells, lambda c: rules.over_cells(rules.decide_c4(c, variants).by_setup), shifts, reference
+        return cells, lambda c: over_cells(decide_c4(c, variants).by_setup), shifts, reference
     if claim_id == "C7":
-        cells = {(w, m, metric): rules._sim_sample(per_seed, study, f"w{w}", m, reward)
-                 for w in ("1", "0.75", "0.5", "0.25") for m in ("grpo", "gdpo")
-                 for reward, metric in (("correctness", "acc"), ("length", "exceed"))}
+        cells = sim.cells_c7(per_seed, study)
         reference = {k: ("1", k[1], k[2]) for k in cells}
         shifts = {k: (-C7_CHANGE if k[0] == "0.25" and k[2] == "acc" else 0.0) for k in cells}
-        return cells, lambda c: rules.decide_c7(c).outcome, shifts, reference
+        return cells, lambda c: decide_c7(c).outcome, shifts, reference
     raise KeyError(f"{claim_id} has no sim table design")
 
 
@@ -841,7 +836,7 @@ def simulate_sim(claim_id: str, per_seed: pd.DataFrame, effect: bool, replicates
         draws[key] = (values, binomial_variance(values, trials), sample)
     counts: dict[str, int] = {}
     for r in range(replicates):
-        simulated = {key: rules.Sample(sample.seeds, values[r], variances[r], sample.items)
+        simulated = {key: Sample(sample.seeds, values[r], variances[r], sample.items)
                      for key, (values, variances, sample) in draws.items()}
         outcome = decide(simulated)
         counts[outcome] = counts.get(outcome, 0) + 1

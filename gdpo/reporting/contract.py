@@ -50,8 +50,9 @@ true, by simulating the whole data-generating process through the rule itself
 **One contract per claim** (:data:`CLAIMS`): the statement, the metric(s) and their direction, the paper's
 effect in the metric's unit (computed from :mod:`gdpo.reporting.paper_numbers`, never typed twice), the
 unit of replication (the training seed) and the minimum evidence. The rules that apply the contract are in
-:mod:`gdpo.reporting.rules`; the ledger files are written by :mod:`gdpo.reporting.ledger`; the calibration
-(null, power and paper-number replicates) is in :mod:`gdpo.reporting.calibration`.
+:mod:`gdpo.reporting.verdicts` (a registry, one module per scale); the ledger files are written by
+:mod:`gdpo.reporting.ledger`; the calibration (null, power and paper-number replicates) is in
+:mod:`gdpo.reporting.calibration`.
 """
 
 from __future__ import annotations
@@ -96,12 +97,13 @@ NO_FORMAT_RATE = 5.0
 
 @dataclasses.dataclass(frozen=True)
 class Interval:
-    """A mean with its two-sided :data:`LEVEL` interval; ``source`` says where the width comes from."""
+    """A mean with its two-sided interval at ``level``; ``source`` says where the width comes from."""
 
     mean: float
     low: float
     high: float
     source: str
+    level: float = LEVEL
 
     def __post_init__(self) -> None:
         if self.low >= self.high:  # NaN bounds (no interval could be formed) compare False and pass
@@ -172,7 +174,7 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
     half = _t_quantile(dof, level) * math.sqrt(variance / k + common_variance)
     if not half > 0:  # a zero variance can only come from zero item variances: not a measurement
         half = math.nan
-    return Interval(mean, mean - half, mean + half, source)
+    return Interval(mean, mean - half, mean + half, source, level)
 
 
 def rate_interval(events: int, trials: int, level: float = LEVEL) -> Interval:
@@ -180,7 +182,7 @@ def rate_interval(events: int, trials: int, level: float = LEVEL) -> Interval:
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(events, trials, alpha=1 - level, method="wilson")
-    return Interval(events / trials, float(low), float(high), f"Wilson, {trials} seeds")
+    return Interval(events / trials, float(low), float(high), f"Wilson, {trials} seeds", level)
 
 
 def rate_difference_interval(events_a: int, trials_a: int, events_b: int, trials_b: int,
@@ -192,7 +194,7 @@ def rate_difference_interval(events_a: int, trials_a: int, events_b: int, trials
     low, high = confint_proportions_2indep(events_a, trials_a, events_b, trials_b, method="newcomb",
                                            compare="diff", alpha=1 - level)
     return Interval(events_a / trials_a - events_b / trials_b, float(low), float(high),
-                    f"Newcombe, {trials_a} vs {trials_b} seeds")
+                    f"Newcombe, {trials_a} vs {trials_b} seeds", level)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -422,11 +424,35 @@ CLAIMS: tuple[Claim, ...] = (
 CLAIMS_BY_ID = {claim.claim_id: claim for claim in CLAIMS}
 
 
+#: Units of a :class:`MeasuredInterval`.
+POINTS = "percentage points"
+RATE = "rate difference"
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasuredInterval:
+    """One interval a verdict rests on (or reports beside), as numbers: what it measures (``name``, e.g.
+    ``"Qwen2.5-1.5B avg"``), the measured ``mean`` and its two-sided ``level`` bounds ``low`` and ``high`` (NaN
+    where none could be formed), in ``unit`` (:data:`POINTS`, :data:`RATE`, or what the name measures)."""
+
+    name: str
+    mean: float
+    low: float
+    high: float
+    level: float
+    unit: str
+
+    @classmethod
+    def of(cls, name: str, interval: Interval, unit: str = POINTS) -> MeasuredInterval:
+        return cls(name, interval.mean, interval.low, interval.high, interval.level, unit)
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """Outcome of one rule: what was measured (on what), the rule applied, the verdict, the evidence file,
     the design's power (probability of ``reproduced`` if the paper's effect were true; NaN where no design
-    can be read), what was run, and the verdict of each part of the claim (``"<part>: <verdict>; ..."``)."""
+    can be read), what was run, the verdict of each part of the claim (``"<part>: <verdict>; ..."``), and the
+    intervals the measured text shows, as numbers (in memory only: the ledger's files keep the text)."""
 
     measured_value: str
     comparison: str
@@ -435,6 +461,7 @@ class Verdict:
     power: float = math.nan
     run: str = ""
     parts: str = ""
+    intervals: tuple[MeasuredInterval, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

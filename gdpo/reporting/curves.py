@@ -25,9 +25,10 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from gdpo.reporting.figures import METHOD_COLORS, METHOD_LABELS, save_figure
+from gdpo.methods import method_color, method_label, paper_order
+from gdpo.plotting import save_figure
 from gdpo.reporting.stats import mean_ci
-from gdpo.training.divergence import detect_divergence, divergence_measures
+from gdpo.curve_events import detect_divergence, divergence_measures
 
 CORRECTNESS = "rewards/correct/mean"
 PASS_RATE = "rewards/pass/mean"
@@ -52,20 +53,6 @@ EVAL_CSV = "eval.csv"
 
 
 # ----------------------------------------------------------------------------------------------- validation
-
-
-def _label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
-
-
-def _color(method: str) -> str | None:
-    return METHOD_COLORS.get(method)
-
-
-def _method_order(methods) -> list[str]:
-    """The paper's methods in the paper's order, then any other method alphabetically."""
-    present = set(methods)
-    return [m for m in METHOD_LABELS if m in present] + sorted(present - set(METHOD_LABELS))
 
 
 def _task_rows(frame: pd.DataFrame, task: str, csv_name: str) -> pd.DataFrame:
@@ -96,7 +83,7 @@ def _require_methods(rows: pd.DataFrame, methods: Sequence[str], task: str, csv_
     for method in methods:
         if method not in present:
             raise ValueError(f"{csv_name} has no rows for method '{method}' of task '{task}' (methods present: "
-                             f"{', '.join(_method_order(present))}); train that method on the task first.")
+                             f"{', '.join(paper_order(present))}); train that method on the task first.")
 
 
 # ------------------------------------------------------------------------------------------ step statistics
@@ -151,7 +138,7 @@ def median_iqr(steps: pd.DataFrame, task: str, metric: str,
 
 def divergence_steps(steps: pd.DataFrame, task: str, correctness_metric: str = CORRECTNESS,
                      length_metric: str = MAX_LENGTH, methods: Sequence[str] | None = None) -> pd.DataFrame:
-    """Divergence step of every seed (:func:`gdpo.training.divergence.detect_divergence`, default settings).
+    """Divergence step of every seed (:func:`gdpo.curve_events.detect_divergence`, default settings).
 
     Detected per seed rather than on the median curve: seeds that collapse at different steps give a median
     whose fall is smeared out (or hidden), and the claims ledger counts divergence per seed too.
@@ -174,10 +161,10 @@ def divergence_steps(steps: pd.DataFrame, task: str, correctness_metric: str = C
 
 def divergence_measure_table(steps: pd.DataFrame, task: str, correctness_metric: str = CORRECTNESS,
                              length_metric: str = MAX_LENGTH, methods: Sequence[str] | None = None) -> pd.DataFrame:
-    """C5's continuous measures of every seed (:func:`gdpo.training.divergence.divergence_measures`).
+    """C5's continuous measures of every seed (:func:`gdpo.curve_events.divergence_measures`).
 
     Returns:
-        Columns ``method, seed, correctness_fall, length_growth, n_steps``.
+        Columns ``method, seed, correctness_fall, length_growth, peak_max_length, n_steps``.
     """
     correctness = per_seed_curves(steps, task, correctness_metric, methods)
     length = per_seed_curves(steps, task, length_metric, methods)
@@ -186,8 +173,10 @@ def divergence_measure_table(steps: pd.DataFrame, task: str, correctness_metric:
     for (method, seed), run in joined.groupby(["method", "seed"]):
         measures = divergence_measures(run["value_correct"].to_numpy(), run["value_length"].to_numpy())
         records.append({"method": method, "seed": seed, "correctness_fall": measures["correctness_fall"],
-                        "length_growth": measures["length_growth"], "n_steps": len(run)})
-    return pd.DataFrame(records, columns=["method", "seed", "correctness_fall", "length_growth", "n_steps"])
+                        "length_growth": measures["length_growth"], "peak_max_length": measures["peak_max_length"],
+                        "n_steps": len(run)})
+    return pd.DataFrame(records, columns=["method", "seed", "correctness_fall", "length_growth", "peak_max_length",
+                                          "n_steps"])
 
 
 def seeds_note(scale: str, seed_counts: dict[str, int]) -> str:
@@ -196,7 +185,7 @@ def seeds_note(scale: str, seed_counts: dict[str, int]) -> str:
     if len(counts) == 1:
         (count,) = counts
         return f"scale {scale} · {count} seed{'s' if count != 1 else ''}"
-    per_method = ", ".join(f"{_label(m)} {seed_counts[m]}" for m in _method_order(seed_counts))
+    per_method = ", ".join(f"{method_label(m)} {seed_counts[m]}" for m in paper_order(seed_counts))
     return f"scale {scale} · seeds: {per_method}"
 
 
@@ -273,23 +262,23 @@ def _draw_median_iqr(axis: plt.Axes, table: pd.DataFrame, method: str, label: st
     """Median line of ``method``, with its IQR band where at least two seeds have a value."""
     line = table[table["method"] == method]
     marker = "o" if len(line) <= 20 else None  # short runs: show the logged points
-    axis.plot(line["step"], line["median"], color=_color(method), label=label, linewidth=linewidth,
+    axis.plot(line["step"], line["median"], color=method_color(method), label=label, linewidth=linewidth,
               marker=marker, markersize=3)
     if (line["n_seeds"] >= 2).any():
         axis.fill_between(line["step"], line["q25"], line["q75"], where=(line["n_seeds"] >= 2).to_numpy(),
-                          color=_color(method), alpha=0.2, linewidth=0, interpolate=True)
+                          color=method_color(method), alpha=0.2, linewidth=0, interpolate=True)
 
 
 def _curve_panels(steps: pd.DataFrame, task: str, panels: Sequence[tuple[str, str]],
                   methods: Sequence[str] | None) -> tuple[plt.Figure, list[plt.Axes], list[str], dict[str, int]]:
     """One panel per (metric, title): median + IQR over seeds, one line per method."""
     tables = [median_iqr(steps, task, metric, methods) for metric, _ in panels]
-    order = _method_order(tables[0]["method"])
+    order = paper_order(tables[0]["method"])
     figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
     axes = list(axes[0])
     for axis, table, (metric, title) in zip(axes, tables, panels):
         for method in order:
-            _draw_median_iqr(axis, table, method, label=_label(method))
+            _draw_median_iqr(axis, table, method, label=method_label(method))
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("training step")
         axis.set_ylabel(metric, fontsize=8)
@@ -340,21 +329,21 @@ def _length_curves(steps: pd.DataFrame, task: str, out_png: str | Path, scale: s
         seeds = diverged[diverged["method"] == method]
         method_steps = seeds.dropna(subset=["divergence_step"])
         total = len(seeds)
-        lines.append(Line2D([], [], color=_color(method), linewidth=1.6, label=_label(method)))
+        lines.append(Line2D([], [], color=method_color(method), linewidth=1.6, label=method_label(method)))
         if method_steps.empty:
             short = int((seeds["n_steps"] < MIN_STEPS_FOR_DIVERGENCE).sum())
-            label = (f"{_label(method)}: no divergence (0/{total} seeds)" if short == 0 else
-                     f"{_label(method)}: no divergence found; {short}/{total} seeds have fewer than "
+            label = (f"{method_label(method)}: no divergence (0/{total} seeds)" if short == 0 else
+                     f"{method_label(method)}: no divergence found; {short}/{total} seeds have fewer than "
                      f"{MIN_STEPS_FOR_DIVERGENCE} steps, too short to judge")
             statuses.append(Line2D([], [], linestyle="none", label=label))
             continue
         for step in method_steps["divergence_step"]:
             for axis in axes:
-                axis.axvline(step, color=_color(method), linestyle="--", linewidth=1.0, alpha=0.8)
+                axis.axvline(step, color=method_color(method), linestyle="--", linewidth=1.0, alpha=0.8)
         listed = ", ".join(f"seed {int(s)} @ {int(d)}" for s, d in
                            zip(method_steps["seed"], method_steps["divergence_step"]))
-        label = f"{_label(method)} diverges in {len(method_steps)}/{total} seeds ({listed})"
-        statuses.append(Line2D([], [], color=_color(method), linestyle="--", linewidth=1.0, label=label))
+        label = f"{method_label(method)} diverges in {len(method_steps)}/{total} seeds ({listed})"
+        statuses.append(Line2D([], [], color=method_color(method), linestyle="--", linewidth=1.0, label=label))
     note = f"{seeds_note(scale, counts)} · median and IQR over seeds · dashed: a seed's divergence step"
     return _finish(figure, title, note, out_png, legend_handles=lines + statuses, columns=2)
 
@@ -405,9 +394,10 @@ def figure6_weight_sweep(evals: pd.DataFrame, tasks_by_weight: dict[float, dict[
             x = points["weight"] + offsets[(variant, method)]
             errors = np.vstack([points["mean"] - points["low"], points["high"] - points["mean"]])
             errors = None if np.isnan(errors).all() else np.nan_to_num(errors)  # one seed: no interval
-            axis.errorbar(x, points["mean"], yerr=errors, color=_color(method),
+            axis.errorbar(x, points["mean"], yerr=errors, color=method_color(method),
                           linestyle="-" if variant == "plain" else "--", marker="o", markersize=4, capsize=3,
-                          label=f"{_label(method)} · {'length' if variant == 'plain' else 'conditioned length'}")
+                          label=f"{method_label(method)} · "
+                                f"{'length' if variant == 'plain' else 'conditioned length'}")
         axis.set_xticks(weights)
         axis.set_xticklabels([f"{w:g}" for w in weights])
         axis.invert_xaxis()
@@ -441,10 +431,11 @@ def figure8_batch_step_ablation(steps: pd.DataFrame, task: str, out_png: str | P
     handles = []
     for method in ABLATION_METHODS:
         for _, run in curves[curves["method"] == method].groupby("seed"):
-            axis.plot(run["step"], run["value"], color=_color(method), linewidth=0.7, alpha=0.45)
+            axis.plot(run["step"], run["value"], color=method_color(method), linewidth=0.7, alpha=0.45)
         line = table[table["method"] == method]
-        axis.plot(line["step"], line["median"], color=_color(method), linewidth=2.2)
-        handles.append(Line2D([], [], color=_color(method), linewidth=2.2, label=f"{_label(method)} (median)"))
+        axis.plot(line["step"], line["median"], color=method_color(method), linewidth=2.2)
+        handles.append(Line2D([], [], color=method_color(method), linewidth=2.2,
+                              label=f"{method_label(method)} (median)"))
     handles.append(Line2D([], [], color="0.4", linewidth=0.7, alpha=0.6, label="one seed"))
     axis.set_xlabel("training step")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -7,29 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from gdpo.analysis.exact import PAPER_MAX_REWARDS_GDPO, PAPER_MAX_ROLLOUTS_GDPO
+from gdpo.methods import Method
+from gdpo.plotting import save_figure  # sets the Agg backend
 
-from gdpo.analysis.exact import PAPER_MAX_REWARDS_GDPO, PAPER_MAX_ROLLOUTS_GDPO  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is set)
 
-METHOD_LABELS = {"grpo": "GRPO", "grpo_nostd": "GRPO w/o std", "gdpo": "GDPO",
-                 "gdpo_nobn": "GDPO w/o batch norm", "gdpo_nostd": "GDPO w/o std"}
-METHOD_COLORS = {"grpo": "#1f77b4", "grpo_nostd": "#7f7f7f", "gdpo": "#d62728", "gdpo_nobn": "#ff7f0e",
-                 "gdpo_nostd": "#9467bd"}
-
-
-def save_figure(figure: plt.Figure, out_png: str | Path) -> list[Path]:
-    """Save ``figure`` as ``out_png`` and as the PDF beside it; return both paths."""
-    png = Path(out_png)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    pdf = png.with_suffix(".pdf")
-    figure.savefig(png, dpi=150, bbox_inches="tight")
-    figure.savefig(pdf, bbox_inches="tight")
-    plt.close(figure)
-    return [png, pdf]
+#: The methods of the exact analysis' figures, in the paper's order.
+EXACT_METHODS = (Method.GRPO, Method.GRPO_NOSTD, Method.GDPO)
 
 
 def figure2_advantage_groups(table_csv: str | Path, out_png: str | Path) -> list[Path]:
@@ -47,9 +34,9 @@ def figure2_advantage_groups(table_csv: str | Path, out_png: str | Path) -> list
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 1]})
     positions = range(len(table))
     width = 0.27
-    for offset, method in zip((-width, 0.0, width), ("grpo", "grpo_nostd", "gdpo")):
+    for offset, method in zip((-width, 0.0, width), EXACT_METHODS):
         left.barh([p + offset for p in positions], second(f"{method}_advantage"), height=width,
-                  color=METHOD_COLORS[method], label=METHOD_LABELS[method])
+                  color=method.color, label=method.label)
     left.set_yticks(list(positions))
     left.set_yticklabels([f"{label}  (totals {t})" for label, t in zip(labels, table["totals"])], fontsize=8)
     left.invert_yaxis()
@@ -58,9 +45,8 @@ def figure2_advantage_groups(table_csv: str | Path, out_png: str | Path) -> list
     left.set_title("Reward combinations (r1, r2) of two rollouts")
     left.legend(loc="lower right", fontsize=8)
 
-    distinct = {m: table[f"{m}_advantage"].nunique() for m in ("grpo", "grpo_nostd", "gdpo")}
-    bars = right.bar([METHOD_LABELS[m] for m in distinct], list(distinct.values()),
-                     color=[METHOD_COLORS[m] for m in distinct])
+    distinct = {m: table[f"{m}_advantage"].nunique() for m in EXACT_METHODS}
+    bars = right.bar([m.label for m in distinct], list(distinct.values()), color=[m.color for m in distinct])
     right.bar_label(bars)
     right.set_ylabel("# distinct advantage groups")
     right.set_title("Distinct groups (G = 2, n = 2)")
@@ -84,10 +70,10 @@ def figure3_distinct_groups(counts_csv: str | Path, out_png: str | Path) -> list
     )
     for axis_, (axis_name, column, xlabel, title, paper_max) in zip(axes, panels):
         subset = counts[counts["axis"] == axis_name]
-        for method in ("grpo", "grpo_nostd", "gdpo"):
+        for method in EXACT_METHODS:
             line = subset[subset["method"] == method].sort_values(column)
             axis_.plot(line[column], line["distinct_groups"], marker="o", markersize=4,
-                       color=METHOD_COLORS[method], label=METHOD_LABELS[method])
+                       color=method.color, label=method.label)
         axis_.set_yscale("log")
         axis_.set_xlabel(xlabel)
         axis_.set_ylabel("# distinct advantage groups")

@@ -1,6 +1,6 @@
 """The claims ledger files: ``claims.csv`` and ``CLAIMS.md``, one row per claim and scale of evidence.
 
-The rows come from the rules of :mod:`gdpo.reporting.rules` under the contract of
+The rows come from the rules registered in :mod:`gdpo.reporting.verdicts` under the contract of
 :mod:`gdpo.reporting.contract`; the power column from :mod:`gdpo.reporting.calibration`.
 """
 
@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.reporting import rules
+from gdpo.reporting import calibration
 from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, LEVEL, NOT_MODELLED, NOT_RUN, Claim, Verdict
+from gdpo.reporting.verdicts import ClaimRule, Scale, rules_of
+from gdpo.reporting.verdicts.decisions import EVENT_BASE_RATE, EVENT_EFFECTS
+from gdpo.reporting.verdicts.model_evidence import Evidence
 
 LEDGER_COLUMNS = ["claim_id", "scale", "statement", "paper_value", "run", "measured_value", "comparison", "verdict",
                   "parts", "power", "power_basis", "evidence"]
@@ -58,11 +61,89 @@ VERDICT_NOTES = [
 SIM_TABLE_POWER = ("C3", "C4", "C7", "C8")
 
 
+@dataclasses.dataclass(frozen=True)
+class LedgerRow:
+    """One row of the ledger: a claim, the scale its evidence is from, the rule's verdict (its intervals as
+    numbers included) and what the power column assumed."""
+
+    claim: Claim
+    scale: str
+    verdict: Verdict
+    power_basis: str = ""
+
+    def record(self) -> dict:
+        """The row as :data:`LEDGER_COLUMNS`."""
+        verdict = self.verdict
+        return {"claim_id": self.claim.claim_id, "scale": self.scale, "statement": self.claim.statement,
+                "paper_value": self.claim.paper_value, "run": verdict.run, "measured_value": verdict.measured_value,
+                "comparison": verdict.comparison, "verdict": verdict.verdict, "parts": verdict.parts,
+                "power": verdict.power, "power_basis": self.power_basis, "evidence": verdict.evidence}
+
+
+def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None,
+                 eval_csv: str | Path | None = None, steps_csv: str | Path | None = None,
+                 reporting: dict | None = None, scale_rows: bool = True, runs: dict | None = None,
+                 with_power: bool = True) -> list[LedgerRow]:
+    """Every registered rule applied to its evidence, in claim order and, within a claim, :class:`Scale`
+    order (arguments of :func:`build_ledger`). A scale's rows are left out where its evidence was not asked
+    for: sim rows without ``sim_per_seed``, model rows without ``scale_rows``."""
+    evidence = Evidence(
+        _read_optional(eval_csv), _read_optional(steps_csv), reporting or {}, scale,
+        eval_path=str(eval_csv or f"results/{scale}/summary/eval.csv"),
+        steps_path=str(steps_csv or f"results/{scale}/summary/steps.csv"), runs=runs,
+    )
+    counts = _read_optional(distinct_counts)
+    per_seed = _read_optional(sim_per_seed)
+    rows: list[LedgerRow] = []
+
+    def add(claim: Claim, row_scale: str, verdict: Verdict, basis: str = "") -> None:
+        rows.append(LedgerRow(claim, row_scale, verdict, basis or _event_basis(claim.claim_id, row_scale, verdict)))
+
+    for claim in CLAIMS:
+        for rule in rules_of(claim.claim_id):
+            if rule.scale == Scale.EXACT:
+                if counts is None:
+                    add(claim, "exact", Verdict("", "", NOT_RUN, f"missing {distinct_counts or 'distinct_counts.csv'}"))
+                else:
+                    add(claim, "exact", rule.judge(counts, str(distinct_counts)))
+            elif rule.scale == Scale.SIM and sim_per_seed is not None:
+                add(claim, "sim", *_judge_sim(rule, per_seed, sim_per_seed, with_power))
+            elif rule.scale == Scale.MODEL and scale_rows:
+                if rule.combines:
+                    at_scale = {r.claim.claim_id: r.verdict.verdict for r in rows if r.scale == scale}
+                    add(claim, scale, rule.judge(evidence, {c: at_scale.get(c, NOT_RUN) for c in rule.combines}))
+                else:
+                    add(claim, scale, *_judge_model(rule, evidence, with_power))
+    return rows
+
+
+def _judge_sim(rule: ClaimRule, per_seed: pd.DataFrame | None, sim_per_seed: str | Path,
+               with_power: bool) -> tuple[Verdict, str]:
+    """A sim rule's verdict on its study, with the simulated power of the table-like rows."""
+    if per_seed is None or rule.study not in set(per_seed["study"]):
+        return Verdict("", "", NOT_RUN, f"missing study {rule.study!r} in {sim_per_seed}"), ""
+    verdict = rule.judge(per_seed, f"{sim_per_seed} (study {rule.study})")
+    if with_power and rule.claim_id in SIM_TABLE_POWER and verdict.verdict not in (NOT_RUN, NOT_MODELLED):
+        power, basis = calibration.sim_power(rule.claim_id, per_seed)
+        return dataclasses.replace(verdict, power=power), basis
+    return verdict, ""
+
+
+def _judge_model(rule: ClaimRule, evidence: Evidence, with_power: bool) -> tuple[Verdict, str]:
+    """A language-model-scale rule's verdict, with the power of the design its evidence represents."""
+    verdict = rule.judge(evidence)
+    if with_power and verdict.verdict != NOT_RUN:
+        power, basis = calibration.ledger_power(rule.claim_id, evidence)
+        return dataclasses.replace(verdict, power=power), basis
+    return verdict, ""
+
+
 def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: str | Path | None = None,
                  eval_csv: str | Path | None = None, steps_csv: str | Path | None = None,
                  reporting: dict | None = None, scale_rows: bool = True, runs: dict | None = None,
                  with_power: bool = True) -> pd.DataFrame:
-    """The ledger rows for one workflow run.
+    """The ledger rows for one workflow run (:func:`judge_claims` keeps each row's verdict with its intervals
+    as numbers; this table has the ledger's columns).
 
     Args:
         scale: the workflow's scale (``smoke``, ``mini``, ``paper``); claims decided by the exact analysis
@@ -79,67 +160,19 @@ def build_ledger(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
     Returns:
         DataFrame with :data:`LEDGER_COLUMNS`, in claim order.
     """
-    evidence = rules.Evidence(
-        _read_optional(eval_csv), _read_optional(steps_csv), reporting or {}, scale,
-        eval_path=str(eval_csv or f"results/{scale}/summary/eval.csv"),
-        steps_path=str(steps_csv or f"results/{scale}/summary/steps.csv"), runs=runs,
-    )
-    counts = _read_optional(distinct_counts)
-    per_seed = _read_optional(sim_per_seed)
-    rows = []
-
-    def add(claim: Claim, row_scale: str, verdict: Verdict, basis: str = "") -> None:
-        rows.append({"claim_id": claim.claim_id, "scale": row_scale, "statement": claim.statement,
-                     "paper_value": claim.paper_value, **dataclasses.asdict(verdict),
-                     "power_basis": basis or _event_basis(claim.claim_id, row_scale, verdict)})
-
-    for claim in CLAIMS:
-        if claim.family == "exact":
-            if counts is None:
-                add(claim, "exact", Verdict("", "", NOT_RUN, f"missing {distinct_counts or 'distinct_counts.csv'}"))
-            else:
-                add(claim, "exact", rules.EXACT_RULES[claim.claim_id](counts, str(distinct_counts)))
-            continue
-        if claim.claim_id in rules.SIM_RULES and sim_per_seed is not None:
-            study, rule = rules.SIM_RULES[claim.claim_id]
-            if study is None:
-                add(claim, "sim", rule(per_seed, str(sim_per_seed)))
-            elif per_seed is None or study not in set(per_seed["study"]):
-                add(claim, "sim", Verdict("", "", NOT_RUN, f"missing study {study!r} in {sim_per_seed}"))
-            else:
-                verdict = rule(per_seed, f"{sim_per_seed} (study {study})")
-                basis = ""
-                if with_power and claim.claim_id in SIM_TABLE_POWER and verdict.verdict not in (NOT_RUN, NOT_MODELLED):
-                    from gdpo.reporting import calibration
-
-                    power, basis = calibration.sim_power(claim.claim_id, per_seed)
-                    verdict = dataclasses.replace(verdict, power=power)
-                add(claim, "sim", verdict, basis)
-        if not scale_rows:
-            continue
-        if claim.claim_id == "C11":
-            at_scale = {r["claim_id"]: r["verdict"] for r in rows if r["scale"] == scale}
-            add(claim, scale, rules.rule_c11(evidence, {c: at_scale.get(c, NOT_RUN) for c in ("C3", "C6", "C9")}))
-        else:
-            verdict = rules.RULES[claim.claim_id](evidence)
-            basis = ""
-            if with_power and verdict.verdict != NOT_RUN:
-                from gdpo.reporting import calibration
-
-                power, basis = calibration.ledger_power(claim.claim_id, evidence)
-                verdict = dataclasses.replace(verdict, power=power)
-            add(claim, scale, verdict, basis)
-    return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+    rows = judge_claims(scale, distinct_counts, sim_per_seed, eval_csv, steps_csv, reporting, scale_rows, runs,
+                        with_power)
+    return pd.DataFrame([row.record() for row in rows], columns=LEDGER_COLUMNS)
 
 
 def _event_basis(claim_id: str, scale: str, verdict: Verdict) -> str:
     """What an event row's power assumes (the same alternative at every scale)."""
-    if claim_id not in rules.EVENT_EFFECTS or math.isnan(verdict.power):
+    if claim_id not in EVENT_EFFECTS or math.isnan(verdict.power):
         return ""
-    rate_b = rules.EVENT_BASE_RATE
+    rate_b = EVENT_BASE_RATE
     where = "in every cell of the grid" if scale == "sim" else "over the runs"
-    return (f"event rate {rate_b + rules.EVENT_EFFECTS[claim_id]:.2f} for the compared method and {rate_b:.2f} for "
-            f"the reference, {where} (the claim's smallest implied difference, {rules.EVENT_EFFECTS[claim_id]:g})")
+    return (f"event rate {rate_b + EVENT_EFFECTS[claim_id]:.2f} for the compared method and {rate_b:.2f} for "
+            f"the reference, {where} (the claim's smallest implied difference, {EVENT_EFFECTS[claim_id]:g})")
 
 
 def _read_optional(path: str | Path | None) -> pd.DataFrame | None:
@@ -164,7 +197,7 @@ def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
         "samples and steps, the seed spread measured here or assumed, the claim's minimum) gives `reproduced` if the "
         "paper's effect is true, by simulating runs (seed spread plus the evaluation's binomial noise) through the "
         "rule itself; the `power_basis` column says what it assumed. `gdpo power --config <config>` says what a "
-        "design needs for 80 %. Rules: `gdpo/reporting/rules.py`; contract and statistics: "
+        "design needs for 80 %. Rules: `gdpo/reporting/verdicts/`; contract and statistics: "
         "`gdpo/reporting/contract.py`.",
         "",
         "| claim | scale | verdict | power | what was run |",

@@ -27,8 +27,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gdpo.plotting import save_figure  # sets the Agg backend
 from gdpo.sim.config import parse_study
 from gdpo.sim.engine import PolicyGradientBench
+
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is set)
 
 #: Rollouts per prompt G and step-0 reward correlations ρ measured (every combination).
 GENERATIONS = (2, 4, 8, 16, 32)
@@ -130,10 +133,6 @@ def law_row(cells: pd.DataFrame) -> dict:
 
 def plot_law(cells: pd.DataFrame, out_png: str | Path) -> list[Path]:
     """Measured against predicted (log-log, the identity dashed) and measured / predicted against G per ρ."""
-    from gdpo.reporting.figures import save_figure  # sets the Agg backend
-
-    import matplotlib.pyplot as plt
-
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for index, (rho, group) in enumerate(cells.groupby("correlation")):
         color = f"C{index}"

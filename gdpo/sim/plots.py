@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gdpo.reporting.figures import METHOD_COLORS, METHOD_LABELS, save_figure  # sets the Agg backend
-from gdpo.sim.summary import per_seed_outcomes
+from gdpo.methods import method_color, method_label
+from gdpo.plotting import save_figure  # sets the Agg backend
+from gdpo.sim.summary import per_seed_outcomes, wilson_interval
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is set)
 
@@ -18,11 +19,7 @@ MAX_CURVE_REWARDS = 4
 
 
 def _color(method: str, index: int) -> str:
-    return METHOD_COLORS.get(method, f"C{index % 10}")
-
-
-def _label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
+    return method_color(method) or f"C{index % 10}"
 
 
 def _ordered(values: pd.Series) -> list:
@@ -49,7 +46,8 @@ def _outcome_text(counts: pd.DataFrame, variant: str, methods: list) -> str:
     if not rows:
         return ""
     outcome = str(rows[0][1]["outcome"]).replace("_", " ")
-    return f"{outcome}: " + ", ".join(f"{_label(m)} {int(r['events'])}/{int(r['seeds'])}" for m, r in rows)
+    return f"{outcome}: " + ", ".join(f"{method_label(m)} {int(r['events'])}/{int(r['seeds'])}"
+                                      for m, r in rows)
 
 
 def _curves(df: pd.DataFrame, variants: list, rewards: list, methods: list, with_length: bool = False) -> plt.Figure:
@@ -71,7 +69,8 @@ def _curves(df: pd.DataFrame, variants: list, rewards: list, methods: list, with
                 if key not in quartiles.index.droplevel("step"):
                     continue
                 curve = quartiles.loc[key]
-                axis.plot(curve.index, curve[0.5], color=_color(method, index), label=_label(method), linewidth=1.4)
+                axis.plot(curve.index, curve[0.5], color=_color(method, index), label=method_label(method),
+                          linewidth=1.4)
                 axis.fill_between(curve.index, curve[0.25], curve[0.75], color=_color(method, index), alpha=0.2,
                                   linewidth=0)
             axis.set_ylim(-0.02, 1.02)
@@ -125,7 +124,7 @@ def _finals(df: pd.DataFrame, variants: list, methods: list) -> plt.Figure:
             stats = subset.quantile([0.25, 0.5, 0.75]).unstack().reindex(variants)
             x = positions + (index - (len(methods) - 1) / 2) * width
             axis.errorbar(x, stats[0.5], yerr=[stats[0.5] - stats[0.25], stats[0.75] - stats[0.5]], fmt="o",
-                          markersize=4, capsize=2, color=_color(method, index), label=_label(method))
+                          markersize=4, capsize=2, color=_color(method, index), label=method_label(method))
         axis.set_xticks(positions)
         axis.set_xticklabels(variants, rotation=60, ha="right", fontsize=7)
         axis.set_ylabel(ylabel, fontsize=9)
@@ -135,7 +134,7 @@ def _finals(df: pd.DataFrame, variants: list, methods: list) -> plt.Figure:
         for index, method in enumerate(methods):
             values = [exact.get((variant, method), np.nan) for variant in variants]
             axes[2].plot(positions, values, marker="x", linestyle=":", color=_color(method, index),
-                         label=f"{_label(method)}: exact (all binary groups)")
+                         label=f"{method_label(method)}: exact (all binary groups)")
         axes[2].set_yscale("log")
     axes[0].set_ylim(-0.02, 1.02)
     axes[0].legend(fontsize=8)
@@ -147,8 +146,6 @@ def _sequence_cells(df: pd.DataFrame, variants: list, rewards: list, methods: li
     """A sequence study with many cells, one row per cell: each reward's final success (median and IQR over
     seeds, per method; grey bar: the success at step 0, mean over seeds) and, when the study counts a per-seed
     outcome, its rate per method with the 95 % Wilson interval."""
-    from gdpo.sim.summary import wilson_interval
-
     seeds = per_seed_outcomes(df)
     initial = df[df["step"] == 0].groupby(["variant", "reward"], sort=False)["success"].mean()
     counts = _outcome_counts(df) if "outcome" in df else pd.DataFrame()
@@ -168,7 +165,7 @@ def _sequence_cells(df: pd.DataFrame, variants: list, rewards: list, methods: li
                      .quantile([0.25, 0.5, 0.75]).unstack().reindex(variants))
             axis.errorbar(stats[0.5], positions + offsets[index],
                           xerr=[stats[0.5] - stats[0.25], stats[0.75] - stats[0.5]], fmt="o", markersize=3,
-                          capsize=2, color=_color(method, index), label=_label(method))
+                          capsize=2, color=_color(method, index), label=method_label(method))
         axis.set_xlim(-0.02, 1.02)
         axis.set_title(f"{reward}: final success", fontsize=9)
         axis.grid(True, alpha=0.3)
@@ -180,7 +177,8 @@ def _sequence_cells(df: pd.DataFrame, variants: list, rewards: list, methods: li
             bounds = np.array([wilson_interval(int(r["events"]), int(r["seeds"])) if r is not None else (np.nan,) * 2
                                for r in rows])
             axis.errorbar(rates, positions + offsets[index], xerr=[rates - bounds[:, 0], bounds[:, 1] - rates],
-                          fmt="s", markersize=3, capsize=2, color=_color(method, index), label=_label(method))
+                          fmt="s", markersize=3, capsize=2, color=_color(method, index),
+                          label=method_label(method))
             for y, r, high in zip(positions + offsets[index], rows, bounds[:, 1]):
                 if r is not None:
                     axis.text(high + 0.02, y, f"{int(r['events'])}/{int(r['seeds'])}", fontsize=6, va="center",

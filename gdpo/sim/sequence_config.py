@@ -121,8 +121,8 @@ class BasePolicy:
 
 @dataclasses.dataclass(frozen=True)
 class SequenceOutcome:
-    """Per-seed event: ``fails_to_converge`` (:func:`gdpo.reporting.rules.fails_to_converge` on ``reward``'s
-    success curve) or ``collapse`` (:func:`gdpo.training.divergence.detect_divergence` on ``reward``'s success
+    """Per-seed event: ``fails_to_converge`` (:func:`gdpo.curve_events.fails_to_converge` on ``reward``'s
+    success curve) or ``collapse`` (:func:`gdpo.curve_events.detect_divergence` on ``reward``'s success
     curve against the batch's maximum response length)."""
 
     kind: str = "none"

