@@ -24,10 +24,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gdpo.evaluation.run import BASE_METHOD, plan_evaluations
-from gdpo.evidence import committed, run_key_dir, save_evidence
+from gdpo.evidence import EVAL_FILE, committed, run_key_dir, save_evidence
 
 TIMELINE = "timeline.jsonl"
 RUNNING = "running.json"
@@ -75,11 +76,14 @@ def _seconds(stamp: str) -> float:
 class Heartbeat:
     """``running.json`` of the batch under way: its timeline entry so far and the last time the driver was alive,
     rewritten every ``every`` seconds and committed every ``commit_every`` seconds (when ``commit``), so that a
-    stop of the machine loses at most that much of the budget's count."""
+    stop of the machine loses at most that much of the budget's count. On each beat ``save_finished`` saves the
+    runs of the batch that finished since the last one; they are committed at once (a batch lasts hours, a
+    finished run's evidence should not wait for it)."""
 
     def __init__(self, repo: Path, evidence_dir: Path, entry: dict, commit: bool, every: float = 60.0,
-                 commit_every: float = 1800.0) -> None:
-        self.repo, self.path, self.entry, self.commit = repo, evidence_dir / RUNNING, entry, commit
+                 commit_every: float = 1800.0, save_finished: Callable[[], list[str]] | None = None) -> None:
+        self.repo, self.evidence_dir, self.path = repo, evidence_dir, evidence_dir / RUNNING
+        self.entry, self.commit, self.save_finished = entry, commit, save_finished
         self.every, self.commit_every = every, commit_every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
@@ -98,6 +102,11 @@ class Heartbeat:
         while not self._stop.wait(self.every):
             due = time.time() - last_commit >= self.commit_every
             self._write(commit=due)
+            finished = self.save_finished() if self.save_finished else []
+            if finished and self.commit:
+                _git(self.repo, "add", "-A", "--", str(self.evidence_dir.relative_to(self.repo)))
+                _git(self.repo, "commit", "-m", f"cpu-evidence evidence: {', '.join(finished)} finished (seed "
+                     f"{self.entry['seed']}, attempt {self.entry['attempt']})")
             last_commit = time.time() if due else last_commit
 
     def __enter__(self) -> Heartbeat:
@@ -109,6 +118,33 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
         self.path.unlink(missing_ok=True)
+
+
+class FinishedRuns:
+    """Saves the batch's runs whose evaluation exists (:func:`gdpo.evidence.save_evidence`), each once; called
+    on every heartbeat and after the batch. ``saved`` lists the files saved so far."""
+
+    def __init__(self, repo: Path, scale: str, evidence_dir: Path, runs: list[dict]) -> None:
+        self.repo, self.scale, self.evidence_dir, self.runs = repo, scale, evidence_dir, runs
+        self.done: set[tuple[str, str, int]] = set()
+        self.saved: list[Path] = []
+
+    def __call__(self) -> list[str]:
+        """Save what finished since the last call; returns those runs as ``"task/method seed k"``."""
+        finished = []
+        for run in self.runs:
+            key = (run["task"], run["method"], run["seed"])
+            run_dir = self.repo / run_key_dir(f"results/{self.scale}/runs", *key)
+            if key in self.done or not (run_dir / EVAL_FILE).exists():
+                continue
+            try:
+                self.saved += save_evidence(run_dir, run_key_dir(self.evidence_dir, *key),
+                                            trained=run["method"] != BASE_METHOD)
+            except ValueError:
+                continue  # not finished: saved on a later call, or reported by the exit code
+            self.done.add(key)
+            finished.append(f"{run['task']}/{run['method']} seed {run['seed']}")
+        return finished
 
 
 def record_stopped_attempt(evidence_dir: Path) -> dict | None:
@@ -127,7 +163,8 @@ def record_stopped_attempt(evidence_dir: Path) -> dict | None:
 
 
 def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int = 2, budget_hours: float = 12.0,
-                   commit: bool = True, attempts: int = 2, snakemake_args: tuple[str, ...] = ()) -> int:
+                   commit: bool = True, attempts: int = 2, snakemake_args: tuple[str, ...] = (),
+                   heartbeat_seconds: float = 60.0) -> int:
     """Run the experiment's batches in order from the repository ``repo`` (the pre-registered worktree); see
     the module docstring. A batch gets ``attempts`` tries in total over every start of the driver (stops of the
     machine not counted); one that fails them all is left and the next seed goes on. Returns 0 when every
@@ -169,21 +206,16 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
             started = time.time()
             entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now()}
-            with Heartbeat(repo, evidence_dir, entry, commit):
+            finished_runs = FinishedRuns(repo, scale, evidence_dir, pending)
+            with Heartbeat(repo, evidence_dir, entry, commit, every=heartbeat_seconds, save_finished=finished_runs):
                 process = subprocess.run(
                     [sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
                      configfile, "--cores", str(cores), *snakemake_args, *targets], cwd=repo, check=False)
             entry = {**entry, "seconds": round(time.time() - started, 1), "exit_code": process.returncode}
             with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
-            saved = []
-            for run in pending:
-                run_dir = repo / run_key_dir(f"results/{scale}/runs", run["task"], run["method"], run["seed"])
-                dest = run_key_dir(evidence_dir, run["task"], run["method"], run["seed"])
-                try:
-                    saved += save_evidence(run_dir, dest, trained=run["method"] != BASE_METHOD)
-                except ValueError:
-                    continue  # not finished: retried below or reported by the exit code
+            finished_runs()
+            saved = finished_runs.saved
             if commit:
                 # the whole evidence directory: the saved runs, the timeline and running.json's removal
                 _git(repo, "add", "-A", "--", str(evidence_dir.relative_to(repo)))

@@ -269,3 +269,30 @@ def test_a_batch_that_failed_twice_is_not_tried_again_by_a_restarted_driver(tmp_
     assert "Seed 0 failed 2 times" in capsys.readouterr().out
     timeline = [json.loads(line) for line in (evidence / TIMELINE).read_text().splitlines()]
     assert [(t["seed"], t["attempt"]) for t in timeline] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+
+
+def test_a_run_that_finishes_mid_batch_is_saved_before_the_batch_ends(tmp_path, monkeypatch):
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0],
+              "tasks": {"math": {**config["tasks"]["math"], "seeds": [0]}}}
+    seen_mid_batch = []
+
+    def fake_snakemake(command, cwd, check, **kwargs):
+        if command[0] == "git":
+            return subprocess.CompletedProcess(command, 0, stdout="abc\n")
+        targets = [Path(cwd) / Path(c).parent for c in command if c.endswith("eval.json")]
+        first, *others = targets
+        finished_run(first, {})
+        deadline = time.time() + 10
+        while not committed(Path(cwd) / "evidence") and time.time() < deadline:
+            time.sleep(0.01)  # the batch goes on; the heartbeat should save the finished run meanwhile
+        seen_mid_batch.append(set(committed(Path(cwd) / "evidence")))
+        for run_dir in others:
+            finished_run(run_dir, {}) if "/base/" not in str(run_dir) else (
+                run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text("{}"))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False, heartbeat_seconds=0.01) == 0
+    assert seen_mid_batch == [{("math", "grpo", 0)}]
+    assert committed(tmp_path / "evidence") == {("math", "grpo", 0), ("math", "gdpo", 0)}
