@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gdpo.evaluation.run import BASE_METHOD, plan_evaluations
-from gdpo.evidence import EVAL_FILE, committed, run_key_dir, save_evidence
+from gdpo.evidence import committed, save_evidence
+from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 
 TIMELINE = "timeline.jsonl"
 RUNNING = "running.json"
@@ -69,13 +69,13 @@ def hold_driver_lock(repo: Path):
     return handle
 
 
-def experiment_batches(config: dict) -> list[list[dict]]:
-    """The config's evaluations (:func:`gdpo.evaluation.run.plan_evaluations`: trained runs and base models)
+def experiment_batches(config: dict) -> list[list[RunKey]]:
+    """The config's evaluations (:func:`gdpo.plan.plan_evaluations`: trained runs and base models)
     grouped by seed, ascending; within a batch, tasks and methods in config order, base models last."""
-    by_seed: dict[int, list[dict]] = {}
+    by_seed: dict[int, list[RunKey]] = {}
     for evaluation in plan_evaluations(config):
-        by_seed.setdefault(evaluation["seed"], []).append(evaluation)
-    return [sorted(runs, key=lambda r: r["method"] == BASE_METHOD) for _, runs in sorted(by_seed.items())]
+        by_seed.setdefault(evaluation.seed, []).append(evaluation)
+    return [sorted(runs, key=lambda r: r.method == BASE_METHOD) for _, runs in sorted(by_seed.items())]
 
 
 def read_timeline(evidence_dir: Path) -> list[dict]:
@@ -159,7 +159,7 @@ class FinishedRuns:
     """Saves the batch's runs whose evaluation exists (:func:`gdpo.evidence.save_evidence`), each once; called
     on every heartbeat and after the batch. ``saved`` lists the files saved so far."""
 
-    def __init__(self, repo: Path, scale: str, evidence_dir: Path, runs: list[dict]) -> None:
+    def __init__(self, repo: Path, scale: str, evidence_dir: Path, runs: list[RunKey]) -> None:
         self.repo, self.scale, self.evidence_dir, self.runs = repo, scale, evidence_dir, runs
         self.done: set[tuple[str, str, int]] = set()
         self.saved: list[Path] = []
@@ -168,17 +168,17 @@ class FinishedRuns:
         """Save what finished since the last call; returns those runs as ``"task/method seed k"``."""
         finished = []
         for run in self.runs:
-            key = (run["task"], run["method"], run["seed"])
-            run_dir = self.repo / run_key_dir(f"results/{self.scale}/runs", *key)
+            key = (run.task, run.method, run.seed)
+            run_dir = self.repo / run.path()
             if key in self.done or not (run_dir / EVAL_FILE).exists():
                 continue
             try:
-                self.saved += save_evidence(run_dir, run_key_dir(self.evidence_dir, *key),
-                                            trained=run["method"] != BASE_METHOD)
+                self.saved += save_evidence(run_dir, run.under(self.evidence_dir).path(),
+                                            trained=run.method != BASE_METHOD)
             except ValueError:
                 continue  # not finished: saved on a later call, or reported by the exit code
             self.done.add(key)
-            finished.append(f"{run['task']}/{run['method']} seed {run['seed']}")
+            finished.append(f"{run.task}/{run.method} seed {run.seed}")
         return finished
 
 
@@ -225,21 +225,20 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
                  f"stopped after {stopped['seconds'] / 3600:.2f} h")
     for batch in experiment_batches(config):
         done_runs, done_evals = committed(evidence_dir, trained=True), committed(evidence_dir, trained=False)
-        pending = [r for r in batch if (r["task"], r["method"], r["seed"]) not in
-                   (done_evals if r["method"] == BASE_METHOD else done_runs & done_evals)]
+        pending = [r for r in batch if (r.task, r.method, r.seed) not in
+                   (done_evals if r.method == BASE_METHOD else done_runs & done_evals)]
         if not pending:
             continue
         spent = spent_hours(evidence_dir)
         if spent >= budget_hours:
             print(f"Budget of {budget_hours:g} h spent ({spent:.2f} h in {TIMELINE}); "
-                  f"stopping before seed {batch[0]['seed']}: {len(pending)} planned runs of it not run.", flush=True)
+                  f"stopping before seed {batch[0].seed}: {len(pending)} planned runs of it not run.", flush=True)
             return 3
-        targets = [str(run_key_dir(f"results/{scale}/runs", r["task"], r["method"], r["seed"]) / "eval.json")
-                   for r in pending]
-        failed_before = [e for e in read_timeline(evidence_dir) if e["seed"] == batch[0]["seed"] and failed_attempt(e)]
+        targets = [str(r.path() / EVAL_FILE) for r in pending]
+        failed_before = [e for e in read_timeline(evidence_dir) if e["seed"] == batch[0].seed and failed_attempt(e)]
         if len(failed_before) >= attempts:
             # at most `attempts` in total, over every start of the driver: no run is tried until it succeeds
-            print(f"Seed {batch[0]['seed']} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
+            print(f"Seed {batch[0].seed} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
                   "are reported as failed, not tried again.", flush=True)
             failure = failed_before[-1]["exit_code"]
             continue
@@ -251,7 +250,7 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
             unlocked = True
         for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()
-            entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
+            entry = {"seed": batch[0].seed, "runs": [f"{r.task}/{r.method}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now()}
             finished_runs = FinishedRuns(repo, scale, evidence_dir, pending)
             with Heartbeat(repo, evidence_dir, entry, commit, every=heartbeat_seconds, save_finished=finished_runs):

@@ -72,16 +72,16 @@ def cpu_evidence_config() -> dict:
 def test_batches_go_seed_by_seed_with_every_method_and_the_base_models_first_seed():
     config = cpu_evidence_config()
     batches = experiment_batches(config)
-    assert [b[0]["seed"] for b in batches] == sorted({b[0]["seed"] for b in batches})
+    assert [b[0].seed for b in batches] == sorted({b[0].seed for b in batches})
     for batch in batches:
-        assert len({r["seed"] for r in batch}) == 1
-        methods = {(r["task"], r["method"]) for r in batch if r["method"] != "base"}
-        seed = batch[0]["seed"]
+        assert len({r.seed for r in batch}) == 1
+        methods = {(r.task, r.method) for r in batch if r.method != "base"}
+        seed = batch[0].seed
         expected = {(task, m) for task, spec in config["tasks"].items()
                     if seed in spec.get("seeds", config["seeds"]) for m in spec.get("methods", config["methods"])}
         assert methods == expected
-        assert [r["method"] == "base" for r in batch] == sorted(r["method"] == "base" for r in batch)
-    assert ("tool_calling", "base") in {(r["task"], r["method"]) for r in batches[0]}
+        assert [r.method == "base" for r in batch] == sorted(r.method == "base" for r in batch)
+    assert ("tool_calling", "base") in {(r.task, r.method) for r in batches[0]}
 
 
 def test_the_driver_stops_before_a_batch_once_the_budget_is_spent(tmp_path, capsys):
@@ -96,15 +96,14 @@ def test_the_driver_stops_before_a_batch_once_the_budget_is_spent(tmp_path, caps
 def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
     """Dry run at scale cpu-evidence: a committed (task, method, seed) is restored (rules restore_run and
     restore_eval), every other run is trained; evidence made with other settings stops the restore."""
-    from gdpo.evaluation.run import resolve_eval_settings
-    from gdpo.training.run import resolve_run_settings
+    from gdpo.plan import resolve_eval_settings, resolve_run_settings
 
     config = cpu_evidence_config()
     evidence = tmp_path / "evidence"
     config["evidence_dir"] = str(evidence)
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0))
+    run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0).to_dict())
     (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "math", "gdpo", 0)}))
     save_evidence(run, run_key_dir(evidence, "math", "gdpo", 0))
     target_dir = "results/cpu-evidence/runs/math/gdpo"
@@ -128,18 +127,17 @@ def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
         restore(run_key_dir(evidence, "math", "gdpo", 0), changed, RUN_FILES,
                 resolve_run_settings({**config, "tasks": {**config["tasks"], "math": {
                     **config["tasks"]["math"], "training": {**config["tasks"]["math"]["training"], "max_steps": 400}}}},
-                    "math", "gdpo", 0))
+                    "math", "gdpo", 0).to_dict())
 
 
 def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
-    from gdpo.evaluation.run import resolve_eval_settings
-    from gdpo.training.run import resolve_run_settings
+    from gdpo.plan import resolve_eval_settings, resolve_run_settings
 
     config = cpu_evidence_config()
     config["evidence_dir"] = str(tmp_path / "evidence")
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2))
+    run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2).to_dict())
     (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "tool_calling", "grpo", 2)}))
     save_evidence(run, run_key_dir(tmp_path / "evidence", "tool_calling", "grpo", 2))
     work = tmp_path / "work"
@@ -159,9 +157,9 @@ def test_the_driver_skips_every_committed_run(tmp_path, monkeypatch):
     config = {**cpu_evidence_config(), "evidence_dir": "evidence"}
     for batch in experiment_batches(config):
         for run in batch:
-            dest = run_key_dir(tmp_path / "evidence", run["task"], run["method"], run["seed"])
+            dest = run.under(tmp_path / "evidence").path()
             dest.mkdir(parents=True)
-            for name in ((EVAL_FILE,) if run["method"] == "base" else (*RUN_FILES, EVAL_FILE)):
+            for name in ((EVAL_FILE,) if run.method == "base" else (*RUN_FILES, EVAL_FILE)):
                 (dest / name).write_text("{}")
 
     def no_snakemake(*args, **kwargs):

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gdpo.advantages import available_conventions, available_methods
+from gdpo.methods import available_conventions, available_methods
 
 RULES = ("all", "fraction")
 SCALES = ("binary", "graded", "ranged")
@@ -724,8 +724,26 @@ def parse_study(data: Any, path: str = "<study>") -> Study:
                        apply_overrides=_apply_overrides, grid_label=_plain_grid_label)
 
 
+def read_study(path: str | Path) -> Study:
+    """Read a study YAML file and check its keys and values (:func:`parse_study`), without building its reward
+    models: no torch, so a workflow checks its studies when it is planned. :func:`load_study` checks more.
+
+    Raises:
+        ValueError: the file is missing, not YAML, or a key is unknown or out of range; the message names
+            the key, the allowed values or range, and the file.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"study file {file} does not exist; the shipped studies are in config/sim/.")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ValueError(f"{file} is not valid YAML: {error}") from None
+    return parse_study(data, str(file))
+
+
 def load_study(path: str | Path) -> Study:
-    """Read and validate a study YAML file.
+    """Read and validate a study YAML file (:func:`read_study`), then build each Bernoulli cell's reward model.
 
     Its cells are the grid's (every combination of ``grid``'s values) or the named ``variants``, then the
     ``extra_cells``: blocks ``{around: <a grid cell or a variant name>, vary: {key: [values]}}``, each value one
@@ -740,13 +758,7 @@ def load_study(path: str | Path) -> Study:
             cannot be met together are refused here too (the reward model is built for every variant).
     """
     file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"study file {file} does not exist; the shipped studies are in config/sim/.")
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise ValueError(f"{file} is not valid YAML: {error}") from None
-    study = parse_study(data, str(file))
+    study = read_study(file)
     if any(config.bench != "bernoulli" for _, config in study.variants):
         return study
     # Calibration can fail (e.g. a correlation the two difficulties do not allow): refuse now, not mid-run.

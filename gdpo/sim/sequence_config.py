@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gdpo.advantages import available_conventions, available_methods
+from gdpo.methods import available_conventions, available_methods
 from gdpo.sim.config import (
     EXTRA_CELLS_HELP, OPTIMIZERS, POSITIVE_CONTROLS_HELP, ConditioningSpec, _Checker, _format_grid_value, build_study,
 )
