@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from gdpo.config import read_yaml
 from gdpo.methods import available_conventions, available_methods
 
 RULES = ("all", "fraction")
@@ -736,7 +737,7 @@ def read_study(path: str | Path) -> Study:
     if not file.is_file():
         raise ValueError(f"study file {file} does not exist; the shipped studies are in config/sim/.")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data = read_yaml(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise ValueError(f"{file} is not valid YAML: {error}") from None
     return parse_study(data, str(file))
