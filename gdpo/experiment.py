@@ -7,7 +7,9 @@ seed's runs (Snakemake trains what they need, two jobs at once on two cores); th
 finished is saved (:func:`gdpo.evidence.save_evidence`) and committed with the timeline. Committed runs are
 skipped, so the driver resumes where the last machine stopped. A crashed batch is retried once; after a second
 failure (counted over every start of the driver, from the timeline) its unfinished runs are left as failed and
-the next seed goes on (the note reports every rerun).
+the next seed goes on (the note reports every rerun). An attempt recorded with exit code ``"locked"`` never
+started a job (a stopped driver's Snakemake lock was left behind) and is not counted; the driver now holds its
+own lock and clears Snakemake's stale one before its first batch, so that cannot happen again.
 
 The budget counts the wall time of the batches in ``timeline.jsonl`` (committed beside the evidence): no new
 batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
@@ -19,7 +21,9 @@ timeline as a stopped attempt before it goes on.
 from __future__ import annotations
 
 import calendar
+import fcntl
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -32,6 +36,37 @@ from gdpo.evidence import EVAL_FILE, committed, run_key_dir, save_evidence
 
 TIMELINE = "timeline.jsonl"
 RUNNING = "running.json"
+#: The driver's own lock, beside Snakemake's in the worktree (not committed).
+DRIVER_LOCK = ".snakemake/gdpo-run-experiment.lock"
+
+
+def failed_attempt(entry: dict) -> bool:
+    """Whether a timeline entry is an attempt that failed: a non-zero exit code of Snakemake. A stopped attempt
+    (``"stopped"``) and one that never started a job because of a stale lock (``"locked"``) are not."""
+    code = entry["exit_code"]
+    return isinstance(code, int) and code != 0
+
+
+def hold_driver_lock(repo: Path):
+    """Take the worktree's driver lock (an open file holding an exclusive ``flock``; keep it open while the
+    driver runs). Raises ``RuntimeError`` naming the other driver's pid if one holds it: two drivers would
+    train the same runs twice."""
+    path = repo / DRIVER_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        other = handle.read().strip() or "unknown"
+        handle.close()
+        raise RuntimeError(f"Another `gdpo run-experiment` (pid {other}) is running in {repo}; stop it first "
+                           f"(kill {other}) or wait for it to end.") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
 
 
 def experiment_batches(config: dict) -> list[list[dict]]:
@@ -171,9 +206,16 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
     planned run is committed, 3 when the budget stopped it, else the exit code of the last batch that failed
     ``attempts`` times."""
     repo = Path(repo).resolve()
+    (repo / config["evidence_dir"]).mkdir(parents=True, exist_ok=True)
+    with hold_driver_lock(repo):
+        return _run_batches(config, configfile, repo, cores, budget_hours, commit, attempts, snakemake_args,
+                            heartbeat_seconds)
+
+
+def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_hours: float, commit: bool,
+                 attempts: int, snakemake_args: tuple[str, ...], heartbeat_seconds: float) -> int:
     scale, evidence_dir = config["scale"], repo / config["evidence_dir"]
-    evidence_dir.mkdir(parents=True, exist_ok=True)
-    failure = 0
+    failure, unlocked = 0, False
     stopped = record_stopped_attempt(evidence_dir)
     if stopped is not None:
         print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h.", flush=True)
@@ -194,14 +236,19 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
             return 3
         targets = [str(run_key_dir(f"results/{scale}/runs", r["task"], r["method"], r["seed"]) / "eval.json")
                    for r in pending]
-        failed_before = [e for e in read_timeline(evidence_dir)
-                         if e["seed"] == batch[0]["seed"] and e["exit_code"] not in (0, "stopped")]
+        failed_before = [e for e in read_timeline(evidence_dir) if e["seed"] == batch[0]["seed"] and failed_attempt(e)]
         if len(failed_before) >= attempts:
             # at most `attempts` in total, over every start of the driver: no run is tried until it succeeds
             print(f"Seed {batch[0]['seed']} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
                   "are reported as failed, not tried again.", flush=True)
             failure = failed_before[-1]["exit_code"]
             continue
+        if not unlocked:
+            # Only this driver runs Snakemake in the worktree (its lock says so): a Snakemake lock left by a
+            # stopped driver is stale and would fail every batch at once.
+            subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
+                            configfile, "--cores", str(cores), "--unlock"], cwd=repo, check=False)
+            unlocked = True
         for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()
             entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
