@@ -7,7 +7,7 @@ convention). Vectorised over seeds, deterministic by seed.
 
 A study file with ``bench: sequence`` runs the sequence bench instead (:mod:`gdpo.sim.sequence`: a token policy
 with an end token and a length cap, rewards read from the sampled sequence by :mod:`gdpo.sim.sequence_rewards`,
-study keys in :mod:`gdpo.sim.sequence_config`); :mod:`gdpo.sim.noise_law` measures the decoupled estimator's
+study keys of both benches in :mod:`gdpo.sim.schema`); :mod:`gdpo.sim.noise_law` measures the decoupled estimator's
 gradient-noise law on the Bernoulli bench.
 
 Public API:
@@ -19,10 +19,11 @@ Public API:
 - :func:`plot_study` (df, out_png) → PNG + PDF
 """
 
-from gdpo.sim.config import RunConfig, Study, load_study, parse_study
+from gdpo.sim.config import Study, parse_study
 from gdpo.sim.engine import PolicyGradientBench, seedwise_advantages
 from gdpo.sim.plots import plot_study
-from gdpo.sim.study import run_study, study_runs
+from gdpo.sim.schema import RunConfig
+from gdpo.sim.study import load_study, run_study, study_runs
 from gdpo.sim.summary import summarise
 
 __all__ = [
