@@ -1,7 +1,7 @@
 """The generation floor: sampling completions from a policy and judging whether they still do the task.
 
 Task families, training and evaluation all import from here; this package imports nothing of theirs (nor of
-any other ``gdpo`` layer, ``tests/test_import_direction.py`` checks it):
+any other ``gdpo`` layer: the ``layers`` contract in ``pyproject.toml``):
 
 - :mod:`gdpo.generation.rollout`: the bfloat16 rollout engine (a decode-only, LoRA-merged copy of the
   policy) that samples training rollouts and, with ``fast_generation``, evaluation completions;
