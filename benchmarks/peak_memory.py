@@ -56,10 +56,9 @@ def main() -> int:
     parser.add_argument("--limit-gb", type=float, default=4.0, help="peak memory target, GB (10^9 bytes)")
     args = parser.parse_args()
 
+    from gdpo.plan import model_slug, resolve_run_settings, resolve_warmup_settings
     from gdpo.tasks import required_files
-    from gdpo.training.models import model_slug, prepare_model
-    from gdpo.training.run import resolve_run_settings
-    from gdpo.training.warmup import resolve_warmup_settings
+    from gdpo.training.models import prepare_model
 
     config = yaml.safe_load((REPO / args.config).read_text())
     unknown = [task for task in args.tasks if task not in config["tasks"]]
@@ -88,7 +87,7 @@ def main() -> int:
             rows.append((f"warmup_model {task}", *run_measured(command, work / f"warmup_{task}.log")))
             model_dir = warmed
         settings = resolve_run_settings(config, task, args.method, args.seed)
-        command = python + ["train", "--settings", json.dumps(settings), "--model-dir", str(model_dir),
+        command = python + ["train", "--settings", settings.to_json(), "--model-dir", str(model_dir),
                             "--run-dir", str(work / f"run_{task}")] + threads
         rows.append((f"train {task} {args.method} seed{args.seed}",
                      *run_measured(command, work / f"train_{task}.log")))

@@ -58,25 +58,25 @@ def main() -> None:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gdpo.tasks import get_family
-    from gdpo.training.models import model_slug, prepare_model
     from gdpo.generation.rollout import RolloutEngine, SamplingSettings, merged_state_dict
-    from gdpo.training.run import resolve_run_settings
+    from gdpo.plan import model_slug, resolve_run_settings
+    from gdpo.tasks import get_family
+    from gdpo.training.models import prepare_model
 
     config = yaml.safe_load((REPO / "config" / "mini.yaml").read_text())
     settings = resolve_run_settings(config, args.task, "gdpo", 0)
-    model_dir = REPO / "resources" / "models" / model_slug(settings["model"])
+    model_dir = REPO / "resources" / "models" / model_slug(settings.model)
     if not (model_dir / "config.json").is_file():
-        prepare_model(settings["model"], model_dir)
+        prepare_model(settings.model, model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    dataset = get_family(settings["family"]).build_dataset("train", 16, 0, **settings["data_options"])
+    dataset = get_family(settings.family).build_dataset("train", 16, 0, **settings.data_options)
     prompts = [tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True)["input_ids"]
                for row in dataset.select(range(args.batch // 4))]
     batch = [ids for ids in prompts for _ in range(4)][:args.batch]
 
     torch.manual_seed(0)
     policy = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir),
-                            LoraConfig(task_type="CAUSAL_LM", **settings["peft"])).eval()
+                            LoraConfig(task_type="CAUSAL_LM", **settings.peft)).eval()
     for name, param in policy.named_parameters():
         if "lora_B" in name:  # a trained-looking adapter, so that merging matters
             param.data.normal_(0, 1e-3)

@@ -15,6 +15,7 @@ record (``env.json``); ``--reference FILE`` compares with such a file made elsew
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -24,7 +25,8 @@ from pathlib import Path
 import torch
 
 from gdpo.config import load_config
-from gdpo.training.run import read_metrics, resolve_run_settings
+from gdpo.plan import RunSettings, resolve_run_settings
+from gdpo.training.run import read_metrics
 
 COMPARED = ("loss", "completions/mean_length", "completions/max_length", "reward")
 
@@ -53,8 +55,8 @@ def adapter_difference(a: Path, b: Path) -> float:
     return max(float((weights_a[k] - weights_b[k]).abs().max()) for k in weights_a)
 
 
-def train_once(settings: dict, model_dir: str, run_dir: Path, threads: int) -> list[dict]:
-    subprocess.run([sys.executable, "-m", "gdpo", "train", "--settings", json.dumps(settings), "--model-dir",
+def train_once(settings: RunSettings, model_dir: str, run_dir: Path, threads: int) -> list[dict]:
+    subprocess.run([sys.executable, "-m", "gdpo", "train", "--settings", settings.to_json(), "--model-dir",
                     model_dir, "--run-dir", str(run_dir), "--threads", str(threads)], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return read_metrics(run_dir / "metrics.jsonl")
@@ -74,7 +76,8 @@ def main() -> None:
     args = parser.parse_args()
     config = load_config(args.config)
     settings = resolve_run_settings(config, args.task, args.method, args.seed)
-    settings["trl"] = {**settings["trl"], "max_steps": args.steps, "save_steps": 10 * args.steps}
+    settings = dataclasses.replace(settings, trl={**settings.trl, "max_steps": args.steps,
+                                                  "save_steps": 10 * args.steps})
     model_dir = args.model_dir or "resources/models/smollm2-135m-instruct"
     print(f"torch {torch.__version__}, {args.threads} thread(s); {args.task}/{args.method} seed {args.seed}, "
           f"{args.steps} steps, from {model_dir}")
@@ -90,11 +93,11 @@ def main() -> None:
         if args.save_reference:
             Path(args.save_reference).parent.mkdir(parents=True, exist_ok=True)
             Path(args.save_reference).write_text(json.dumps(
-                {"settings": settings, "cpu": cpu, "metrics": metrics[0]}, indent=1), encoding="utf-8")
+                {"settings": settings.to_dict(), "cpu": cpu, "metrics": metrics[0]}, indent=1), encoding="utf-8")
             print(f"wrote {args.save_reference}")
         if args.reference:
             reference = json.loads(Path(args.reference).read_text(encoding="utf-8"))
-            if reference["settings"] != json.loads(json.dumps(settings)):
+            if reference["settings"] != json.loads(settings.to_json()):
                 raise SystemExit(f"{args.reference} was made with other settings; rerun with the same options.")
             other = reference["cpu"]
             difference = first_difference(reference["metrics"], metrics[0])

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import yaml
 
-from gdpo.evaluation.run import evaluate_run, resolve_eval_settings
-from gdpo.training.run import read_metrics, resolve_run_settings, train
+from gdpo.evaluation.run import evaluate_run
+from gdpo.plan import resolve_eval_settings, resolve_run_settings
+from gdpo.training.run import read_metrics, train
 
 TASK = "tool_calling"
 

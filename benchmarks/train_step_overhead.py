@@ -32,6 +32,8 @@ from pathlib import Path
 import torch
 import yaml
 
+from gdpo.plan import RunSettings
+
 REPO = Path(__file__).resolve().parents[1]
 STEPS = {"smoke": 20, "mini": 4}
 BARE, OURS, FAST, BARE_FP32 = "bare TRL", "ours", "ours, workflow", "bare TRL, fp32"
@@ -55,7 +57,7 @@ def step_timer():
     return StepTimer()
 
 
-def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[float]:
+def run_once(kind: str, settings: RunSettings, model_dir: Path, steps: int) -> list[float]:
     """Seconds of each optimizer step (the first, warm-up step dropped)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
@@ -65,34 +67,34 @@ def run_once(kind: str, settings: dict, model_dir: Path, steps: int) -> list[flo
     from gdpo.training.run import _metrics_callback
     from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
 
-    family = get_family(settings["family"])
+    family = get_family(settings.family)
     with tempfile.TemporaryDirectory() as out:
-        trl_args = {**settings["trl"], "max_steps": steps, "save_strategy": "no", "learning_rate": 0.0}
-        dtype = getattr(torch, settings["policy_dtype"])
+        trl_args = {**settings.trl, "max_steps": steps, "save_strategy": "no", "learning_rate": 0.0}
+        dtype = getattr(torch, settings.policy_dtype)
         if kind == BARE_FP32:
             batch = trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
             trl_args.update(TRL_DEFAULT_PRECISION, per_device_train_batch_size=batch)
             dtype = torch.float32
         arguments = GRPOConfig(output_dir=out, seed=0, logging_steps=1, report_to="none", disable_tqdm=True,
-                               reward_weights=settings["reward_weights"], **TRL_BUILTIN_EQUIVALENT["gdpo"], **trl_args)
+                               reward_weights=list(settings.reward_weights), **TRL_BUILTIN_EQUIVALENT["gdpo"], **trl_args)
         peft_config = None
-        if settings["peft"]:
+        if settings.peft:
             from peft import LoraConfig
 
-            peft_config = LoraConfig(task_type="CAUSAL_LM", **settings["peft"])
+            peft_config = LoraConfig(task_type="CAUSAL_LM", **settings.peft)
         timer = step_timer()
         common = dict(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype), args=arguments,
-                      train_dataset=family.build_dataset("train", settings["train_size"], 0, **settings["data_options"]),
+                      train_dataset=family.build_dataset("train", settings.train_size, 0, **settings.data_options),
                       processing_class=AutoTokenizer.from_pretrained(model_dir), peft_config=peft_config)
         if kind in (BARE, BARE_FP32):
-            trainer = GRPOTrainer(reward_funcs=[family.REWARD_FUNCTIONS[n] for n in settings["reward_names"]],
+            trainer = GRPOTrainer(reward_funcs=[family.REWARD_FUNCTIONS[n] for n in settings.reward_names],
                                   callbacks=[timer], **common)
         else:
             trainer = RegistryGRPOTrainer(
-                reward_funcs=[guard_reward_function(n, family.REWARD_FUNCTIONS[n]) for n in settings["reward_names"]],
+                reward_funcs=[guard_reward_function(n, family.REWARD_FUNCTIONS[n]) for n in settings.reward_names],
                 callbacks=[timer, _metrics_callback(Path(out) / "metrics.jsonl")],
-                advantage_method="gdpo", advantage_convention="trl", fast_generation=kind == FAST and settings["fast_generation"],
-                pack_prompts=kind == FAST and settings["pack_prompts"], **common)
+                advantage_method="gdpo", advantage_convention="trl", fast_generation=kind == FAST and settings.fast_generation,
+                pack_prompts=kind == FAST and settings.pack_prompts, **common)
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # keep the benchmark's output to its table
@@ -111,8 +113,8 @@ def main() -> None:
 
     from datasets import disable_progress_bars
 
-    from gdpo.training.models import model_slug, prepare_model
-    from gdpo.training.run import resolve_run_settings
+    from gdpo.plan import model_slug, resolve_run_settings
+    from gdpo.training.models import prepare_model
 
     disable_progress_bars()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
@@ -121,9 +123,9 @@ def main() -> None:
         config = yaml.safe_load((REPO / "config" / f"{scale}.yaml").read_text())
         task = args.mini_task if scale == "mini" else next(iter(config["tasks"]))
         settings = resolve_run_settings(config, task, "gdpo", 0)
-        model_dir = REPO / "resources" / "models" / model_slug(settings["model"])
+        model_dir = REPO / "resources" / "models" / model_slug(settings.model)
         if not (model_dir / "config.json").is_file():
-            prepare_model(settings["model"], model_dir)
+            prepare_model(settings.model, model_dir)
         times = {BARE: [], OURS: [], FAST: [], BARE_FP32: []}
         for _ in range(args.rounds):
             for kind in times:

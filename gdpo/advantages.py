@@ -68,12 +68,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Literal
 
 import numpy as np
 import torch
 
-from gdpo.methods import Method
+# Names, method descriptions and conventions live in the torch-free gdpo.methods (planning checks them there);
+# re-exported because this module is the estimators' public entry point.
+from gdpo.methods import (
+    Convention,
+    Method,
+    MethodSpec,
+    available_conventions,
+    declare_method,
+    get_convention,
+    get_method,
+    register_convention,
+)
+from gdpo.methods import available_methods as declared_methods
 
 __all__ = [
     "AdvantageInputs",
@@ -91,186 +102,6 @@ __all__ = [
     "register_estimator",
     "resolve_estimator",
 ]
-
-
-# --------------------------------------------------------------------------------------------------
-# Numeric conventions
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Convention:
-    """Numeric details of one peer implementation (PAPER.md §1, second table).
-
-    Attributes:
-        name: registry key, recorded with every result.
-        group_eps: ε in ``(x − baseline) / (std_group + ε)``.
-        leave_one_out: the baseline and std (ddof = 1) of a rollout are those of the *other* valid
-            rollouts of its group, and the difference is left undivided where those others are all equal
-            (NeMo-RL's ``use_leave_one_out_baseline``).
-        missing_rewards: ``"exclude"``: a NaN reward is left out of that reward's statistics and
-            contributes 0 to its rollout's sum (TRL ≥ 0.27); ``"zero"``: every NaN, even in a rollout
-            without any reward, is read as reward 0 before any statistic (NVlabs/GDPO's ``nan_to_num``).
-        unscored_rollouts: a rollout whose rewards are all NaN (only possible under
-            ``missing_rewards="exclude"``): ``"exclude"`` leaves it out of every statistic with advantage 0
-            (TRL ≥ 1.6); ``"zero"`` gives it the reward sum 0, which takes part in the statistics of sums
-            (GRPO's group mean and std, GDPO's batch step) while its per-reward NaNs stay out of the
-            per-reward statistics (TRL 0.27–1.5's ``nansum``).
-        singleton_group: a group with one valid value gives ``"zero"`` advantage, or ``"identity"``
-            (verl's mean 0 and std 1: the value divided by ``1 + group_eps``, or the value itself when
-            the method does not divide by the std).
-        batch_whitening: the units GDPO's batch step whitens over: ``"sample"`` (each rollout once),
-            ``"token"`` (each response token: a rollout weighted by its length; verl) or ``"response"``
-            (each rollout with at least one response token once; verl PR #6497). The last two need
-            ``response_lengths``.
-        batch_eps: ε of the batch step.
-        batch_eps_in_sqrt: the batch step divides by ``sqrt(var + ε)`` (verl's ``rsqrt``) instead of
-            ``std + ε``.
-        single_reward: what the per-reward (GDPO) methods do with one reward function: ``"gdpo"``
-            compute it as defined, ``"grpo"`` run the GRPO counterpart instead (NVlabs fork), ``"error"``
-            refuse it (NeMo-RL).
-        source: where this convention comes from (recorded in results).
-    """
-
-    name: str
-    group_eps: float = 1e-4
-    leave_one_out: bool = False
-    missing_rewards: Literal["exclude", "zero"] = "exclude"
-    unscored_rollouts: Literal["exclude", "zero"] = "exclude"
-    singleton_group: Literal["zero", "identity"] = "zero"
-    batch_whitening: Literal["sample", "token", "response"] = "sample"
-    batch_eps: float = 1e-4
-    batch_eps_in_sqrt: bool = False
-    single_reward: Literal["gdpo", "grpo", "error"] = "gdpo"
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        allowed = {
-            "missing_rewards": ("exclude", "zero"),
-            "unscored_rollouts": ("exclude", "zero"),
-            "singleton_group": ("zero", "identity"),
-            "batch_whitening": ("sample", "token", "response"),
-            "single_reward": ("gdpo", "grpo", "error"),
-        }
-        for field, values in allowed.items():
-            if getattr(self, field) not in values:
-                raise ValueError(
-                    f"Convention {self.name!r}: {field}={getattr(self, field)!r} is not one of {values}."
-                )
-        for field in ("group_eps", "batch_eps"):
-            value = getattr(self, field)
-            if not (np.isfinite(value) and value >= 0):
-                raise ValueError(f"Convention {self.name!r}: {field} must be a finite number ≥ 0, got {value!r}.")
-
-    @property
-    def needs_response_lengths(self) -> bool:
-        """The batch step counts response tokens (``"token"``) or non-empty responses (``"response"``)."""
-        return self.batch_whitening != "sample"
-
-
-_CONVENTIONS: dict[str, Convention] = {}
-
-
-def register_convention(convention: Convention) -> Convention:
-    """Add a named convention; a name can be registered once."""
-    if convention.name in _CONVENTIONS:
-        raise ValueError(f"A convention named {convention.name!r} is already registered; choose another name.")
-    _CONVENTIONS[convention.name] = convention
-    return convention
-
-
-def available_conventions() -> list[str]:
-    """Names of the registered conventions, sorted."""
-    return sorted(_CONVENTIONS)
-
-
-def get_convention(convention: str | Convention) -> Convention:
-    """Look up a convention by name (a :class:`Convention` is returned as is)."""
-    if isinstance(convention, Convention):
-        return convention
-    try:
-        return _CONVENTIONS[convention]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"Unknown advantage convention {convention!r}; valid conventions are: "
-            f"{', '.join(available_conventions())}."
-        ) from None
-
-
-# Each convention names the peer file it reproduces; tests/test_advantages_peers.py holds reimplementations
-# of those files (repository, path, function and commit) and the cases where the peer is wrong.
-_TRL = register_convention(
-    Convention(
-        name="trl",
-        group_eps=1e-4,
-        batch_eps=1e-4,
-        missing_rewards="exclude",
-        unscored_rollouts="exclude",
-        source='TRL >= 1.6 GRPOTrainer (multi_objective_aggregation="normalize_then_sum" for GDPO; '
-               "a rollout without any reward is left out)",
-    )
-)
-register_convention(
-    dataclasses.replace(
-        _TRL,
-        name="trl_0_27",
-        unscored_rollouts="zero",
-        source="TRL 0.27-1.5 GRPOTrainer (a rollout without any reward counts as reward sum 0)",
-    )
-)
-register_convention(
-    dataclasses.replace(
-        _TRL,
-        name="nvlabs",
-        missing_rewards="zero",
-        single_reward="grpo",
-        source="NVlabs/GDPO (TRL 0.18 fork, apply_gdpo=True: None read as 0, GRPO with one reward)",
-    )
-)
-_VERL = register_convention(
-    Convention(
-        name="verl",
-        group_eps=1e-6,
-        singleton_group="identity",
-        batch_whitening="token",
-        batch_eps=1e-8,
-        batch_eps_in_sqrt=True,
-        source="verl adv_estimator=gdpo (token-weighted masked_whiten of the summed advantage)",
-    )
-)
-register_convention(
-    dataclasses.replace(
-        _VERL,
-        name="verl_pr6497",
-        batch_whitening="response",
-        source="verl adv_estimator=gdpo with PR #6497 (open): masked_whiten over responses, not tokens",
-    )
-)
-_NEMO = register_convention(
-    Convention(
-        name="nemo",
-        group_eps=1e-6,
-        batch_eps=0.0,
-        single_reward="error",
-        source="NeMo-RL GDPOAdvantageEstimator (use_leave_one_out_baseline=False)",
-    )
-)
-register_convention(
-    dataclasses.replace(
-        _NEMO,
-        name="nemo_loo",
-        leave_one_out=True,
-        source="NeMo-RL GDPOAdvantageEstimator with the leave-one-out baseline (NeMo-RL's default)",
-    )
-)
-register_convention(
-    Convention(
-        name="exact",
-        group_eps=0.0,
-        batch_eps=0.0,
-        source="the paper's equations with no ε (exact analysis, toy checks)",
-    )
-)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -470,10 +301,27 @@ class EstimatorSpec:
 _ESTIMATORS: dict[str, EstimatorSpec] = {}
 
 
+def _refuse_duplicate(name: str) -> None:
+    if name in _ESTIMATORS:
+        function = _ESTIMATORS[name].function
+        raise ValueError(f"An advantage estimator named {name!r} is already registered "
+                         f"({function.__module__}.{function.__qualname__}); choose another name.")
+
+
+def _add_estimator(method: MethodSpec, function: Estimator) -> None:
+    _refuse_duplicate(method.name)
+    _ESTIMATORS[method.name] = EstimatorSpec(method.name, function, method.description, method.batch_step,
+                                             method.grpo_counterpart)
+
+
 def register_estimator(
     name: str, description: str = "", batch_step: bool = False, grpo_counterpart: str | None = None
 ) -> Callable[[Estimator], Estimator]:
     """Decorator adding an estimator ``f(inputs: AdvantageInputs) -> (B,) tensor`` under ``name``.
+
+    The name is declared in :mod:`gdpo.methods` too, so that this process's config checks accept it; to plan a
+    workflow with it (the Snakefile never imports this module), declare it in :mod:`gdpo.methods` instead and
+    implement it here with ``_implements``.
 
     Args:
         name: registry key.
@@ -490,14 +338,19 @@ def register_estimator(
     name = str(name)  # a Method member is stored as its plain name
 
     def decorate(function: Estimator) -> Estimator:
-        if name in _ESTIMATORS:
-            raise ValueError(
-                f"An advantage estimator named {name!r} is already registered "
-                f"({_ESTIMATORS[name].function.__module__}.{_ESTIMATORS[name].function.__qualname__}); "
-                "choose another name."
-            )
-        _ESTIMATORS[name] = EstimatorSpec(name, function, description or (function.__doc__ or "").strip(),
-                                          batch_step, None if grpo_counterpart is None else str(grpo_counterpart))
+        _refuse_duplicate(name)
+        method = MethodSpec(name, description or (function.__doc__ or "").strip(), batch_step, grpo_counterpart)
+        _add_estimator(declare_method(method), function)
+        return function
+
+    return decorate
+
+
+def _implements(name: Method) -> Callable[[Estimator], Estimator]:
+    """Decorator giving the method ``name`` declared in :mod:`gdpo.methods` its function."""
+
+    def decorate(function: Estimator) -> Estimator:
+        _add_estimator(get_method(name), function)
         return function
 
     return decorate
@@ -537,13 +390,13 @@ def resolve_estimator(method: str, convention: str | Convention, num_rewards: in
     )
 
 
-@register_estimator(Method.GRPO, description="GRPO on the weighted reward sum: (r − group mean) / group std")
+@_implements(Method.GRPO)
 def _grpo(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=True).squeeze(1)
 
 
-@register_estimator(Method.GRPO_NOSTD, description="GRPO without std scaling (Dr.GRPO): r − group mean")
+@_implements(Method.GRPO_NOSTD)
 def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     summed = inputs.weighted_sum().unsqueeze(1)
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=False).squeeze(1)
@@ -560,23 +413,25 @@ def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True) -> torch.Tensor:
     return torch.where(summed.abs() <= rounding_bound, torch.zeros_like(summed), summed)
 
 
-@register_estimator(Method.GDPO, description="GDPO: per-reward group normalisation, weighted sum, batch whitening",
-                    batch_step=True, grpo_counterpart=Method.GRPO)
+@_implements(Method.GDPO)
 def _gdpo(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@register_estimator(Method.GDPO_NOBN, description="GDPO without the batch step (App. A ablation)",
-                    grpo_counterpart=Method.GRPO)
+@_implements(Method.GDPO_NOBN)
 def _gdpo_nobn(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs)
 
 
-@register_estimator(Method.GDPO_NOSTD, batch_step=True, grpo_counterpart=Method.GRPO_NOSTD,
-                    description="GDPO without the per-reward std: centring per reward, weighted sum, "
-                                "batch whitening")
+@_implements(Method.GDPO_NOSTD)
 def _gdpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     return _gdpo_sum(inputs, scale=False)
+
+
+# A method a config may name (declared in gdpo.methods) must have a function here.
+if set(declared_methods()) - set(_ESTIMATORS):
+    raise ImportError(f"gdpo.methods declares {sorted(set(declared_methods()) - set(_ESTIMATORS))}, which "
+                      "gdpo.advantages does not implement; give each a function with @_implements(name).")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -198,9 +198,10 @@ def cmd_prepare_model(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     import json
 
+    from gdpo.plan import RunSettings
     from gdpo.training.run import train
 
-    summary = train(json.loads(args.settings), args.model_dir, args.run_dir, threads=args.threads)
+    summary = train(RunSettings.from_json(args.settings), args.model_dir, args.run_dir, threads=args.threads)
     print(json.dumps({k: summary[k] for k in ("steps", "divergence_step", "resumed_from")}))
     return 0
 
@@ -394,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)")
     sub.add_argument("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)")
     sub.add_argument("--runs", help="what each task ran, as JSON: task -> {model, max_steps, prompts_per_batch} "
-                                    "(gdpo.training.run.describe_runs); labels the rows")
+                                    "(gdpo.plan.describe_runs); labels the rows")
     sub.add_argument("--exact-and-sim-only", action="store_true",
                      help="only the exact-analysis and bench rows (the quick target's first look)")
     sub.add_argument("--out-csv", required=True)
@@ -479,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists.",
     )
     sub.add_argument("--settings", required=True,
-                     help="the run's resolved settings as JSON (gdpo.training.run.resolve_run_settings)")
+                     help="the run's settings as JSON (gdpo.plan.RunSettings.to_json)")
     sub.add_argument("--model-dir", required=True, help="prepared model directory")
     sub.add_argument("--run-dir", required=True, help="output run directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
@@ -490,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
     )
     sub.add_argument("--settings", required=True,
-                     help="warm-up settings as JSON (gdpo.training.warmup.resolve_warmup_settings)")
+                     help="warm-up settings as JSON (gdpo.plan.resolve_warmup_settings)")
     sub.add_argument("--model-dir", required=True, help="prepared model directory")
     sub.add_argument("--out", required=True, help="output model directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
@@ -502,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
     )
     sub.add_argument("--settings", required=True,
-                     help="resolved evaluation settings as JSON (gdpo.evaluation.run.resolve_eval_settings)")
+                     help="resolved evaluation settings as JSON (gdpo.plan.resolve_eval_settings)")
     sub.add_argument("--model-dir", required=True, help="prepared base model directory")
     sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
     sub.add_argument("--out", required=True, help="output eval.json")

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from gdpo.advantages import available_conventions, available_methods
+from gdpo.methods import available_conventions, available_methods
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 

@@ -5,8 +5,9 @@ workflow run restores them into ``results/`` (rules ``restore_run`` and ``restor
 counts as done on any machine that has the commit, and only what is missing is trained. Weights are never
 committed: a restored run cannot be evaluated again, only reported.
 
-Layout: ``<evidence_dir>/<task>/<method>/seed<seed>/`` with :data:`RUN_FILES` (a trained run),
-:data:`EVAL_FILE` and :data:`SAMPLE_FILE` (an evaluation; the base model's has only these).
+Layout: each run's :class:`gdpo.plan.RunKey` under the evidence directory,
+``<evidence_dir>/<task>/<method>/seed<seed>/``, with :data:`RUN_FILES` (a trained run), :data:`EVAL_FILE` and
+:data:`SAMPLE_FILE` (an evaluation; the base model's has only these).
 
 Restoring checks that the committed run was made with the settings the config now asks for (the run's
 ``config.json`` and the evaluation's ``settings``), so evidence from another design is never counted as
@@ -20,10 +21,11 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from gdpo.plan import EVAL_FILE, RunKey
+
 #: A trained run's evidence (metrics per step, summary, resolved settings, environment).
 RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "env.json")
-#: An evaluation's evidence.
-EVAL_FILE = "eval.json"
+# An evaluation's evidence is its EVAL_FILE.
 #: Completions kept beside eval.json (the first :data:`SAMPLE_ITEMS` items of the evaluator's own file).
 SAMPLE_FILE = "completions_sample.jsonl"
 SAMPLE_ITEMS = 50
@@ -32,8 +34,9 @@ _COMPLETION_PATTERNS = ("completions.jsonl", "samples_*.jsonl")
 
 
 def run_key_dir(root: str | Path, task: str, method: str, seed: int) -> Path:
-    """``root/<task>/<method>/seed<seed>`` (the layout of both ``results/<scale>/runs`` and the evidence)."""
-    return Path(root) / task / method / f"seed{seed}"
+    """``root/<task>/<method>/seed<seed>``: :meth:`gdpo.plan.RunKey.path` (the layout of both
+    ``results/<scale>/runs`` and the evidence)."""
+    return RunKey(task, method, seed, Path(root)).path()
 
 
 def completion_sample(eval_work_dir: Path, items: int = SAMPLE_ITEMS) -> list[str]:
@@ -79,9 +82,14 @@ def committed(evidence_dir: str | Path, trained: bool = True) -> set[tuple[str, 
     root = Path(evidence_dir)
     names = RUN_FILES if trained else (EVAL_FILE,)
     found = set()
-    for seed_dir in root.glob("*/*/seed*") if root.is_dir() else []:
-        if all((seed_dir / name).is_file() for name in names) and seed_dir.name[4:].isdigit():
-            found.add((seed_dir.parent.parent.name, seed_dir.parent.name, int(seed_dir.name[4:])))
+    run_dirs = root.glob(RunKey.pattern(".").format(task="*", method="*", seed="*")) if root.is_dir() else []
+    for seed_dir in run_dirs:
+        try:
+            key = RunKey.from_path(seed_dir)
+        except ValueError:
+            continue  # not a run directory (e.g. seed0.work)
+        if all((seed_dir / name).is_file() for name in names):
+            found.add((key.task, key.method, key.seed))
     return found
 
 
@@ -103,8 +111,8 @@ def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "
 def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected: Mapping | None = None) -> None:
     """Copy committed evidence ``names`` from ``src`` into ``run_dir``.
 
-    ``expected``: the settings the config asks for (``resolve_run_settings`` for a trained run,
-    ``resolve_eval_settings`` for an evaluation); every key must equal the committed one (``config.json``, or
+    ``expected``: the settings the config asks for (for a trained run ``resolve_run_settings(...).to_dict()``,
+    for an evaluation ``resolve_eval_settings``, both in :mod:`gdpo.plan`); every key must equal the committed one (``config.json``, or
     eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is copied.
     """
     src, run_dir, names = Path(src), Path(run_dir), list(names)

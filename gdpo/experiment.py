@@ -7,7 +7,9 @@ seed's runs (Snakemake trains what they need, two jobs at once on two cores); th
 finished is saved (:func:`gdpo.evidence.save_evidence`) and committed with the timeline. Committed runs are
 skipped, so the driver resumes where the last machine stopped. A crashed batch is retried once; after a second
 failure (counted over every start of the driver, from the timeline) its unfinished runs are left as failed and
-the next seed goes on (the note reports every rerun).
+the next seed goes on (the note reports every rerun). An attempt recorded with exit code ``"locked"`` never
+started a job (a stopped driver's Snakemake lock was left behind) and is not counted; the driver now holds its
+own lock and clears Snakemake's stale one before its first batch, so that cannot happen again.
 
 The budget counts the wall time of the batches in ``timeline.jsonl`` (committed beside the evidence): no new
 batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
@@ -19,7 +21,9 @@ timeline as a stopped attempt before it goes on.
 from __future__ import annotations
 
 import calendar
+import fcntl
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -27,20 +31,51 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gdpo.evaluation.run import BASE_METHOD, plan_evaluations
-from gdpo.evidence import EVAL_FILE, committed, run_key_dir, save_evidence
+from gdpo.evidence import committed, save_evidence
+from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 
 TIMELINE = "timeline.jsonl"
 RUNNING = "running.json"
+#: The driver's own lock, beside Snakemake's in the worktree (not committed).
+DRIVER_LOCK = ".snakemake/gdpo-run-experiment.lock"
 
 
-def experiment_batches(config: dict) -> list[list[dict]]:
-    """The config's evaluations (:func:`gdpo.evaluation.run.plan_evaluations`: trained runs and base models)
+def failed_attempt(entry: dict) -> bool:
+    """Whether a timeline entry is an attempt that failed: a non-zero exit code of Snakemake. A stopped attempt
+    (``"stopped"``) and one that never started a job because of a stale lock (``"locked"``) are not."""
+    code = entry["exit_code"]
+    return isinstance(code, int) and code != 0
+
+
+def hold_driver_lock(repo: Path):
+    """Take the worktree's driver lock (an open file holding an exclusive ``flock``; keep it open while the
+    driver runs). Raises ``RuntimeError`` naming the other driver's pid if one holds it: two drivers would
+    train the same runs twice."""
+    path = repo / DRIVER_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        other = handle.read().strip() or "unknown"
+        handle.close()
+        raise RuntimeError(f"Another `gdpo run-experiment` (pid {other}) is running in {repo}; stop it first "
+                           f"(kill {other}) or wait for it to end.") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def experiment_batches(config: dict) -> list[list[RunKey]]:
+    """The config's evaluations (:func:`gdpo.plan.plan_evaluations`: trained runs and base models)
     grouped by seed, ascending; within a batch, tasks and methods in config order, base models last."""
-    by_seed: dict[int, list[dict]] = {}
+    by_seed: dict[int, list[RunKey]] = {}
     for evaluation in plan_evaluations(config):
-        by_seed.setdefault(evaluation["seed"], []).append(evaluation)
-    return [sorted(runs, key=lambda r: r["method"] == BASE_METHOD) for _, runs in sorted(by_seed.items())]
+        by_seed.setdefault(evaluation.seed, []).append(evaluation)
+    return [sorted(runs, key=lambda r: r.method == BASE_METHOD) for _, runs in sorted(by_seed.items())]
 
 
 def read_timeline(evidence_dir: Path) -> list[dict]:
@@ -124,7 +159,7 @@ class FinishedRuns:
     """Saves the batch's runs whose evaluation exists (:func:`gdpo.evidence.save_evidence`), each once; called
     on every heartbeat and after the batch. ``saved`` lists the files saved so far."""
 
-    def __init__(self, repo: Path, scale: str, evidence_dir: Path, runs: list[dict]) -> None:
+    def __init__(self, repo: Path, scale: str, evidence_dir: Path, runs: list[RunKey]) -> None:
         self.repo, self.scale, self.evidence_dir, self.runs = repo, scale, evidence_dir, runs
         self.done: set[tuple[str, str, int]] = set()
         self.saved: list[Path] = []
@@ -133,17 +168,17 @@ class FinishedRuns:
         """Save what finished since the last call; returns those runs as ``"task/method seed k"``."""
         finished = []
         for run in self.runs:
-            key = (run["task"], run["method"], run["seed"])
-            run_dir = self.repo / run_key_dir(f"results/{self.scale}/runs", *key)
+            key = (run.task, run.method, run.seed)
+            run_dir = self.repo / run.path()
             if key in self.done or not (run_dir / EVAL_FILE).exists():
                 continue
             try:
-                self.saved += save_evidence(run_dir, run_key_dir(self.evidence_dir, *key),
-                                            trained=run["method"] != BASE_METHOD)
+                self.saved += save_evidence(run_dir, run.under(self.evidence_dir).path(),
+                                            trained=run.method != BASE_METHOD)
             except ValueError:
                 continue  # not finished: saved on a later call, or reported by the exit code
             self.done.add(key)
-            finished.append(f"{run['task']}/{run['method']} seed {run['seed']}")
+            finished.append(f"{run.task}/{run.method} seed {run.seed}")
         return finished
 
 
@@ -171,9 +206,16 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
     planned run is committed, 3 when the budget stopped it, else the exit code of the last batch that failed
     ``attempts`` times."""
     repo = Path(repo).resolve()
+    (repo / config["evidence_dir"]).mkdir(parents=True, exist_ok=True)
+    with hold_driver_lock(repo):
+        return _run_batches(config, configfile, repo, cores, budget_hours, commit, attempts, snakemake_args,
+                            heartbeat_seconds)
+
+
+def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_hours: float, commit: bool,
+                 attempts: int, snakemake_args: tuple[str, ...], heartbeat_seconds: float) -> int:
     scale, evidence_dir = config["scale"], repo / config["evidence_dir"]
-    evidence_dir.mkdir(parents=True, exist_ok=True)
-    failure = 0
+    failure, unlocked = 0, False
     stopped = record_stopped_attempt(evidence_dir)
     if stopped is not None:
         print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h.", flush=True)
@@ -183,28 +225,32 @@ def run_experiment(config: dict, configfile: str, repo: str | Path, cores: int =
                  f"stopped after {stopped['seconds'] / 3600:.2f} h")
     for batch in experiment_batches(config):
         done_runs, done_evals = committed(evidence_dir, trained=True), committed(evidence_dir, trained=False)
-        pending = [r for r in batch if (r["task"], r["method"], r["seed"]) not in
-                   (done_evals if r["method"] == BASE_METHOD else done_runs & done_evals)]
+        pending = [r for r in batch if (r.task, r.method, r.seed) not in
+                   (done_evals if r.method == BASE_METHOD else done_runs & done_evals)]
         if not pending:
             continue
         spent = spent_hours(evidence_dir)
         if spent >= budget_hours:
             print(f"Budget of {budget_hours:g} h spent ({spent:.2f} h in {TIMELINE}); "
-                  f"stopping before seed {batch[0]['seed']}: {len(pending)} planned runs of it not run.", flush=True)
+                  f"stopping before seed {batch[0].seed}: {len(pending)} planned runs of it not run.", flush=True)
             return 3
-        targets = [str(run_key_dir(f"results/{scale}/runs", r["task"], r["method"], r["seed"]) / "eval.json")
-                   for r in pending]
-        failed_before = [e for e in read_timeline(evidence_dir)
-                         if e["seed"] == batch[0]["seed"] and e["exit_code"] not in (0, "stopped")]
+        targets = [str(r.path() / EVAL_FILE) for r in pending]
+        failed_before = [e for e in read_timeline(evidence_dir) if e["seed"] == batch[0].seed and failed_attempt(e)]
         if len(failed_before) >= attempts:
             # at most `attempts` in total, over every start of the driver: no run is tried until it succeeds
-            print(f"Seed {batch[0]['seed']} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
+            print(f"Seed {batch[0].seed} failed {len(failed_before)} times; its {len(pending)} unfinished runs "
                   "are reported as failed, not tried again.", flush=True)
             failure = failed_before[-1]["exit_code"]
             continue
+        if not unlocked:
+            # Only this driver runs Snakemake in the worktree (its lock says so): a Snakemake lock left by a
+            # stopped driver is stale and would fail every batch at once.
+            subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
+                            configfile, "--cores", str(cores), "--unlock"], cwd=repo, check=False)
+            unlocked = True
         for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()
-            entry = {"seed": batch[0]["seed"], "runs": [f"{r['task']}/{r['method']}" for r in pending],
+            entry = {"seed": batch[0].seed, "runs": [f"{r.task}/{r.method}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now()}
             finished_runs = FinishedRuns(repo, scale, evidence_dir, pending)
             with Heartbeat(repo, evidence_dir, entry, commit, every=heartbeat_seconds, save_finished=finished_runs):

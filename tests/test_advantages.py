@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gdpo import advantages as adv
+from gdpo import methods
 from gdpo.advantages import (
     Convention,
     available_conventions,
@@ -514,11 +515,22 @@ def test_registering_a_new_estimator_makes_it_usable_everywhere():
 
     try:
         assert "test_max_baseline" in available_methods()
+        assert "test_max_baseline" in methods.available_methods()  # a config in this process may name it
         assert advantages_of([[0, 1], [1, 1]], 2, "test_max_baseline") == [-1.0, 0.0]
         with pytest.raises(ValueError, match="already registered"):
             register_estimator("test_max_baseline")(max_baseline)
     finally:
         adv._ESTIMATORS.pop("test_max_baseline")
+        methods._METHODS.pop("test_max_baseline")
+
+
+def test_the_methods_a_config_may_name_are_the_implemented_ones():
+    """gdpo.methods (torch-free, read when planning) and the estimators agree name for name and in metadata."""
+    assert methods.available_methods() == available_methods()
+    for name in available_methods():
+        spec, estimator = methods.get_method(name), adv.get_estimator(name)
+        assert (spec.description, spec.batch_step, spec.grpo_counterpart) == (
+            estimator.description, estimator.batch_step, estimator.grpo_counterpart)
 
 
 def test_duplicate_builtin_names_are_refused():

@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from gdpo.config import apply_grid, load_config
+from gdpo.plan import describe_runs
 from gdpo.reporting import calibration, ledger
 from gdpo.reporting.calibration import EventDesign, TableDesign
 from gdpo.reporting.contract import IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
 from gdpo.reporting.verdicts.decisions import EVENT_EFFECTS
-from gdpo.training.run import describe_runs
 
 PAPER_CONFIGS = ("paper-tool_calling", "paper-math", "paper-code")
 CPU_CONFIGS = {"smoke": ("smoke", "default"), "mini": ("mini", "default"), "mini full grid": ("mini", "full")}

@@ -99,8 +99,7 @@ def test_missing_or_broken_file(tmp_path):
 
 def test_default_grid_fills_every_figure_and_table_and_the_full_grid_widens_its_seeds():
     from gdpo.config import apply_grid
-    from gdpo.evaluation.run import plan_evaluations
-    from gdpo.training.run import plan_runs
+    from gdpo.plan import plan_evaluations, plan_runs
 
     config = load_config(REPO / "config" / "mini.yaml")
     assert apply_grid(config) == config  # the default grid is the config itself
@@ -109,10 +108,10 @@ def test_default_grid_fills_every_figure_and_table_and_the_full_grid_widens_its_
     runs = plan_runs(config)
     # The three families with three methods over two seeds; each variant with one seed.
     for task in ("tool_calling", "math", "code"):
-        assert {(r["method"], r["seed"]) for r in runs if r["task"] == task} >= {
+        assert {(r.method, r.seed) for r in runs if r.task == task} >= {
             (m, s) for m in ("grpo", "grpo_nostd", "gdpo") for s in (0, 1)}
-    assert {(r["method"], r["seed"]) for r in runs if r["task"] == "math_w0.25"} == {("grpo", 0), ("gdpo", 0)}
-    base_tasks = {e["task"] for e in plan_evaluations(config) if e["method"] == "base"}
+    assert {(r.method, r.seed) for r in runs if r.task == "math_w0.25"} == {("grpo", 0), ("gdpo", 0)}
+    base_tasks = {e.task for e in plan_evaluations(config) if e.method == "base"}
     assert base_tasks == {"tool_calling", "math", "code"}  # variants share their task's base evaluation
 
     full = apply_grid({**config, "grid": "full"})
@@ -121,8 +120,8 @@ def test_default_grid_fills_every_figure_and_table_and_the_full_grid_widens_its_
     assert full["tasks"] == {name: {k: v for k, v in spec.items() if k != "seeds"}
                              for name, spec in config["tasks"].items()}
     full_runs = plan_runs(full)
-    assert {(r["task"], r["method"], r["seed"]) for r in runs} < {(r["task"], r["method"], r["seed"]) for r in full_runs}
-    assert {r["seed"] for r in full_runs if r["task"] == "math_w0.25"} == {0, 1, 2}
+    assert set(runs) < set(full_runs)
+    assert {r.seed for r in full_runs if r.task == "math_w0.25"} == {0, 1, 2}
 
 
 def test_full_grid_adds_tasks_and_overrides_keys():
@@ -155,7 +154,7 @@ MINIATURE = yaml.safe_load((REPO / "config/overlays/miniature.yaml").read_text()
 @pytest.mark.parametrize("family", ["tool_calling", "math", "code"])
 def test_miniature_keeps_the_paper_design_and_replaces_only_gpu_and_hub_parts(family):
     from gdpo.config import apply_miniature
-    from gdpo.training.run import plan_runs, resolve_run_settings
+    from gdpo.plan import plan_runs, resolve_run_settings
 
     paper = load_config(REPO / f"config/paper-{family}.yaml")
     assert apply_miniature(paper) == paper  # no block: unchanged
@@ -177,13 +176,13 @@ def test_miniature_keeps_the_paper_design_and_replaces_only_gpu_and_hub_parts(fa
     # replaced: nothing GPU-only is left, and each job is one process
     assert not small["training"]["use_vllm"] and not small["training"]["bf16"]
     runs = plan_runs(small)
-    assert {r["seed"] for r in runs} == {0}
-    assert {(r["task"], r["method"]) for r in runs} == {(t, m) for t, spec in paper["tasks"].items()
-                                                         for m in spec.get("methods", paper["methods"])}
-    settings = resolve_run_settings(small, runs[0]["task"], runs[0]["method"], 0)
-    assert settings["trl"]["loss_type"] == paper["training"]["loss_type"]
-    assert settings["reward_weights"] == resolve_run_settings(paper, runs[0]["task"], runs[0]["method"], 0)[
-        "reward_weights"]
+    assert {r.seed for r in runs} == {0}
+    assert {(r.task, r.method) for r in runs} == {(t, m) for t, spec in paper["tasks"].items()
+                                                  for m in spec.get("methods", paper["methods"])}
+    settings = resolve_run_settings(small, runs[0].task, runs[0].method, 0)
+    assert settings.trl["loss_type"] == paper["training"]["loss_type"]
+    paper_settings = resolve_run_settings(paper, runs[0].task, runs[0].method, 0)
+    assert settings.reward_weights == paper_settings.reward_weights
 
 
 def test_miniature_refuses_a_config_that_is_not_a_paper_config():
@@ -194,10 +193,10 @@ def test_miniature_refuses_a_config_that_is_not_a_paper_config():
 
 
 def test_paper_variants_share_their_base_evaluation():
-    from gdpo.evaluation.run import plan_evaluations
+    from gdpo.plan import plan_evaluations
 
     math = load_config(REPO / "config/paper-math.yaml")
-    base = {e["task"] for e in plan_evaluations(math) if e["method"] == "base"}
+    base = {e.task for e in plan_evaluations(math) if e.method == "base"}
     assert base == {"math_r1_1.5b", "math_r1_7b", "math_qwen3_4b"}  # one per base model
     code = load_config(REPO / "config/paper-code.yaml")
-    assert {e["task"] for e in plan_evaluations(code) if e["method"] == "base"} == {"code_r1_7b"}
+    assert {e.task for e in plan_evaluations(code) if e.method == "base"} == {"code_r1_7b"}

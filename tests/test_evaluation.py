@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
+from gdpo.evaluation.run import evaluate_run
 from gdpo.generation.generate import generate_completions, load_policy
-from gdpo.evaluation.run import EVAL_DEFAULTS, evaluate_run, plan_evaluations, resolve_eval_settings
+from gdpo.plan import EVAL_DEFAULTS, RunKey, plan_evaluations, resolve_eval_settings, runs_root
 from gdpo.training.models import build_tiny_model
 
 CONFIG = {
@@ -64,9 +65,10 @@ def test_settings_reject_unknown_names(task, method, message):
 def test_plan_evaluates_base_once_when_greedy_and_per_seed_when_sampling():
     greedy = plan_evaluations(CONFIG)
     assert len(greedy) == 2 * 2 + 1
-    assert [e for e in greedy if e["method"] == "base"] == [{"task": "arithmetic", "method": "base", "seed": 3}]
+    base = RunKey("arithmetic", "base", 3, runs_root(CONFIG["scale"]))
+    assert [e for e in greedy if e.method == "base"] == [base]
     sampling = plan_evaluations({**CONFIG, "evaluation": {"temperature": 0.7}})
-    assert [e["seed"] for e in sampling if e["method"] == "base"] == [3, 4]
+    assert [e.seed for e in sampling if e.method == "base"] == [3, 4]
 
 
 def test_samples_are_reproducible_per_seed_and_keep_prompt_order(policy):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -71,16 +72,16 @@ def cpu_evidence_config() -> dict:
 def test_batches_go_seed_by_seed_with_every_method_and_the_base_models_first_seed():
     config = cpu_evidence_config()
     batches = experiment_batches(config)
-    assert [b[0]["seed"] for b in batches] == sorted({b[0]["seed"] for b in batches})
+    assert [b[0].seed for b in batches] == sorted({b[0].seed for b in batches})
     for batch in batches:
-        assert len({r["seed"] for r in batch}) == 1
-        methods = {(r["task"], r["method"]) for r in batch if r["method"] != "base"}
-        seed = batch[0]["seed"]
+        assert len({r.seed for r in batch}) == 1
+        methods = {(r.task, r.method) for r in batch if r.method != "base"}
+        seed = batch[0].seed
         expected = {(task, m) for task, spec in config["tasks"].items()
                     if seed in spec.get("seeds", config["seeds"]) for m in spec.get("methods", config["methods"])}
         assert methods == expected
-        assert [r["method"] == "base" for r in batch] == sorted(r["method"] == "base" for r in batch)
-    assert ("tool_calling", "base") in {(r["task"], r["method"]) for r in batches[0]}
+        assert [r.method == "base" for r in batch] == sorted(r.method == "base" for r in batch)
+    assert ("tool_calling", "base") in {(r.task, r.method) for r in batches[0]}
 
 
 def test_the_driver_stops_before_a_batch_once_the_budget_is_spent(tmp_path, capsys):
@@ -95,15 +96,14 @@ def test_the_driver_stops_before_a_batch_once_the_budget_is_spent(tmp_path, caps
 def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
     """Dry run at scale cpu-evidence: a committed (task, method, seed) is restored (rules restore_run and
     restore_eval), every other run is trained; evidence made with other settings stops the restore."""
-    from gdpo.evaluation.run import resolve_eval_settings
-    from gdpo.training.run import resolve_run_settings
+    from gdpo.plan import resolve_eval_settings, resolve_run_settings
 
     config = cpu_evidence_config()
     evidence = tmp_path / "evidence"
     config["evidence_dir"] = str(evidence)
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0))
+    run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0).to_dict())
     (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "math", "gdpo", 0)}))
     save_evidence(run, run_key_dir(evidence, "math", "gdpo", 0))
     target_dir = "results/cpu-evidence/runs/math/gdpo"
@@ -127,18 +127,17 @@ def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
         restore(run_key_dir(evidence, "math", "gdpo", 0), changed, RUN_FILES,
                 resolve_run_settings({**config, "tasks": {**config["tasks"], "math": {
                     **config["tasks"]["math"], "training": {**config["tasks"]["math"]["training"], "max_steps": 400}}}},
-                    "math", "gdpo", 0))
+                    "math", "gdpo", 0).to_dict())
 
 
 def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
-    from gdpo.evaluation.run import resolve_eval_settings
-    from gdpo.training.run import resolve_run_settings
+    from gdpo.plan import resolve_eval_settings, resolve_run_settings
 
     config = cpu_evidence_config()
     config["evidence_dir"] = str(tmp_path / "evidence")
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2))
+    run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2).to_dict())
     (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "tool_calling", "grpo", 2)}))
     save_evidence(run, run_key_dir(tmp_path / "evidence", "tool_calling", "grpo", 2))
     work = tmp_path / "work"
@@ -158,9 +157,9 @@ def test_the_driver_skips_every_committed_run(tmp_path, monkeypatch):
     config = {**cpu_evidence_config(), "evidence_dir": "evidence"}
     for batch in experiment_batches(config):
         for run in batch:
-            dest = run_key_dir(tmp_path / "evidence", run["task"], run["method"], run["seed"])
+            dest = run.under(tmp_path / "evidence").path()
             dest.mkdir(parents=True)
-            for name in ((EVAL_FILE,) if run["method"] == "base" else (*RUN_FILES, EVAL_FILE)):
+            for name in ((EVAL_FILE,) if run.method == "base" else (*RUN_FILES, EVAL_FILE)):
                 (dest / name).write_text("{}")
 
     def no_snakemake(*args, **kwargs):
@@ -178,7 +177,7 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
     calls = []
 
     def fake_snakemake(command, cwd, check, **kwargs):
-        if command[0] == "git":
+        if command[0] == "git" or "--unlock" in command:
             return subprocess.CompletedProcess(command, 0, stdout="abc123\n")
         calls.append(command)
         targets = [c for c in command if c.endswith("eval.json")]
@@ -200,7 +199,7 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
     # a batch that fails twice stops the driver with snakemake's exit code
     calls.clear()
     monkeypatch.setattr(subprocess, "run", lambda command, cwd, check, **kwargs: subprocess.CompletedProcess(
-        command, 0 if command[0] == "git" else 7, stdout=""))
+        command, 0 if command[0] == "git" or "--unlock" in command else 7, stdout=""))
     config["tasks"]["math"]["seeds"] = [0, 1]
     assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 7
 
@@ -257,7 +256,7 @@ def test_a_batch_that_failed_twice_is_not_tried_again_by_a_restarted_driver(tmp_
     started = []
 
     def fake_snakemake(command, cwd, check, **kwargs):
-        if command[0] == "git":
+        if command[0] == "git" or "--unlock" in command:
             return subprocess.CompletedProcess(command, 0, stdout="abc\n")
         started.append([c for c in command if c.endswith("eval.json")])
         return subprocess.CompletedProcess(command, 1)
@@ -278,7 +277,7 @@ def test_a_run_that_finishes_mid_batch_is_saved_before_the_batch_ends(tmp_path, 
     seen_mid_batch = []
 
     def fake_snakemake(command, cwd, check, **kwargs):
-        if command[0] == "git":
+        if command[0] == "git" or "--unlock" in command:
             return subprocess.CompletedProcess(command, 0, stdout="abc\n")
         targets = [Path(cwd) / Path(c).parent for c in command if c.endswith("eval.json")]
         first, *others = targets
@@ -296,3 +295,41 @@ def test_a_run_that_finishes_mid_batch_is_saved_before_the_batch_ends(tmp_path, 
     assert run_experiment(config, "cfg.yaml", tmp_path, commit=False, heartbeat_seconds=0.01) == 0
     assert seen_mid_batch == [{("math", "grpo", 0)}]
     assert committed(tmp_path / "evidence") == {("math", "grpo", 0), ("math", "gdpo", 0)}
+
+
+def test_a_stale_lock_costs_no_attempt_and_two_drivers_cannot_run_at_once(tmp_path, monkeypatch):
+    from gdpo.experiment import hold_driver_lock
+
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0, 1],
+              "tasks": {"math": {**config["tasks"]["math"], "seeds": [0, 1]}}}
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    # A stopped driver's Snakemake lock failed seed 0 twice within seconds, before any job: those attempts
+    # are recorded as "locked" and do not count; a real failure still does.
+    entries = [{"seed": 0, "attempt": a, "exit_code": code, "runs": ["math/grpo"], "commit": "abc",
+                "start": "2026-11-25T03:00:12Z", "seconds": 6.0} for a, code in ((1, "locked"), (2, "locked"), (1, 1))]
+    (evidence / TIMELINE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    commands = []
+
+    def fake_snakemake(command, cwd, check, **kwargs):
+        if command[0] == "git":
+            return subprocess.CompletedProcess(command, 0, stdout="abc\n")
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0 if "--unlock" in command else 1)
+
+    monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 1
+    # Snakemake's stale lock is cleared once, before the first batch; seed 0 gets its one remaining attempt
+    assert "--unlock" in commands[0] and sum("--unlock" in c for c in commands) == 1
+    batches = [[t for t in c if t.endswith("eval.json")] for c in commands[1:]]
+    assert [all("seed0" in t for t in b) for b in batches] == [True, False, False]
+    timeline = [json.loads(line) for line in (evidence / TIMELINE).read_text().splitlines()]
+    assert [(t["seed"], t["attempt"], t["exit_code"]) for t in timeline[3:]] == [(0, 2, 1), (1, 1, 1), (1, 2, 1)]
+
+    # a second driver in the same worktree is refused, naming the first one's pid
+    with hold_driver_lock(tmp_path):
+        with pytest.raises(RuntimeError, match=rf"Another `gdpo run-experiment` \(pid {os.getpid()}\)"):
+            run_experiment(config, "cfg.yaml", tmp_path, commit=False)
+    with hold_driver_lock(tmp_path):  # released when the first one ended
+        pass

@@ -102,7 +102,7 @@ def test_published_results_rebuild_to_the_same_ledger(tmp_path, real_counts):
     from pathlib import Path
 
     from gdpo.reporting import publish
-    from gdpo.training.run import describe_runs
+    from gdpo.plan import describe_runs
     from gdpo.config import load_config
 
     repo = Path(__file__).resolve().parents[1]

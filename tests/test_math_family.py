@@ -207,6 +207,24 @@ def test_small_problem_spaces_repeat_in_training_but_not_in_eval():
         data.generate_problems("products", "eval", 100, seed=0)
 
 
+def test_eval_rows_share_equally_and_give_all_of_a_small_space():
+    generators = ["basic_arithmetic", "chain_sum", "products", "gcd"]
+    # While every generator has enough, item i comes from generator i mod G (as before the fill).
+    even = data.reasoning_gym_eval_rows(26, data.EVAL_DATA_SEED, generators, 64)
+    assert even == data.reasoning_gym_rows("eval", 26, data.EVAL_DATA_SEED, generators, 64)
+    # One-digit products hold 21 held-out problems: all of them, the others share the rest.
+    rows = data.reasoning_gym_eval_rows(200, data.EVAL_DATA_SEED, generators, 64)
+    counts = {name: rows["source"].count(name) for name in generators}
+    assert counts["products"] == 21 and sum(counts.values()) == 200
+    assert max(counts.values()) - min(c for n, c in counts.items() if n != "products") <= 15
+    assert len(set(rows["problem"])) == 200
+    assert all(data.split_of(problem) == "eval" for problem in rows["problem"])
+    with pytest.raises(ValueError, match=r"only 228 distinct eval problems .*products 21.*eval_size"):
+        data.reasoning_gym_eval_rows(229, data.EVAL_DATA_SEED, generators, 64)
+    dataset = data.build_dataset("eval", 228, seed=5, length_limit=64)
+    assert len(set(dataset["problem"])) == 228
+
+
 def test_rows_carry_the_prompt_and_reward_columns():
     dataset = data.build_dataset("train", 8, seed=0, length_limit=48, generators=["chain_sum", "gcd"])
     row = dataset[1]

@@ -1,6 +1,6 @@
 """The multi-process trainer on CPU: the real ``python -m gdpo train`` under ``accelerate launch`` with 2 processes.
 
-The launch is the one a config's ``launch:`` section produces (:func:`gdpo.training.run.launcher_command`), with
+The launch is the one a config's ``launch:`` section produces (:func:`gdpo.plan.launcher_command`), with
 the paper's accelerate config (DeepSpeed ZeRO-3 on 8 GPUs) replaced by ``envs/accelerate/cpu_multiprocess.yaml``
 (2 processes on CPU, gloo). The run is the smoke arithmetic task on the tiny model, with the rollout engine and
 prompt packing off (the paper configs use neither; the engine is single-process only) and bf16 off (CPU).
@@ -30,9 +30,9 @@ import torch
 import yaml
 
 from gdpo.advantages import compute_advantages
+from gdpo.plan import RunSettings, launcher_command, resolve_run_settings
 from gdpo.training import models
-from gdpo.training.run import (ADVANTAGE_AUDIT_ENV, TIMING_KEYS, launcher_command, read_metrics, resolve_run_settings,
-                               train)
+from gdpo.training.run import ADVANTAGE_AUDIT_ENV, TIMING_KEYS, read_metrics, train
 
 REPO = Path(__file__).resolve().parents[1]
 PROCESSES = 2
@@ -48,7 +48,7 @@ def tiny_model(tmp_path_factory) -> Path:
     return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
 
 
-def run_settings(method: str) -> dict:
+def run_settings(method: str) -> RunSettings:
     """The smoke arithmetic run (seed 0) for `STEPS` steps with a checkpoint every 2, as the paper runs it:
     TRL's generation, padded micro-batches."""
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
@@ -57,9 +57,9 @@ def run_settings(method: str) -> dict:
     return resolve_run_settings(config, "arithmetic", method, 0)
 
 
-def start(settings: dict, model_dir: Path, run_dir: Path, audit_dir: Path, log: Path) -> subprocess.Popen:
+def start(settings: RunSettings, model_dir: Path, run_dir: Path, audit_dir: Path, log: Path) -> subprocess.Popen:
     """`{launcher} -m gdpo train …` as the train rule runs it, from the repository, in a session of its own."""
-    command = [*shlex.split(launcher_command(LAUNCH)), "-m", "gdpo", "train", "--settings", json.dumps(settings),
+    command = [*shlex.split(launcher_command(LAUNCH)), "-m", "gdpo", "train", "--settings", settings.to_json(),
                "--model-dir", str(model_dir), "--run-dir", str(run_dir), "--threads", "1"]
     env = {**os.environ,
            # `accelerate` and the processes' `python` are this interpreter's; `gdpo` is this checkout's.
@@ -77,7 +77,7 @@ def _tail(log: Path, lines: int = 60) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def launch(settings: dict, model_dir: Path, run_dir: Path, audit_dir: Path, log: Path) -> dict:
+def launch(settings: RunSettings, model_dir: Path, run_dir: Path, audit_dir: Path, log: Path) -> dict:
     """Run to the end; the summary the main process wrote."""
     process = start(settings, model_dir, run_dir, audit_dir, log)
     try:

@@ -11,8 +11,15 @@ import pytest
 import yaml
 
 from gdpo.config import load_config
-from gdpo.evaluation.run import plan_evaluations, resolve_eval_settings
-from gdpo.training.run import gpu_only_settings, launcher_command, plan_runs, resolve_run_settings, trl_arguments
+from gdpo.plan import (
+    gpu_only_settings,
+    launcher_command,
+    plan_evaluations,
+    plan_runs,
+    resolve_eval_settings,
+    resolve_run_settings,
+)
+from gdpo.training.run import trl_arguments
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_CONFIGS = ["paper-tool_calling", "paper-math", "paper-code"]
@@ -39,21 +46,21 @@ def test_trl_receives_the_papers_settings_for_every_run(name, tmp_path):
     paper = config(name)
     processes = paper["launch"]["num_processes"]
     for run in plan_runs(paper):
-        settings = resolve_run_settings(paper, run["task"], run["method"], run["seed"])
+        settings = resolve_run_settings(paper, run.task, run.method, run.seed)
         kwargs = trl_arguments(settings, tmp_path / "work")
         arguments = GRPOConfig(**kwargs, use_cpu=True)
         for key, value in PAPER_SETUP[name].items():
             assert getattr(arguments, key) == value, (run, key)
         assert arguments.bf16 and arguments.use_vllm and arguments.vllm_mode == "colocate"
-        assert gpu_only_settings(settings["trl"]) == ["use_vllm=True"]
+        assert gpu_only_settings(settings.trl) == ["use_vllm=True"]
         # Global batch on the paper's processes: whole groups on every process, every step.
         per_step = arguments.per_device_train_batch_size * processes * arguments.gradient_accumulation_steps
         assert per_step % arguments.num_generations == 0
         # PAPER.md's "batch 512" for tool calling and math is verl's train_batch_size: prompts per step
         prompts = per_step // arguments.num_generations
         assert prompts == (32 if name == "paper-code" else 512), (run, prompts)
-        weights = paper["tasks"][run["task"]].get("reward_weights") or dict.fromkeys(settings["reward_names"], 1.0)
-        assert list(arguments.reward_weights) == [weights[n] for n in settings["reward_names"]], run
+        weights = paper["tasks"][run.task].get("reward_weights") or dict.fromkeys(settings.reward_names, 1.0)
+        assert list(arguments.reward_weights) == [weights[n] for n in settings.reward_names], run
 
 
 @pytest.mark.parametrize("name", PAPER_CONFIGS)
@@ -99,7 +106,7 @@ def test_the_math_evaluation_is_the_papers():
     """PAPER.md §3: vLLM, temperature 0.6, top-p 0.95, 32k tokens, 16 samples per question."""
     paper = config("paper-math")
     for evaluation in plan_evaluations(paper):
-        settings = resolve_eval_settings(paper, evaluation["task"], evaluation["method"], evaluation["seed"])
+        settings = resolve_eval_settings(paper, evaluation.task, evaluation.method, evaluation.seed)
         assert (settings["num_samples"], settings["temperature"], settings["top_p"], settings["max_new_tokens"]) == (
             16, 0.6, 0.95, 32768)
         assert settings["options"]["eval_backend"] == "vllm"
@@ -107,7 +114,7 @@ def test_the_math_evaluation_is_the_papers():
     for name in ("paper-tool_calling", "paper-code"):
         paper = config(name)
         run = plan_evaluations(paper)[0]
-        settings = resolve_eval_settings(paper, run["task"], run["method"], run["seed"])
+        settings = resolve_eval_settings(paper, run.task, run.method, run.seed)
         assert settings["max_new_tokens"] >= paper["training"]["max_completion_length"], name
 
 
@@ -122,7 +129,7 @@ def test_paper_runs_train_on_every_item_of_their_data_set(name, items, tmp_path)
     write_miniature_data(tmp_path, rows=6)
     small = apply_miniature({**config(name), "miniature": {"model": "builtin:tiny-qwen2", "data_dir": str(tmp_path)}})
     run = plan_runs(small)[0]
-    settings = resolve_run_settings(small, run["task"], run["method"], run["seed"])
-    assert settings["train_size"] is None
-    dataset = get_family(settings["family"]).build_dataset("train", settings["train_size"], 0, **settings["data_options"])
+    settings = resolve_run_settings(small, run.task, run.method, run.seed)
+    assert settings.train_size is None
+    dataset = get_family(settings.family).build_dataset("train", settings.train_size, 0, **settings.data_options)
     assert len(dataset) == items

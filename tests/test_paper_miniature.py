@@ -11,9 +11,7 @@ import pandas as pd
 import pytest
 
 from gdpo.config import apply_miniature, load_config
-from gdpo.evaluation.run import plan_evaluations
-from gdpo.reporting.paper_outputs import planned_outputs
-from gdpo.training.run import plan_runs
+from gdpo.plan import plan_evaluations, plan_runs, planned_outputs
 
 from .test_workflow import REPO, snakemake
 
@@ -38,7 +36,7 @@ def test_paper_config_runs_end_to_end_in_miniature(tmp_path, family):
 
     # Every planned run trained in one process with the paper's TRL settings except the overlay's.
     for run in plan_runs(small):
-        run_dir = tmp_path / f"results/{scale}/runs/{run['task']}/{run['method']}/seed{run['seed']}"
+        run_dir = tmp_path / run.path()
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         assert [r["step"] for r in records] == [1, 2], run
         resolved = json.loads((run_dir / "config.json").read_text())
@@ -46,7 +44,7 @@ def test_paper_config_runs_end_to_end_in_miniature(tmp_path, family):
         assert resolved["trl"]["loss_type"] == small["training"]["loss_type"]
     # Every planned evaluation, base models included, on the paper's benchmarks.
     evals = pd.read_csv(tmp_path / f"results/{scale}/summary/eval.csv")
-    planned = {(e["task"], e["method"], e["seed"]) for e in plan_evaluations(small)}
+    planned = {(e.task, e.method, e.seed) for e in plan_evaluations(small)}
     assert set(evals[["task", "method", "seed"]].itertuples(index=False, name=None)) == planned
     expected_benchmarks = {"tool_calling": {"bfcl_v3"}, "math": {"math500", "aime24", "amc", "minerva", "olympiadbench"},
                            "code": {"apps", "codecontests", "codeforces", "taco"}}[family]

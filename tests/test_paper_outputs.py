@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from gdpo.reporting.paper_outputs import planned_outputs
+from gdpo.plan import FIGURE_STEMS, TABLE_STEMS, planned_outputs
 
 CONFIG = {"scale": "mini", "tasks": {"tc": {}, "m": {}, "mc": {}},
           "reporting": {"figures": {"fig4": "tc", "fig6": {1.0: {"plain": "m", "conditioned": "mc"}}},
                         "tables": {"table3": {"R1-1.5B": "m"}}}}
+
+
+def test_every_planned_figure_and_table_has_a_drawing():
+    from gdpo.reporting.paper_outputs import FIGURES, TABLES
+
+    assert set(FIGURES) == set(FIGURE_STEMS) and set(TABLES) == set(TABLE_STEMS)
 
 
 def test_planned_outputs_are_the_named_figures_and_tables_only():

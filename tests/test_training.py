@@ -14,6 +14,7 @@ import pytest
 import torch
 import yaml
 
+from gdpo.plan import launcher_command, plan_runs, resolve_run_settings
 from gdpo.tasks import arithmetic
 from gdpo.training import models
 from gdpo.training.rewards import RewardFunctionError, guard_reward_function
@@ -23,9 +24,7 @@ from gdpo.training.run import (
     environment_record,
     GPURequiredError,
     check_device,
-    plan_runs,
     read_metrics,
-    resolve_run_settings,
     train,
 )
 from gdpo.advantages import available_methods, distinct_advantage_counts
@@ -274,8 +273,8 @@ def test_resolve_run_settings_merges_scale_and_task_training():
     config = smoke_config()
     config["tasks"]["arithmetic"]["training"] = {"max_steps": 2}
     settings = resolve_run_settings(config, "arithmetic", "gdpo", 1)
-    assert settings["trl"]["max_steps"] == 2 and settings["trl"]["num_generations"] == 4
-    assert settings["reward_names"] == ["correct", "format", "length"] and settings["seed"] == 1
+    assert settings.trl["max_steps"] == 2 and settings.trl["num_generations"] == 4
+    assert settings.reward_names == ("correct", "format", "length") and settings.seed == 1
 
 
 @pytest.mark.parametrize(
@@ -301,7 +300,7 @@ def test_plan_runs_covers_each_tasks_methods_and_seeds():
                                  "methods": ["grpo", "gdpo"]}}
     runs = plan_runs(config)
     assert len(runs) == 5 * 2 + 2 * 2
-    assert {(r["method"], r["seed"]) for r in runs if r["task"] == "tools"} == {
+    assert {(r.method, r.seed) for r in runs if r.task == "tools"} == {
         ("grpo", 0), ("grpo", 1), ("gdpo", 0), ("gdpo", 1)}
 
 
@@ -374,8 +373,6 @@ def test_resume_keeps_the_metrics_up_to_the_checkpoint_and_drops_a_line_cut_shor
 
 
 def test_launcher_is_python_on_cpu_scales_and_accelerate_for_paper_configs():
-    from gdpo.training.run import launcher_command
-
     assert launcher_command(smoke_config()) == "python"
     paper = yaml.safe_load((REPO / "config/paper-math.yaml").read_text())
     assert launcher_command(paper) == (

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
+from gdpo.plan import WARMUP_DEFAULTS, resolve_warmup_settings
 from gdpo.tasks import required_files
 from gdpo.tasks.tool_calling import REWARD_FUNCTIONS, build_dataset, reference_completion
 from gdpo.training.models import build_tiny_model
-from gdpo.training.warmup import WARMUP_DEFAULTS, resolve_warmup_settings, warmup_dataset, warmup_model
+from gdpo.training.warmup import warmup_dataset, warmup_model
 
 CALL = {"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}
 

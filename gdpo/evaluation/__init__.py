@@ -9,7 +9,8 @@ Each family's ``evaluate(request)`` receives an :class:`EvalRequest` and returns
      "not_run": {column: reason},
      "settings": {...}}
 
-:func:`gdpo.evaluation.run.evaluate_run` resolves the request from the config and writes the file.
+:func:`gdpo.evaluation.run.evaluate_run` builds the request from the job's settings (:func:`gdpo.plan.resolve_eval_settings`)
+and writes the file.
 """
 
 from __future__ import annotations

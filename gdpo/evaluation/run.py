@@ -1,4 +1,5 @@
-"""One evaluation job: resolve its settings from the config, call the family's evaluator, write eval.json."""
+"""One evaluation job: call the family's evaluator with the job's settings
+(:func:`gdpo.plan.resolve_eval_settings`), write eval.json."""
 
 from __future__ import annotations
 
@@ -8,72 +9,8 @@ import time
 from pathlib import Path
 
 from gdpo.evaluation import EvalRequest
-from gdpo.tasks import DATA_OPTION_KEYS, get_family
-
-#: Method name of the untrained model's evaluation (the tables' "base" rows).
-BASE_METHOD = "base"
-
-#: Evaluation defaults where neither the scale's nor the task's ``evaluation`` block sets a value.
-EVAL_DEFAULTS = {
-    "eval_size": None,
-    "num_samples": 1,
-    "temperature": 0.0,
-    "top_p": 1.0,
-    "max_new_tokens": 128,
-    "batch_size": 8,
-}
-
-
-def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> dict:
-    """The settings of one evaluation: defaults < the scale's ``evaluation`` < the task's ``evaluation``.
-
-    ``method`` is one of the task's methods or ``"base"`` (the untrained model).
-    Returns a JSON-serialisable dict: ``task``, ``family``, ``model``, ``method``, ``seed``, ``options`` (the
-    task's data options) and the keys of :data:`EVAL_DEFAULTS`.
-    """
-    tasks = config.get("tasks") or {}
-    if task not in tasks:
-        raise ValueError(f"Unknown task {task!r}; the config defines: {', '.join(sorted(tasks)) or 'no tasks'}.")
-    spec = tasks[task]
-    methods = spec.get("methods", config["methods"])
-    if method != BASE_METHOD and method not in methods:
-        raise ValueError(
-            f"Method {method!r} is not among task {task!r}'s methods ({', '.join(methods)}) nor {BASE_METHOD!r}."
-        )
-    get_family(spec["family"])  # unknown families stop here, with the valid names
-    evaluation = {**EVAL_DEFAULTS, **(config.get("evaluation") or {}), **(spec.get("evaluation") or {})}
-    return {
-        "task": task,
-        "family": spec["family"],
-        "model": spec["model"],
-        "method": method,
-        "seed": seed,
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
-        "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
-        **evaluation,
-    }
-
-
-def plan_evaluations(config: dict) -> list[dict]:
-    """Every evaluation of the config: each planned training run, plus the base model per task.
-
-    The base model is evaluated once per seed when sampling (the seed changes its samples) and once,
-    with the first seed, under greedy decoding (every seed would give the same result); not at all for a
-    task with ``evaluate_base: false`` (a variant whose base model and evaluation are another task's).
-    Returns dicts with ``task``, ``method``, ``seed``.
-    """
-    from gdpo.training.run import plan_runs, task_seeds
-
-    runs = plan_runs(config)
-    base = []
-    for task in dict.fromkeys(run["task"] for run in runs):
-        if not config["tasks"][task].get("evaluate_base", True):
-            continue
-        all_seeds = task_seeds(config, task)
-        temperature = resolve_eval_settings(config, task, BASE_METHOD, all_seeds[0])["temperature"]
-        seeds = all_seeds if temperature > 0 else all_seeds[:1]
-        base += [{"task": task, "method": BASE_METHOD, "seed": seed} for seed in seeds]
-    return runs + base
+from gdpo.plan import BASE_METHOD
+from gdpo.tasks import get_family
 
 
 def evaluate_run(
@@ -87,7 +24,7 @@ def evaluate_run(
     """Evaluate one policy and write ``out_path`` (eval.json) atomically.
 
     Args:
-        settings: from :func:`resolve_eval_settings`.
+        settings: from :func:`gdpo.plan.resolve_eval_settings`.
         model_dir: the prepared base model.
         out_path: ``results/<scale>/runs/<task>/<method>/seed<seed>/eval.json``.
         work_dir: directory for the evaluator's intermediate files (created).

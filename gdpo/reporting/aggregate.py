@@ -22,15 +22,13 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
 
 from gdpo.generation.health import collapse_reasons, not_judged_reason
+from gdpo.plan import RunKey
 
-#: ``.../runs/<task>/<method>/seed<seed>/<file>``: where a run's identity comes from.
-_RUN_PATH = re.compile(r"runs/(?P<task>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
 STEP_KEYS = ["task", "method", "seed", "step"]
 EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items", "n_samples"]
 #: eval.csv's column with the collapse reasons of a run ("" when it did not collapse); also the ``health``
@@ -78,11 +76,9 @@ def run_health(health, collapsed, eval_path: str = "eval.csv") -> tuple[str, str
 
 
 def run_identity(path: str | Path) -> dict:
-    """``{"task", "method", "seed"}`` of a file inside ``runs/<task>/<method>/seed<seed>/``."""
-    match = _RUN_PATH.search(Path(path).as_posix())
-    if not match:
-        raise ValueError(f"{path} is not inside a run directory runs/<task>/<method>/seed<seed>/.")
-    return {"task": match["task"], "method": match["method"], "seed": int(match["seed"])}
+    """``{"task", "method", "seed"}`` of a file inside a run directory (:meth:`gdpo.plan.RunKey.from_file`;
+    ``ValueError`` for any other path)."""
+    return RunKey.from_file(path).identity()
 
 
 def gather_steps(metrics_files: list[str | Path]) -> pd.DataFrame:

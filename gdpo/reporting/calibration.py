@@ -521,7 +521,7 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
         benchmarks = len(data) if isinstance(data, list) else 1
         return float(size * benchmarks)
 
-    from gdpo.training.run import describe_runs  # here: the module imports torch, the ledger's rules do not need it
+    from gdpo.plan import describe_runs
 
     described = describe_runs(config)  # steps and prompts per batch, as the ledger is told them
     designs: dict[str, TableDesign | EventDesign] = {}

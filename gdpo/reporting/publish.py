@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from gdpo.config import apply_grid, load_config
-from gdpo.training.run import describe_runs
+from gdpo.plan import describe_runs
 
 #: Evidence files of a workflow run: where the workflow writes them → their name under ``evidence/``.
 EVIDENCE = {

@@ -19,22 +19,31 @@ Public API:
 - :func:`plot_study` (df, out_png) → PNG + PDF
 """
 
-from gdpo.sim.config import Study, parse_study
-from gdpo.sim.engine import PolicyGradientBench, seedwise_advantages
-from gdpo.sim.plots import plot_study
-from gdpo.sim.schema import RunConfig
-from gdpo.sim.study import load_study, run_study, study_runs
-from gdpo.sim.summary import summarise
+import importlib
 
-__all__ = [
-    "PolicyGradientBench",
-    "RunConfig",
-    "Study",
-    "load_study",
-    "parse_study",
-    "plot_study",
-    "run_study",
-    "seedwise_advantages",
-    "study_runs",
-    "summarise",
-]
+#: Public name → the submodule defining it. Loaded on first use, so that the light study-file checks
+#: (:mod:`gdpo.sim.config`, used when a workflow is planned) do not pull in torch and matplotlib.
+_EXPORTS = {
+    "PolicyGradientBench": "gdpo.sim.engine",
+    "RunConfig": "gdpo.sim.schema",
+    "Study": "gdpo.sim.config",
+    "load_study": "gdpo.sim.study",
+    "parse_study": "gdpo.sim.config",
+    "plot_study": "gdpo.sim.plots",
+    "run_study": "gdpo.sim.study",
+    "seedwise_advantages": "gdpo.sim.engine",
+    "study_runs": "gdpo.sim.study",
+    "summarise": "gdpo.sim.summary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'gdpo.sim' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

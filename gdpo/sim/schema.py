@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gdpo.advantages import available_conventions, available_methods
+from gdpo.methods import available_conventions, available_methods
 
 BENCHES = ("bernoulli", "sequence")
 OPTIMIZERS = ("adam", "sgd")

@@ -8,10 +8,15 @@ A family module exposes ``REWARD_FUNCTIONS`` (name → ``(completions, **kwargs)
 (answers for the format warm-up, :mod:`gdpo.training.warmup`) and
 ``completion_diagnostics(completions, **columns)`` (name → per-completion indicator, 1.0/0.0/NaN: what the
 policy does, logged per training step as ``diagnostics/<name>``; the signs of a collapse).
+
+:data:`FAMILIES` says what planning needs of each family without importing it (its data stack: ``datasets``,
+``sympy``, ...): the module, its reward names in ``REWARD_FUNCTIONS`` order, and the module with its
+``required_files`` if it has one. :func:`get_family` checks the declared reward names against the module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from types import ModuleType
 
@@ -19,16 +24,49 @@ from types import ModuleType
 DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "max_prompt_chars",
                     "decline_share", "time_limit", "max_tests", "eval_backend")
 
-#: Family name → module.
-FAMILIES = {"arithmetic": "gdpo.tasks.arithmetic", "code": "gdpo.tasks.code",
-            "tool_calling": "gdpo.tasks.tool_calling", "math": "gdpo.tasks.math"}
+
+@dataclasses.dataclass(frozen=True)
+class FamilySpec:
+    """A task family as planning sees it.
+
+    Attributes:
+        module: the family's module (data, rewards, evaluator).
+        reward_names: the keys of its ``REWARD_FUNCTIONS``, in order (a task's default reward weights).
+        files_module: a light module with the family's ``required_files(options)``, or None when the family
+            reads no files a rule makes.
+    """
+
+    module: str
+    reward_names: tuple[str, ...]
+    files_module: str | None = None
+
+
+#: Family name → :class:`FamilySpec`.
+FAMILIES = {
+    "arithmetic": FamilySpec("gdpo.tasks.arithmetic", ("correct", "format", "length")),
+    "code": FamilySpec("gdpo.tasks.code", ("pass", "length_conditioned", "bug")),
+    "tool_calling": FamilySpec("gdpo.tasks.tool_calling", ("correct", "format"), "gdpo.tasks.tool_calling.data"),
+    "math": FamilySpec("gdpo.tasks.math", ("correct", "length", "length_conditioned")),
+}
+
+
+def family_spec(name: str) -> FamilySpec:
+    """What planning knows of a family, without importing it; unknown names raise ``ValueError`` listing the
+    valid ones."""
+    if name not in FAMILIES:
+        raise ValueError(f"Unknown task family {name!r}; valid families are: {', '.join(sorted(FAMILIES))}.")
+    return FAMILIES[name]
 
 
 def get_family(name: str) -> ModuleType:
     """The module of a task family; unknown names raise ``ValueError`` listing the valid ones."""
-    if name not in FAMILIES:
-        raise ValueError(f"Unknown task family {name!r}; valid families are: {', '.join(sorted(FAMILIES))}.")
-    return importlib.import_module(FAMILIES[name])
+    spec = family_spec(name)
+    module = importlib.import_module(spec.module)
+    if tuple(module.REWARD_FUNCTIONS) != spec.reward_names:
+        raise RuntimeError(f"{spec.module}.REWARD_FUNCTIONS has rewards {list(module.REWARD_FUNCTIONS)}, but "
+                           f"gdpo.tasks.FAMILIES declares {list(spec.reward_names)} for family {name!r}; make the "
+                           "declaration match (planning reads it).")
+    return module
 
 
 def required_files(spec: dict) -> list[str]:
@@ -36,7 +74,8 @@ def required_files(spec: dict) -> list[str]:
 
     ``spec`` is the task's config block; families without such files need none.
     """
-    family = get_family(spec["family"])
-    if not hasattr(family, "required_files"):
+    files_module = family_spec(spec["family"]).files_module
+    if files_module is None:
         return []
-    return family.required_files({k: spec[k] for k in DATA_OPTION_KEYS if k in spec})
+    options = {k: spec[k] for k in DATA_OPTION_KEYS if k in spec}
+    return importlib.import_module(files_module).required_files(options)

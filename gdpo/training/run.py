@@ -1,10 +1,11 @@
-"""One training run: ``train(task, method, seed)`` from the workflow config to the files of the run.
+"""One training run: ``train(settings)`` from a run's :class:`gdpo.plan.RunSettings` to the files of the run.
 
 Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
 
 - ``metrics.jsonl`` — one line per optimizer step (TRL's metrics plus the suite's);
 - ``model/`` — the final model (or LoRA adapter) and tokenizer;
-- ``config.json`` — the resolved settings (task, method, convention, TRL arguments);
+- ``config.json`` — the run's settings (:meth:`gdpo.plan.RunSettings.to_dict`) with TRL's completed
+  arguments and the number of processes;
 - ``env.json`` — package versions, git commit, device, threads;
 - ``summary.json`` — final metrics and the divergence step (C5).
 
@@ -24,7 +25,6 @@ import hashlib
 import json
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 import time
@@ -33,8 +33,9 @@ from pathlib import Path
 
 import torch
 
-from gdpo.tasks import DATA_OPTION_KEYS, get_family
 from gdpo.curve_events import detect_divergence
+from gdpo.plan import RunSettings, gpu_only_settings
+from gdpo.tasks import get_family
 from gdpo.training.rewards import guard_reward_function
 
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
@@ -50,36 +51,6 @@ RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "data
 
 class GPURequiredError(RuntimeError):
     """A setting needs a GPU and this machine has none."""
-
-
-def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> list[str]:
-    """The settings that only work on a GPU, as ``key=value`` texts: vLLM generation in ``training``, and
-    lm-eval's vLLM backend (a task's ``eval_backend``)."""
-    needs = [f"{key}={training[key]!r}" for key in ("use_vllm",) if training.get(key)]
-    if evaluation_backend == "vllm":
-        needs.append("eval_backend='vllm'")
-    return needs
-
-
-def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
-    """The program that starts ``-m gdpo train``: ``python``, or ``accelerate launch …`` per ``config["launch"]``.
-
-    A relative ``accelerate_config`` is a path in the repository: with ``base_dir`` (the workflow's base
-    directory) it is made absolute, so that jobs find it from any working directory (``--directory``, a
-    cluster job's scratch directory).
-    """
-    launch = config.get("launch") or {}
-    if not launch:
-        return "python"
-    parts = ["accelerate", "launch"]
-    if launch.get("accelerate_config"):
-        path = Path(launch["accelerate_config"])
-        if base_dir is not None and not path.is_absolute():
-            path = Path(base_dir) / path
-        parts += ["--config_file", shlex.quote(str(path))]
-    if launch.get("num_processes"):
-        parts += ["--num_processes", str(launch["num_processes"])]
-    return " ".join(parts)
 
 
 def launched_processes() -> int:
@@ -109,99 +80,6 @@ def check_device(training: dict, task: str, evaluation_backend: str | None = Non
             "machine or cluster (see README), or in miniature on a CPU (config/overlays/miniature.yaml), or "
             "use config/mini.yaml."
         )
-
-
-def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> dict:
-    """The settings of one run: the scale's ``training`` defaults overridden by the task's ``training``.
-
-    Returns a dict with ``task``, ``family``, ``model``, ``method``, ``convention``, ``seed``,
-    ``reward_names``, ``reward_weights``, ``train_size``, ``data_options``, ``fast_generation``, ``pack_prompts``,
-    ``policy_dtype``,
-    ``peft`` and ``trl`` (GRPOConfig keyword arguments).
-    """
-    tasks = config.get("tasks") or {}
-    if task not in tasks:
-        raise ValueError(f"Unknown task {task!r}; the config defines: {', '.join(sorted(tasks)) or 'no tasks'}.")
-    spec = tasks[task]
-    methods = spec.get("methods", config["methods"])
-    if method not in methods:
-        raise ValueError(f"Method {method!r} is not among task {task!r}'s methods: {', '.join(methods)}.")
-    family = get_family(spec["family"])
-    trl_args = {**config.get("training", {}), **spec.get("training", {})}
-    peft = trl_args.pop("peft", None)
-    weights = spec.get("reward_weights") or {name: 1.0 for name in family.REWARD_FUNCTIONS}
-    unknown = set(weights) - set(family.REWARD_FUNCTIONS)
-    if unknown:
-        raise ValueError(
-            f"task {task!r}: reward_weights names {sorted(unknown)}, but family {spec['family']!r} has rewards "
-            f"{sorted(family.REWARD_FUNCTIONS)}."
-        )
-    return {
-        "task": task,
-        "family": spec["family"],
-        "model": spec["model"],
-        "method": method,
-        "convention": config["advantage_convention"],
-        "seed": seed,
-        "reward_names": list(weights),
-        "reward_weights": [float(w) for w in weights.values()],
-        # None: every item of a data set (a paper run trains on all of ToolRL's, DeepScaleR's or Eurus's
-        # problems); generated data use their family's default size.
-        "train_size": spec.get("train_size"),
-        "data_options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
-        "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
-        "pack_prompts": bool(spec.get("pack_prompts", config.get("pack_prompts", False))),
-        # Weights of the trained policy; with bf16 and float32 weights, TRL's Trainer runs the forward and
-        # backward under bfloat16 autocast (mixed precision, float32 master weights and optimizer state).
-        "policy_dtype": spec.get("policy_dtype", config.get("policy_dtype",
-                                                            "bfloat16" if trl_args.get("bf16") else "float32")),
-        "peft": peft,
-        "trl": trl_args,
-    }
-
-
-def describe_runs(config: dict) -> dict[str, dict]:
-    """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
-    "max_steps": int, "prompts_per_batch": int, "max_completion_length": int}`` (prompts in one optimisation
-    batch: per-device batch ×
-    gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
-    where the config sets none)."""
-    processes = int((config.get("launch") or {}).get("num_processes", 1))
-    described = {}
-    for task, spec in (config.get("tasks") or {}).items():
-        trl_args = {**config.get("training", {}), **spec.get("training", {})}
-        completions = (trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
-                       * processes)
-        described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
-                           "prompts_per_batch": completions // trl_args.get("num_generations", 8),
-                           "max_completion_length": trl_args.get("max_completion_length", 256)}
-    return described
-
-
-def plan_runs(config: dict) -> list[dict]:
-    """Every run of the config: dicts with ``task``, ``method``, ``seed`` (a task's own seeds if it has them).
-
-    Checks every task's model spec and family first (``ValueError`` naming the valid forms).
-    """
-    from gdpo.training.models import check_model_spec
-
-    for task, spec in (config.get("tasks") or {}).items():
-        try:
-            check_model_spec(spec["model"])
-            get_family(spec["family"])
-        except ValueError as error:
-            raise ValueError(f"task {task!r}: {error}") from None
-    return [
-        {"task": task, "method": method, "seed": seed}
-        for task, spec in (config.get("tasks") or {}).items()
-        for method in spec.get("methods", config["methods"])
-        for seed in task_seeds(config, task)
-    ]
-
-
-def task_seeds(config: dict, task: str) -> list[int]:
-    """The seeds ``task`` trains with: its own ``seeds``, else the config's."""
-    return list(config["tasks"][task].get("seeds", config["seeds"]))
 
 
 #: CPU flags that decide which kernels run (bfloat16 and int8 matrix units, vector widths).
@@ -378,7 +256,7 @@ def summarise(records: list[dict], reward_names: list[str]) -> dict:
     return summary
 
 
-def trl_arguments(settings: dict, work_dir: str | Path) -> dict:
+def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
     """The keyword arguments of the run's ``trl.GRPOConfig``: the suite's fixed ones (logging every step,
     one checkpoint kept, the seed), TRL's own switches for a method it has built in, then the config's
     ``training`` settings."""
@@ -386,23 +264,24 @@ def trl_arguments(settings: dict, work_dir: str | Path) -> dict:
 
     return {
         "output_dir": str(work_dir),
-        "seed": settings["seed"],
-        "data_seed": settings["seed"],
+        "seed": settings.seed,
+        "data_seed": settings.seed,
         "logging_steps": 1,
         "save_strategy": "steps",
         "save_total_limit": 1,
         "report_to": "none",
-        "reward_weights": settings["reward_weights"],
-        **TRL_BUILTIN_EQUIVALENT.get(settings["method"], {}),
-        **settings["trl"],
+        "reward_weights": list(settings.reward_weights),
+        **TRL_BUILTIN_EQUIVALENT.get(settings.method, {}),
+        **settings.trl,
     }
 
 
-def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: int | None = None) -> dict:
+def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
+          threads: int | None = None) -> dict:
     """Train one policy and write the run directory; resumes from ``<run_dir>.work`` if a checkpoint exists.
 
     Args:
-        settings: the run's settings from :func:`resolve_run_settings`.
+        settings: the run's settings (:func:`gdpo.plan.resolve_run_settings`).
         model_dir: the prepared model directory (``prepare_model`` rule).
         run_dir: ``results/<scale>/runs/<task>/<method>/seed<seed>``.
         threads: torch CPU threads (the rule's ``threads``).
@@ -416,9 +295,9 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
 
     from gdpo.training.trainer import RegistryGRPOTrainer
 
-    check_device(settings["trl"], settings["task"])
+    check_device(settings.trl, settings.task)
     use_cpu_when_launched_without_cuda()
-    method, seed = settings["method"], settings["seed"]
+    method, seed = settings.method, settings.seed
     if threads:
         torch.set_num_threads(threads)
     disable_progress_bars()
@@ -426,20 +305,20 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     work_dir.mkdir(parents=True, exist_ok=True)
     live_metrics = work_dir / "metrics.jsonl"
 
-    family = get_family(settings["family"])
-    dataset = family.build_dataset("train", settings["train_size"], seed, **settings["data_options"])
-    reward_functions = [guard_reward_function(name, family.REWARD_FUNCTIONS[name]) for name in settings["reward_names"]]
+    family = get_family(settings.family)
+    dataset = family.build_dataset("train", settings.train_size, seed, **settings.data_options)
+    reward_functions = [guard_reward_function(name, family.REWARD_FUNCTIONS[name])
+                        for name in settings.reward_names]
     trl_kwargs = trl_arguments(settings, work_dir)
     arguments = GRPOConfig(**trl_kwargs)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    policy_dtype = settings.get("policy_dtype", "bfloat16" if arguments.bf16 else "float32")
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, policy_dtype))
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, settings.policy_dtype))
     peft_config = None
-    if settings["peft"]:
+    if settings.peft:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(task_type="CAUSAL_LM", **settings["peft"])
+        peft_config = LoraConfig(task_type="CAUSAL_LM", **settings.peft)
 
     trainer = RegistryGRPOTrainer(
         model=model,
@@ -449,12 +328,12 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
         processing_class=tokenizer,
         peft_config=peft_config,
         advantage_method=method,
-        advantage_convention=settings["convention"],
-        fast_generation=settings.get("fast_generation", False),
-        pack_prompts=settings.get("pack_prompts", False),
+        advantage_convention=settings.convention,
+        fast_generation=settings.fast_generation,
+        pack_prompts=settings.pack_prompts,
         completion_diagnostics=getattr(family, "completion_diagnostics", None),
         callbacks=[_metrics_callback(live_metrics)],
-        advantage_audit_dir=(Path(os.environ[ADVANTAGE_AUDIT_ENV]) / settings["task"] / method / f"seed{seed}"
+        advantage_audit_dir=(settings.key(os.environ[ADVANTAGE_AUDIT_ENV]).path()
                              if os.environ.get(ADVANTAGE_AUDIT_ENV) else None),
     )
     accelerator = trainer.accelerator
@@ -476,12 +355,12 @@ def train(settings: dict, model_dir: str | Path, run_dir: str | Path, threads: i
     trainer.train(resume_from_checkpoint=checkpoint)
 
     trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
-    summary = summarise(read_metrics(live_metrics), settings["reward_names"])
+    summary = summarise(read_metrics(live_metrics), list(settings.reward_names))
     summary["resumed_from"] = checkpoint
     accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:
         tokenizer.save_pretrained(str(run_dir / "model"))
-        resolved = {**settings, "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
+        resolved = {**settings.to_dict(), "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
                     "num_processes": accelerator.num_processes}
         (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
         env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)}}

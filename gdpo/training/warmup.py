@@ -12,6 +12,9 @@ plus activations. ``freeze_embeddings`` keeps the token-embedding matrix (and th
 fixed, a fifth of SmolLM2-135M's parameters, and the ``warmup-model`` command tells the C allocator to
 give freed buffers back (``gdpo.training.memory``): together they keep the mini warm-up under 4 GB
 (benchmarks/README.md).
+
+A task's warm-up settings are planned by :func:`gdpo.plan.resolve_warmup_settings` (defaults
+:data:`gdpo.plan.WARMUP_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -21,34 +24,6 @@ import shutil
 from pathlib import Path
 
 from gdpo.tasks import get_family
-
-#: Warm-up settings where the task's ``warmup`` block is silent.
-WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, "per_device_train_batch_size": 4,
-                   "seed": 1000, "bf16": False, "gradient_accumulation_steps": 1, "freeze_embeddings": False}
-
-
-#: Data options that choose the RL training's item mix, not the warm-up's.
-RL_ONLY_OPTIONS = ("decline_share",)
-
-
-def resolve_warmup_settings(config: dict, task: str) -> dict | None:
-    """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block.
-
-    The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
-    the data's natural mix (tool calling: items that expect a call and items that expect none), whatever
-    share of each the RL training then draws."""
-    spec = (config.get("tasks") or {})[task]
-    if not spec.get("warmup"):
-        return None
-    from gdpo.tasks import DATA_OPTION_KEYS
-
-    return {
-        "task": task,
-        "family": spec["family"],
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
-        **WARMUP_DEFAULTS,
-        **spec["warmup"],
-    }
 
 
 def warmup_dataset(settings: dict):

@@ -1,19 +1,35 @@
 # Shared setup: config validation and the names every rule file uses.
 # Rules call `python -m gdpo ...`; run from the repository root, that finds the package even inside a
 # conda env that does not install it.
+# Planning imports only light modules (gdpo.config, gdpo.plan, the study-file checks): no torch or matplotlib,
+# so a dry run stays fast (tests/test_plan.py). The jobs import the heavy stack.
 import json
 import os
 from pathlib import Path
 
-from gdpo.evidence import RUN_FILES as RUN_EVIDENCE
 from gdpo.config import MINIATURE_MANIFEST, apply_grid, apply_miniature, validate_config
-from gdpo.evaluation.run import BASE_METHOD, plan_evaluations, resolve_eval_settings
-from gdpo.reporting.paper_outputs import planned_outputs
-from gdpo.sim import load_study
+from gdpo.evidence import RUN_FILES as RUN_EVIDENCE
+from gdpo.plan import (
+    BASE_METHOD,
+    EVAL_FILE,
+    RUN_WILDCARDS,
+    RunKey,
+    describe_runs,
+    gpu_only_settings,
+    launcher_command,
+    model_dir,
+    model_slug,
+    plan_evaluations,
+    plan_runs,
+    planned_outputs,
+    resolve_eval_settings,
+    resolve_run_settings,
+    resolve_warmup_settings,
+    runs_root,
+    warmup_model_dir,
+)
+from gdpo.sim.config import load_study, read_study
 from gdpo.tasks import required_files
-from gdpo.training.models import model_slug
-from gdpo.training.run import check_device, describe_runs, launcher_command, plan_runs, resolve_run_settings
-from gdpo.training.warmup import resolve_warmup_settings
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.
@@ -36,11 +52,15 @@ SCALE = config["scale"]
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
 JOB_THREADS = config.get("job_threads", 2)
 
-# Every (task, method, seed) of the config.
+# Every (task, method, seed) of the config: a RunKey, whose directory is
+# results/<scale>/runs/<task>/<method>/seed<seed>.
+RUNS_ROOT = runs_root(SCALE)
 RUNS = plan_runs(config)
-RUN_DIRS = [f"results/{SCALE}/runs/{r['task']}/{r['method']}/seed{r['seed']}" for r in RUNS]
+RUN_DIRS = [str(run.path()) for run in RUNS]
 # Every trained run and the base model of each task are evaluated (eval.json).
-EVAL_FILES = [f"results/{SCALE}/runs/{e['task']}/{e['method']}/seed{e['seed']}/eval.json" for e in plan_evaluations(config)]
+EVAL_FILES = [str(evaluation.path() / EVAL_FILE) for evaluation in plan_evaluations(config)]
+# A per-run job's directory as a pattern: results/<scale>/runs/{task}/{method}/seed{seed}.
+RUN_DIR = RunKey.pattern(RUNS_ROOT)
 
 # Interpreter of BFCL's environment (the tool-calling split and scorer).
 BFCL_PYTHON = os.environ.get("GDPO_BFCL_PYTHON") or next(
@@ -72,8 +92,8 @@ def policy_model(wildcards):
     """The model a task trains and evaluates from: its prepared model, or its format warm-up of it."""
     spec = config["tasks"][wildcards.task]
     if spec.get("warmup"):
-        return f"results/{SCALE}/warmup/{wildcards.task}/model"
-    return f"resources/models/{model_slug(spec['model'])}"
+        return warmup_model_dir(SCALE, wildcards.task)
+    return model_dir(spec["model"])
 
 
 # In miniature, the generated copies of the paper data sets (rule miniature_data).
@@ -86,27 +106,62 @@ def task_data(wildcards):
     return required_files(config["tasks"][wildcards.task]) + MINIATURE_DATA
 
 
+def run_key(wildcards):
+    """The RunKey of a per-run job (its task, method and seed wildcards)."""
+    return RunKey.from_wildcards(wildcards, RUNS_ROOT)
+
+
 def run_dir(wildcards):
     """The run directory of a (task, method, seed) job."""
-    return f"results/{SCALE}/runs/{wildcards.task}/{wildcards.method}/seed{wildcards.seed}"
-# Studies of the policy-gradient bench; each file is checked now so a bad study stops the run at start.
+    return str(run_key(wildcards).path())
+
+
+def run_log(rule):
+    """A per-run job's log: results/<scale>/logs/<rule>/{task}/{method}/seed{seed}.log."""
+    return RunKey.pattern(f"results/{SCALE}/logs/{rule}") + ".log"
+
+
+def run_benchmark(rule):
+    """A per-run job's benchmark file: results/<scale>/benchmarks/<rule>/{task}/{method}/seed{seed}.tsv."""
+    return RunKey.pattern(f"results/{SCALE}/benchmarks/{rule}") + ".tsv"
+
+
+def run_settings(wildcards):
+    """A training job's settings as the JSON its command reads (gdpo.plan.RunSettings): a change of any of
+    them re-runs the job."""
+    return resolve_run_settings(config, wildcards.task, wildcards.method, int(wildcards.seed)).to_json()
+
+
+def eval_settings(wildcards):
+    """An evaluation job's settings as JSON (gdpo.plan.resolve_eval_settings): a change re-runs the job."""
+    return json.dumps(resolve_eval_settings(config, wildcards.task, wildcards.method, int(wildcards.seed)))
+
+
+# Studies of the policy-gradient bench; each file's keys and values are checked now, so a bad study stops
+# even a dry run; its reward models (which need torch) are built in onstart, before any job.
 SIM_STUDIES = (config.get("sim") or {}).get("studies", [])
-for study in SIM_STUDIES:
-    load_study(Path(workflow.basedir) / "config" / "sim" / f"{study}.yaml")
+SIM_STUDY_FILES = [Path(workflow.basedir) / "config" / "sim" / f"{study}.yaml" for study in SIM_STUDIES]
+for study_file in SIM_STUDY_FILES:
+    read_study(study_file)
 MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get("tasks") or {}).values()}
 
 
-# A GPU-only setting on a machine without a GPU stops the run before any job; dry runs (which never
-# call onstart) may still plan it.
+# Checks that need torch run here, before any job and never in a dry run: a GPU-only setting on a machine
+# without a GPU stops the run (a dry run may still plan it), and so does a study whose reward difficulties
+# and correlations cannot be met together.
 onstart:
-    for task in sorted({r["task"] for r in RUNS}):
+    for study_file in SIM_STUDY_FILES:
+        load_study(study_file)
+    for task in sorted({run.task for run in RUNS}):
         spec = config["tasks"][task]
-        check_device({**config.get("training", {}), **spec.get("training", {})}, task, spec.get("eval_backend"))
+        training = {**config.get("training", {}), **spec.get("training", {})}
+        if gpu_only_settings(training, spec.get("eval_backend")):
+            from gdpo.training.run import check_device
+
+            check_device(training, task, spec.get("eval_backend"))
 
 
 wildcard_constraints:
-    task="[A-Za-z0-9_.-]+",
-    method="[A-Za-z0-9_]+",
-    seed=r"\d+",
+    **RUN_WILDCARDS,
     model="[A-Za-z0-9_.-]+",
     study="[A-Za-z0-9_-]+",

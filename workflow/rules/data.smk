@@ -21,10 +21,10 @@ rule bfcl_split:
 
 rule warmup_model:
     input:
-        model=lambda wildcards: f"resources/models/{model_slug(config['tasks'][wildcards.task]['model'])}",
+        model=lambda wildcards: model_dir(config["tasks"][wildcards.task]["model"]),
         data=lambda wildcards: required_files(config["tasks"][wildcards.task]),
     output:
-        directory(f"results/{SCALE}/warmup/{{task}}/model"),
+        directory(warmup_model_dir(SCALE, "{task}")),
     params:
         settings=lambda wildcards: json.dumps(resolve_warmup_settings(config, wildcards.task)),
     threads: JOB_THREADS

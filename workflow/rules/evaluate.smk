@@ -8,22 +8,20 @@ rule evaluate:
         # The trained run's model/ (LoRA adapter or full model); nothing for the untrained base model.
         adapter=lambda wildcards: [] if wildcards.method == BASE_METHOD else f"{run_dir(wildcards)}/model",
     output:
-        eval=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/eval.json",
+        eval=f"{RUN_DIR}/{EVAL_FILE}",
         # Completions and the evaluator's own outputs, kept for inspection.
-        work=directory(f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/eval"),
+        work=directory(f"{RUN_DIR}/eval"),
     params:
         # The evaluation's resolved settings: a change of any of them re-runs the job.
-        settings=lambda wildcards: json.dumps(
-            resolve_eval_settings(config, wildcards.task, wildcards.method, int(wildcards.seed))
-        ),
+        settings=eval_settings,
         adapter=lambda wildcards, input: f"--adapter-dir {input.adapter}" if input.adapter else "",
     threads: JOB_THREADS
     resources:
         mem_mb=4000,
     log:
-        f"results/{SCALE}/logs/evaluate/{{task}}/{{method}}/seed{{seed}}.log",
+        run_log("evaluate"),
     benchmark:
-        f"results/{SCALE}/benchmarks/evaluate/{{task}}/{{method}}/seed{{seed}}.tsv"
+        run_benchmark("evaluate")
     conda:
         "../../envs/train.yaml"
     shell:

@@ -3,24 +3,24 @@
 # it was made with the settings the config asks for. Where nothing is committed, train and evaluate run.
 
 if config.get("evidence_dir"):
+    # A committed run's directory: <evidence_dir>/{task}/{method}/seed{seed}.
+    EVIDENCE_RUN_DIR = RunKey.pattern(config["evidence_dir"])
 
     rule restore_run:
         input:
-            expand(f"{config['evidence_dir']}/{{{{task}}}}/{{{{method}}}}/seed{{{{seed}}}}/{{name}}", name=RUN_EVIDENCE),
+            expand(f"{EVIDENCE_RUN_DIR}/{{name}}", name=RUN_EVIDENCE, allow_missing=True),
         output:
-            metrics=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/metrics.jsonl",
-            summary=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/summary.json",
-            config=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/config.json",
-            env=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/env.json",
+            metrics=f"{RUN_DIR}/metrics.jsonl",
+            summary=f"{RUN_DIR}/summary.json",
+            config=f"{RUN_DIR}/config.json",
+            env=f"{RUN_DIR}/env.json",
         params:
-            settings=lambda wildcards: json.dumps(
-                resolve_run_settings(config, wildcards.task, wildcards.method, int(wildcards.seed))
-            ),
+            settings=run_settings,
             src=lambda wildcards, input: os.path.dirname(input[0]),
             dest=lambda wildcards, output: os.path.dirname(output.metrics),
         localrule: True
         log:
-            f"results/{SCALE}/logs/restore_run/{{task}}/{{method}}/seed{{seed}}.log",
+            run_log("restore_run"),
         conda:
             "../../envs/analysis.yaml"
         shell:
@@ -29,18 +29,16 @@ if config.get("evidence_dir"):
 
     rule restore_eval:
         input:
-            f"{config['evidence_dir']}/{{task}}/{{method}}/seed{{seed}}/eval.json",
+            f"{EVIDENCE_RUN_DIR}/{EVAL_FILE}",
         output:
-            eval=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/eval.json",
+            eval=f"{RUN_DIR}/{EVAL_FILE}",
         params:
-            settings=lambda wildcards: json.dumps(
-                resolve_eval_settings(config, wildcards.task, wildcards.method, int(wildcards.seed))
-            ),
+            settings=eval_settings,
             src=lambda wildcards, input: os.path.dirname(input[0]),
             dest=lambda wildcards, output: os.path.dirname(output.eval),
         localrule: True
         log:
-            f"results/{SCALE}/logs/restore_eval/{{task}}/{{method}}/seed{{seed}}.log",
+            run_log("restore_eval"),
         conda:
             "../../envs/analysis.yaml"
         shell:

@@ -6,26 +6,24 @@ rule train:
         model=policy_model,
         data=task_data,
     output:
-        metrics=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/metrics.jsonl",
-        summary=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/summary.json",
-        config=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/config.json",
-        env=f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/env.json",
-        model=directory(f"results/{SCALE}/runs/{{task}}/{{method}}/seed{{seed}}/model"),
+        metrics=f"{RUN_DIR}/metrics.jsonl",
+        summary=f"{RUN_DIR}/summary.json",
+        config=f"{RUN_DIR}/config.json",
+        env=f"{RUN_DIR}/env.json",
+        model=directory(f"{RUN_DIR}/model"),
     params:
-        # The run's resolved settings: a change of any of them re-runs the job.
-        settings=lambda wildcards: json.dumps(
-            resolve_run_settings(config, wildcards.task, wildcards.method, int(wildcards.seed))
-        ),
-        run_dir=lambda wildcards: f"results/{SCALE}/runs/{wildcards.task}/{wildcards.method}/seed{wildcards.seed}",
+        # The run's settings (gdpo.plan.RunSettings): a change of any of them re-runs the job.
+        settings=run_settings,
+        run_dir=run_dir,
         # `python`, or `accelerate launch --config_file … --num_processes N` (config `launch:`).
         launcher=launcher_command(config, base_dir=workflow.basedir),
     threads: JOB_THREADS
     resources:
         mem_mb=4000,
     log:
-        f"results/{SCALE}/logs/train/{{task}}/{{method}}/seed{{seed}}.log",
+        run_log("train"),
     benchmark:
-        f"results/{SCALE}/benchmarks/train/{{task}}/{{method}}/seed{{seed}}.tsv"
+        run_benchmark("train")
     conda:
         "../../envs/train.yaml"
     shell:

@@ -185,6 +185,33 @@ def split_seed(split: str, seed: int, generator: str) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
+def distinct_problems(generator: str, split: str, limit: int, seed: int) -> list[dict]:
+    """Up to ``limit`` distinct reasoning-gym entries of ``generator`` in ``split``, in generation order.
+
+    Fewer when the split's share of the generator's problem space is smaller (one-digit products: 21
+    held-out problems); the space counts as exhausted after :data:`MAX_MISSES` draws without a new one.
+    """
+    import reasoning_gym
+
+    spec = GENERATORS[generator]
+    # Items are generated lazily from (seed, index): a large nominal size costs nothing.
+    dataset = reasoning_gym.create_dataset(
+        spec.dataset, seed=split_seed(split, seed, generator), size=10**7, **spec.config
+    )
+    entries, seen, misses, index = [], set(), 0, 0
+    while len(entries) < limit and misses < MAX_MISSES:
+        entry = dataset[index]
+        index += 1
+        question = entry["question"]
+        if question in seen or split_of(question) != split:
+            misses += 1
+            continue
+        misses = 0
+        seen.add(question)
+        entries.append(entry)
+    return entries
+
+
 def generate_problems(generator: str, split: str, size: int, seed: int) -> list[dict]:
     """``size`` reasoning-gym entries of ``generator`` that belong to ``split``, distinct while possible.
 
@@ -195,25 +222,7 @@ def generate_problems(generator: str, split: str, size: int, seed: int) -> list[
     Returns:
         Entries ``{"question", "answer", "metadata"}`` in generation order (deterministic).
     """
-    import reasoning_gym
-
-    spec = GENERATORS[generator]
-    # Items are generated lazily from (seed, index): a large nominal size costs nothing.
-    dataset = reasoning_gym.create_dataset(
-        spec.dataset, seed=split_seed(split, seed, generator), size=10**7, **spec.config
-    )
-    entries, seen, misses, index = [], set(), 0, 0
-    # The space counts as exhausted after this many draws in a row without a new problem of the split.
-    while len(entries) < size and misses < MAX_MISSES:
-        entry = dataset[index]
-        index += 1
-        question = entry["question"]
-        if question in seen or split_of(question) != split:
-            misses += 1
-            continue
-        misses = 0
-        seen.add(question)
-        entries.append(entry)
+    entries = distinct_problems(generator, split, size, seed)
     if len(entries) < size:
         if split == "eval" or not entries:
             raise ValueError(
@@ -237,6 +246,39 @@ def reasoning_gym_rows(split: str, size: int, seed: int, generators, length_limi
         _append(
             rows, entry["question"], str(entry["answer"]), spec.verifier, verifier_data, length_limit, name
         )
+    return rows
+
+
+def reasoning_gym_eval_rows(size: int, seed: int, generators, length_limit: int) -> dict[str, list]:
+    """Columns of ``size`` distinct held-out problems, taken from ``generators`` in turn.
+
+    Each generator gives an equal share; one whose held-out space is smaller gives all of its problems
+    and the others share the rest equally (turns skip an exhausted generator). While no generator runs
+    out, item i comes from generator i mod G, as in :func:`reasoning_gym_rows`.
+
+    Raises:
+        ValueError: the generators hold fewer than ``size`` distinct held-out problems together.
+    """
+    pools = {name: distinct_problems(name, "eval", size, seed) for name in generators}
+    available = sum(len(pool) for pool in pools.values())
+    if available < size:
+        counts = ", ".join(f"{name} {len(pool)}" for name, pool in pools.items())
+        raise ValueError(
+            f"The generators hold only {available} distinct eval problems at their difficulty ({counts}), "
+            f"{size} requested; ask for at most {available} items (eval_size) or add generators."
+        )
+    rows, taken = _empty_rows(), dict.fromkeys(pools, 0)
+    while len(rows["prompt"]) < size:
+        for name in generators:
+            if taken[name] == len(pools[name]) or len(rows["prompt"]) == size:
+                continue
+            entry = pools[name][taken[name]]
+            taken[name] += 1
+            spec = GENERATORS[name]
+            verifier_data = json.dumps(entry, default=str) if spec.verifier == "reasoning_gym" else ""
+            _append(
+                rows, entry["question"], str(entry["answer"]), spec.verifier, verifier_data, length_limit, name
+            )
     return rows
 
 
@@ -275,7 +317,7 @@ def benchmark_rows(name: str, size: int | None, options: dict) -> dict[str, list
     if name == "reasoning_gym":
         generators = options["generators"] or DEFAULT_GENERATORS
         count = size if size is not None else 16 * len(generators)
-        return reasoning_gym_rows("eval", count, EVAL_DATA_SEED, generators, options["length_limit"])
+        return reasoning_gym_eval_rows(count, EVAL_DATA_SEED, generators, options["length_limit"])
     problems = benchmarks.load_benchmark(name, options["data_dir"])
     return problem_rows(problems[:size] if size is not None else problems, options["length_limit"])
 

