@@ -6,6 +6,8 @@ allowed there, and the config file it came from.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -21,15 +23,28 @@ class ConfigError(ValueError):
     """The workflow configuration does not match the schema."""
 
 
+def read_yaml(text: str):
+    """YAML text as Python objects, safely; with libyaml's C parser when PyYAML has it (several times faster
+    than the pure-Python one, which made up much of a workflow's planning time)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def load_schema(schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
     """The config schema, with the registered methods and conventions as the allowed values."""
     path = Path(schema_path)
     if not path.is_file():
         raise FileNotFoundError(f"config schema not found at {path}; run from a checkout of the repository.")
-    schema = yaml.safe_load(path.read_text(encoding="utf-8"))
-    schema["properties"]["methods"]["items"]["enum"] = available_methods()
-    schema["$defs"]["task"]["properties"]["methods"]["items"]["enum"] = available_methods()
-    schema["properties"]["advantage_convention"]["enum"] = available_conventions()
+    key = (str(path.resolve()), path.stat().st_mtime_ns, tuple(available_methods()), tuple(available_conventions()))
+    return copy.deepcopy(_load_schema(*key))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_schema(path: str, mtime_ns: int, methods: tuple[str, ...], conventions: tuple[str, ...]) -> dict:
+    """The schema file parsed once per (file version, registries); a workflow validates its config three times."""
+    schema = read_yaml(Path(path).read_text(encoding="utf-8"))
+    schema["properties"]["methods"]["items"]["enum"] = list(methods)
+    schema["$defs"]["task"]["properties"]["methods"]["items"]["enum"] = list(methods)
+    schema["properties"]["advantage_convention"]["enum"] = list(conventions)
     return schema
 
 
@@ -100,16 +115,16 @@ def validate_config(
         config_files: the files that made ``config``, lowest precedence first; used to say which file a
             bad key came from. Anything not found in them came from ``--config`` on the command line.
     """
-    sources = []
-    for file in config_files:
-        try:
-            data = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            data = {}
-        sources.append((str(file), data if isinstance(data, Mapping) else {}))
     validator = jsonschema.Draft202012Validator(load_schema(schema_path))
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
+        sources = []  # read only to say where a bad key came from
+        for file in config_files:
+            try:
+                data = read_yaml(Path(file).read_text(encoding="utf-8")) or {}
+            except (OSError, yaml.YAMLError):
+                data = {}
+            sources.append((str(file), data if isinstance(data, Mapping) else {}))
         files = ", ".join(str(f) for f in config_files) or "no config file"
         problems = "\n".join(_describe(error, sources) for error in errors)
         raise ConfigError(
@@ -205,7 +220,7 @@ def load_config(config_file: str | Path, schema_path: str | Path = DEFAULT_SCHEM
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; the shipped configs are in config/.")
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = read_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     validate_config(config, schema_path, [path])

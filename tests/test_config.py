@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gdpo.config import ConfigError, load_config, validate_config
+from gdpo.config import ConfigError, load_config, load_schema, read_yaml, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((REPO / "config").glob("*.yaml"))
@@ -95,6 +96,22 @@ def test_missing_or_broken_file(tmp_path):
     broken.write_text("scale: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(broken)
+
+
+def test_the_schema_is_parsed_once_per_file_version_and_each_caller_gets_its_own_copy(tmp_path):
+    schema_file = tmp_path / "schema.yaml"
+    shipped = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+    schema_file.write_text(shipped.read_text())
+    first = load_schema(schema_file)
+    first["properties"]["methods"]["items"]["enum"].append("not_a_method")
+    assert "not_a_method" not in load_schema(schema_file)["properties"]["methods"]["items"]["enum"]
+    # an edited schema file is read again
+    schema_file.write_text(shipped.read_text() + "\ntitle: edited\n")
+    os.utime(schema_file, ns=(1, 1))
+    assert load_schema(schema_file)["title"] == "edited"
+    # the C parser and the pure-Python one read the shipped files alike
+    for path in [shipped, *sorted((shipped.parents[2] / "config").rglob("*.yaml"))]:
+        assert read_yaml(path.read_text()) == yaml.safe_load(path.read_text()), path
 
 
 def test_default_grid_fills_every_figure_and_table_and_the_full_grid_widens_its_seeds():

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from gdpo.config import read_yaml
 from gdpo.sim.schema import (
     BENCHES, BERNOULLI, CONTROL_FIXED_KEYS, CONTROL_PREFIX, EXTRA_CELL_KEYS, EXTRA_CELLS_HELP, NOT_OVERRIDABLE,
     POSITIVE_CONTROLS_HELP, SCHEMAS, BenchSchema, Checker, RunConfig, SequenceRunConfig, apply_overrides, grid_label,
@@ -288,7 +289,7 @@ def read_study(path: str | Path) -> Study:
     if not file.is_file():
         raise ValueError(f"study file {file} does not exist; the shipped studies are in config/sim/.")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data = read_yaml(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise ValueError(f"{file} is not valid YAML: {error}") from None
     return parse_study(data, str(file))
