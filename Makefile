@@ -68,9 +68,10 @@ test-fast: $(STAMP) $(BFCL_STAMP)
 test-all: $(STAMP) $(BFCL_STAMP)
 	pytest -n $(CORES) -m "$(if $(GDPO_TEST_SLURM),slow or not slow,(slow or not slow) and not slurm)"
 
-## lint: snakemake --lint on the default config
+## lint: snakemake --lint on the default config, and the import contracts of pyproject.toml
 lint: $(STAMP)
 	snakemake --lint
+	lint-imports --no-cache
 
 clean:
 	rm -rf results .snakemake

@@ -6,7 +6,7 @@ new tokens (every completion runs to the full length: no end-of-sequence), tempe
 
 - ``generate (policy)``: what TRL's ``GRPOTrainer`` runs — ``generate`` on the float32 PEFT model;
 - ``generate (plain fp32)``: ``generate`` on the float32 model with the adapter merged (a stricter baseline);
-- ``engine``: :class:`gdpo.training.rollout.RolloutEngine` (bfloat16, fused and prepacked weights).
+- ``engine``: :class:`gdpo.generation.rollout.RolloutEngine` (bfloat16, fused and prepacked weights).
 
 Rounds alternate between paths; medians are printed with the ratios and the fraction of the machine's
 memory-bandwidth limit the engine reaches (weight bytes read per decoding step × steps per second ÷
@@ -58,10 +58,10 @@ def main() -> None:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from gdpo.generation.rollout import RolloutEngine, SamplingSettings, merged_state_dict
     from gdpo.plan import model_slug, resolve_run_settings
     from gdpo.tasks import get_family
     from gdpo.training.models import prepare_model
-    from gdpo.training.rollout import RolloutEngine, SamplingSettings, merged_state_dict
 
     config = yaml.safe_load((REPO / "config" / "mini.yaml").read_text())
     settings = resolve_run_settings(config, args.task, "gdpo", 0)

@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from gdpo.evaluation.generate import generate_completions, load_policy
+from gdpo.generation.generate import generate_completions, load_policy
 from gdpo.tasks.tool_calling import build_dataset
 from gdpo.tasks.tool_calling.diagnostics import completion_diagnostics
 from gdpo.tasks.tool_calling.rewards import REWARD_FUNCTIONS

@@ -301,7 +301,7 @@ def request(tmp_path: Path, **options) -> EvalRequest:
 
 
 def test_evaluate_metrics_with_scripted_completions(tmp_path, monkeypatch):
-    from gdpo.evaluation import generate
+    from gdpo.generation import generate
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

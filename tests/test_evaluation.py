@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from gdpo.evaluation.generate import generate_completions, load_policy
 from gdpo.evaluation.run import evaluate_run
+from gdpo.generation.generate import generate_completions, load_policy
 from gdpo.plan import EVAL_DEFAULTS, RunKey, plan_evaluations, resolve_eval_settings, runs_root
 from gdpo.training.models import build_tiny_model
 
@@ -93,7 +93,7 @@ def test_samples_are_reproducible_per_seed_and_keep_prompt_order(policy):
 def test_fast_path_returns_the_engines_completions_in_prompt_order(policy):
     """The engine's own token-level equivalence is tested in test_rollout; this checks the plumbing:
     prompt order, end-of-sequence handling, the truncation flag and decoding."""
-    from gdpo.training.rollout import RolloutEngine, SamplingSettings
+    from gdpo.generation.rollout import RolloutEngine, SamplingSettings
 
     model, tokenizer = policy
     fast = generate_completions(model, tokenizer, PROMPTS, temperature=0, max_new_tokens=6, batch_size=3, fast=True)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gdpo.evaluation.health import NO_HEALTH_BLOCK, collapse_reasons, health_record, not_judged_reason
+from gdpo.generation.health import NO_HEALTH_BLOCK, collapse_reasons, health_record, not_judged_reason
 from gdpo.reporting.aggregate import gather_evals
 from gdpo.tasks.tool_calling.diagnostics import offered_tool_names, parsed_calls
 from gdpo.tasks.tool_calling.evaluation import call_metrics

@@ -20,7 +20,7 @@ from transformers.generation.logits_process import (
 )
 
 from gdpo.training import models
-from gdpo.training.rollout import (
+from gdpo.generation.rollout import (
     RolloutEngine,
     SamplingSettings,
     next_token_distribution_logits,

@@ -16,7 +16,7 @@ from gdpo.advantages import (available_conventions, available_methods, compute_a
                              get_estimator)
 from gdpo.sim import load_study, parse_study, plot_study, run_study, study_runs, summarise
 from gdpo.sim import rng
-from gdpo.sim.config import CORRELATION_RANGE
+from gdpo.sim.schema import CORRELATION_RANGE
 from gdpo.sim.engine import BenchTrace, PolicyGradientBench, seedwise_advantages
 from gdpo.sim.rewards import build_reward_model, expected_correlation
 from gdpo.sim.study import _outcomes

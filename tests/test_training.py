@@ -152,7 +152,7 @@ def test_fast_generation_samples_from_the_current_policy_after_each_step(tiny_mo
         trained.eval()
         expected = trained(input_ids=ids, attention_mask=mask,
                            position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1].argmax(-1).tolist()
-    from gdpo.training.rollout import SamplingSettings
+    from gdpo.generation.rollout import SamplingSettings
 
     greedy = engine.generate([prompts[1], prompts[0]], 1, [-1], 0, SamplingSettings(temperature=0.0))
     assert [row[0] for row in greedy] == expected

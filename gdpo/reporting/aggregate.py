@@ -5,13 +5,13 @@
 - ``eval.csv``: one row per (task, method, seed, benchmark, metric) with ``value`` (percent) and
   ``n_items`` and ``n_samples`` (samples per item, eval.json's ``settings.num_samples``; 1 where absent),
   from each ``eval.json``, base-model evaluations included (method ``base``). Every row of a run
-  also carries the collapse gate's verdict on it (:mod:`gdpo.evaluation.health`, judged again from
+  also carries the collapse gate's verdict on it (:mod:`gdpo.generation.health`, judged again from
   eval.json's ``health`` numbers, so the current rule applies to every file):
 
   - ``health``: ``healthy``; ``collapsed``; or ``not judged: <why>`` (:data:`NOT_JUDGED`, e.g. an eval.json
     without a ``health`` block, evaluated before the gate existed). Not judged is never healthy: the
     ledger gates it like a collapsed run (:mod:`gdpo.reporting.verdicts`).
-  - ``collapsed``: why the run collapsed (:func:`gdpo.evaluation.health.collapse_reasons`), empty
+  - ``collapsed``: why the run collapsed (:func:`gdpo.generation.health.collapse_reasons`), empty
     otherwise.
 
   An eval.csv without the ``health`` column (made before it existed) cannot tell a healthy run from one
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.evaluation.health import collapse_reasons, not_judged_reason
+from gdpo.generation.health import collapse_reasons, not_judged_reason
 from gdpo.plan import RunKey
+
 STEP_KEYS = ["task", "method", "seed", "step"]
 EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items", "n_samples"]
 #: eval.csv's column with the collapse reasons of a run ("" when it did not collapse); also the ``health``

@@ -98,7 +98,7 @@ class Measurement:
     """Our side of one cell: mean ± half-width over ``seeds``, or ``reason`` when there is no value.
 
     ``collapsed``: ``"<task>/<method> seed <s>: <why>"`` for each seed behind the value whose run collapsed
-    (:mod:`gdpo.evaluation.health`); such a cell carries :data:`COLLAPSE_MARK`.
+    (:mod:`gdpo.generation.health`); such a cell carries :data:`COLLAPSE_MARK`.
     """
 
     mean: float | None = None

@@ -7,7 +7,7 @@ convention). Vectorised over seeds, deterministic by seed.
 
 A study file with ``bench: sequence`` runs the sequence bench instead (:mod:`gdpo.sim.sequence`: a token policy
 with an end token and a length cap, rewards read from the sampled sequence by :mod:`gdpo.sim.sequence_rewards`,
-study keys in :mod:`gdpo.sim.sequence_config`); :mod:`gdpo.sim.noise_law` measures the decoupled estimator's
+study keys of both benches in :mod:`gdpo.sim.schema`); :mod:`gdpo.sim.noise_law` measures the decoupled estimator's
 gradient-noise law on the Bernoulli bench.
 
 Public API:
@@ -25,9 +25,9 @@ import importlib
 #: (:mod:`gdpo.sim.config`, used when a workflow is planned) do not pull in torch and matplotlib.
 _EXPORTS = {
     "PolicyGradientBench": "gdpo.sim.engine",
-    "RunConfig": "gdpo.sim.config",
+    "RunConfig": "gdpo.sim.schema",
     "Study": "gdpo.sim.config",
-    "load_study": "gdpo.sim.config",
+    "load_study": "gdpo.sim.study",
     "parse_study": "gdpo.sim.config",
     "plot_study": "gdpo.sim.plots",
     "run_study": "gdpo.sim.study",

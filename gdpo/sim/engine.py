@@ -35,7 +35,7 @@ from gdpo.advantages import (
     resolve_estimator,
 )
 from gdpo.sim import rng
-from gdpo.sim.config import RunConfig
+from gdpo.sim.schema import RunConfig
 from gdpo.sim.rewards import RewardModel, build_reward_model
 
 #: Estimators whose advantage of a rollout depends only on its own group; for these one registry call

@@ -33,7 +33,7 @@ import statistics
 import numpy as np
 import torch
 
-from gdpo.sim.config import RewardSpec, RunConfig
+from gdpo.sim.schema import RewardSpec, RunConfig
 
 #: Private behaviour probabilities are kept at most this far from 1 (finite logits).
 MAX_BEHAVIOUR_PROBABILITY = 0.995

@@ -30,7 +30,7 @@ import torch
 from gdpo.advantages import condition_rewards
 from gdpo.sim import rng
 from gdpo.sim.engine import BenchTrace, batch_metrics, run_steps, seedwise_advantages
-from gdpo.sim.sequence_config import SequenceRunConfig
+from gdpo.sim.schema import SequenceRunConfig
 from gdpo.sim.sequence_rewards import (
     END, base_logits, graded_rewards, make_prompts, paid_rewards, parse_responses, vocabulary_size,
 )

@@ -43,7 +43,7 @@ import statistics
 import numpy as np
 import torch
 
-from gdpo.sim.sequence_config import SequenceRunConfig
+from gdpo.sim.schema import SequenceRunConfig
 
 END, THINK, OPEN, CLOSE = 0, 1, 2, 3
 FIRST_ANSWER_TOKEN = 4

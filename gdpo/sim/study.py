@@ -1,4 +1,4 @@
-"""Running a study: every (variant, method) through the bench, as one tidy table.
+"""Loading and running a study: every (variant, method) through the bench, as one tidy table.
 
 Positive controls (a study's ``positive_controls``, cells named ``control:<name>``) run and are judged like
 every cell; their rows carry ``positive_control`` True, every other row False.
@@ -28,17 +28,49 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
 from gdpo.curve_events import detect_divergence, fails_to_converge, final_window
-from gdpo.sim.config import RunConfig, Study
+from gdpo.sim.config import Study, read_study
 from gdpo.sim.engine import BenchTrace, PolicyGradientBench
+from gdpo.sim.rewards import build_reward_model
+from gdpo.sim.schema import RunConfig
 
 #: The exact analysis is attached only where its enumeration stays below this many groups.
 EXACT_ENUMERATION_LIMIT = 2_000_000
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study YAML file (:func:`gdpo.sim.config.read_study`), then build each Bernoulli cell's
+    reward model.
+
+    Its cells are the grid's (every combination of ``grid``'s values) or the named ``variants``, then the
+    ``extra_cells``: blocks ``{around: <a grid cell or a variant name>, vary: {key: [values]}}``, each value one
+    more cell, the around cell with that one key changed (one factor at a time;
+    :func:`gdpo.sim.config.build_study`). A study fixes its cells before any result of them is seen and reports
+    every one. Last come the ``positive_controls``: cells named ``control:<name>`` whose settings are engineered
+    so that the outcome's event happens (:attr:`gdpo.sim.config.Study.controls`).
+
+    Raises:
+        ValueError: the file is missing, not YAML, or a key is unknown or out of range; the message names
+            the key, the allowed values or range, and the file. Reward difficulties and correlations that
+            cannot be met together are refused here too (the reward model is built for every variant).
+    """
+    file = Path(path)
+    study = read_study(file)
+    if any(config.bench != "bernoulli" for _, config in study.variants):
+        return study
+    # Calibration can fail (e.g. a correlation the two difficulties do not allow): refuse now, not mid-run.
+    for variant_name, config in study.variants:
+        try:
+            build_reward_model(config)
+        except ValueError as error:
+            raise ValueError(f"{file} (variant '{variant_name}'): {error}") from None
+    return study
 
 
 def study_runs(study: Study) -> list[tuple[str, str]]:

@@ -104,8 +104,8 @@ def evaluate(request) -> dict:
     """
     import json
 
-    from gdpo.evaluation.generate import generate_for_request, load_policy
-    from gdpo.evaluation.health import TRUNCATED, health_record
+    from gdpo.generation.generate import generate_for_request, load_policy
+    from gdpo.generation.health import TRUNCATED, health_record
 
     options = dict(request.options)
     length_limit = options.pop("length_limit", 64)

@@ -6,7 +6,7 @@ one thing — after TRL has scored a generation batch, the advantage is recomput
 registered method (``grpo``, ``grpo_nostd``, ``gdpo``, ``gdpo_nobn``, ``gdpo_nostd``, …) and convention
 trains. It also logs the live form of claims C1/C2 (distinct advantage values) and generation throughput.
 
-With ``fast_generation=True`` the rollouts are sampled by :class:`gdpo.training.rollout.RolloutEngine`
+With ``fast_generation=True`` the rollouts are sampled by :class:`gdpo.generation.rollout.RolloutEngine`
 (a bfloat16 copy of the policy, refreshed after every optimizer step) instead of ``generate``; everything
 else — rewards, advantages, the loss on the float32 policy — is TRL's. With ``pack_prompts=True`` each
 micro-batch is scored as one packed sequence that holds a group's shared prompt once
@@ -60,7 +60,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
     Args:
         advantage_method: a registered method name.
         advantage_convention: a registered convention name (default ``"trl"``).
-        fast_generation: sample rollouts with the bfloat16 :class:`~gdpo.training.rollout.RolloutEngine`
+        fast_generation: sample rollouts with the bfloat16 :class:`~gdpo.generation.rollout.RolloutEngine`
             (single process, no vLLM; ``ValueError`` at construction if the model or sampling settings are
             outside what the engine implements).
         pack_prompts: score each micro-batch as one packed sequence with each shared prompt once, and cut
@@ -145,7 +145,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
         return self._buffered_inputs[self._step % self.args.steps_per_generation]
 
     def _make_rollout_engine(self):
-        from gdpo.training.rollout import RolloutEngine, SamplingSettings
+        from gdpo.generation.rollout import RolloutEngine, SamplingSettings
 
         if self.use_vllm or self.use_transformers_continuous_batching or self.accelerator.num_processes > 1:
             raise ValueError("fast_generation runs in a single process without vLLM or continuous batching; "

@@ -28,7 +28,7 @@ from gdpo.plan import (
     runs_root,
     warmup_model_dir,
 )
-from gdpo.sim.config import load_study, read_study
+from gdpo.sim.config import read_study
 from gdpo.tasks import required_files
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
@@ -150,6 +150,8 @@ MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get(
 # without a GPU stops the run (a dry run may still plan it), and so does a study whose reward difficulties
 # and correlations cannot be met together.
 onstart:
+    from gdpo.sim.study import load_study  # loads torch: never when a workflow is only planned
+
     for study_file in SIM_STUDY_FILES:
         load_study(study_file)
     for task in sorted({run.task for run in RUNS}):

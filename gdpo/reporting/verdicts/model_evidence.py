@@ -129,7 +129,7 @@ class Evidence:
     def collapsed(self, task: str, methods: Sequence[str], state: str = COLLAPSED) -> list[str]:
         """``"<method> seed <s>[, <method> seed <s>…]: <why>"`` for the runs of (task, one of ``methods``)
         that eval.csv marks as ``state``: ``collapsed`` (why: the reasons) or ``not judged`` (why: what the
-        gate lacked; :mod:`gdpo.evaluation.health`), runs with the same why named together. A file without
+        gate lacked; :mod:`gdpo.generation.health`), runs with the same why named together. A file without
         the ``health`` column cannot tell a healthy run from one not judged: its runs without collapse
         reasons are all not judged (:func:`gdpo.reporting.aggregate.run_health`)."""
         rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))]

@@ -9,7 +9,7 @@
   "Answer: yes" (an annotation without a value), but none of them does anything. The same rule applies
   inside a fenced block, so fencing a word does not make it a program.
 
-This indicator is the collapse gate's ``programs`` (:mod:`gdpo.evaluation.health`); the rewards do not
+This indicator is the collapse gate's ``programs`` (:mod:`gdpo.generation.health`); the rewards do not
 read it.
 """
 

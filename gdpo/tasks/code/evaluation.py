@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from statistics import mean
 
-from gdpo.evaluation.health import TRUNCATED, health_record
+from gdpo.generation.health import TRUNCATED, health_record
+from gdpo.tasks.code.data import load_benchmark, resolve_options
 from gdpo.tasks.code.diagnostics import program_parses
 from gdpo.tasks.code.rewards import execute, extract_code, make_job
 from gdpo.tasks.code.sandbox import isolation_mode, limits_mode, sandbox_python
@@ -68,8 +69,7 @@ def evaluate(request) -> dict:
     """Sample ``request.num_samples`` completions per item of every configured benchmark, score them in the
     sandbox, write ``completions.jsonl`` and ``items.jsonl`` to ``request.work_dir`` and return eval.json's
     content. Benchmarks whose data is missing go to ``not_run`` with the reason."""
-    from gdpo.evaluation.generate import generate_for_request, load_policy
-    from gdpo.tasks.code import load_benchmark, resolve_options
+    from gdpo.generation.generate import generate_for_request, load_policy
 
     options = resolve_options(request.options)
     length_limit = options["length_limit"]

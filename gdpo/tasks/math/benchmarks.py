@@ -62,6 +62,12 @@ BENCHMARK_ALIASES = {
     "champ-dataset": "champ",
 }
 TRAIN_ALIASES = {DEEPSCALER.hub_id: "deepscaler"}
+#: Training data ``train_data`` may name: the generated reasoning-gym mix (:mod:`gdpo.tasks.math.data`) or
+#: DeepScaleR.
+TRAIN_DATA = ("reasoning_gym", "deepscaler")
+#: Benchmarks ``eval_data`` may name: the held-out reasoning-gym problems (:mod:`gdpo.tasks.math.data`), the
+#: five of Tab. 3 and CHAMP; hub ids of their usual copies are accepted as aliases.
+EVAL_BENCHMARKS = ("reasoning_gym", "math500", "aime24", "amc", "minerva", "olympiadbench", "champ")
 #: CHAMP (Mao et al. 2024): 270 competition problems shipped in the ``champ-dataset`` PyPI package.
 CHAMP_FILE = "dataset_files/v0.json"
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -69,8 +75,6 @@ LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 
 def canonical_benchmark(name: str) -> str:
     """Short benchmark name for a name or hub id; ``ValueError`` listing the valid ones."""
-    from gdpo.tasks.math.data import EVAL_BENCHMARKS
-
     canonical = BENCHMARK_ALIASES.get(name, name)
     if canonical not in EVAL_BENCHMARKS:
         raise ValueError(
@@ -82,8 +86,6 @@ def canonical_benchmark(name: str) -> str:
 
 def canonical_train_data(name: str) -> str:
     """Short training-data name for a name or hub id; ``ValueError`` listing the valid ones."""
-    from gdpo.tasks.math.data import TRAIN_DATA
-
     canonical = TRAIN_ALIASES.get(name, name)
     if canonical not in TRAIN_DATA:
         raise ValueError(

@@ -31,7 +31,7 @@ def measure_solve_rates(
     batch_size: int = 16,
 ) -> dict[str, dict]:
     """Per generator: ``solve_rate``, ``varying_groups``, ``boxed`` (fractions in [0, 1]) and ``seconds``."""
-    from gdpo.evaluation.generate import generate_completions, load_policy
+    from gdpo.generation.generate import generate_completions, load_policy
 
     model, tokenizer = load_policy(model_dir)
     report = {}

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 
 from datasets import Dataset
 
+from gdpo.tasks.math import benchmarks
+from gdpo.tasks.math.benchmarks import EVAL_BENCHMARKS, TRAIN_DATA
+
 #: Appended to every problem (DeepScaleR / DLER prompt).
 INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
 
@@ -116,9 +119,6 @@ GENERATORS: dict[str, Generator] = {
 #: 4 samples the correctness reward varies).
 DEFAULT_GENERATORS = ("basic_arithmetic", "chain_sum", "products", "gcd")
 
-TRAIN_DATA = ("reasoning_gym", "deepscaler")
-#: Benchmarks ``eval_data`` may name; hub ids of their usual copies are accepted as aliases.
-EVAL_BENCHMARKS = ("reasoning_gym", "math500", "aime24", "amc", "minerva", "olympiadbench", "champ")
 #: Options of this family (the task's config keys other than the generic ones).
 OPTION_DEFAULTS = {
     "length_limit": 64,
@@ -134,8 +134,6 @@ EVAL_BACKENDS = ("hf", "vllm")
 
 def check_options(options: dict) -> dict:
     """The options with defaults filled in and names normalised; ``ValueError`` on unknown or bad ones."""
-    from gdpo.tasks.math import benchmarks
-
     unknown = sorted(set(options) - set(OPTION_DEFAULTS))
     if unknown:
         raise ValueError(
@@ -316,8 +314,6 @@ def problem_rows(problems: list[dict], length_limit: int) -> dict[str, list]:
 
 def benchmark_rows(name: str, size: int | None, options: dict) -> dict[str, list]:
     """Columns of one eval benchmark (the first ``size`` items; all when None)."""
-    from gdpo.tasks.math import benchmarks
-
     if name == "reasoning_gym":
         generators = options["generators"] or DEFAULT_GENERATORS
         count = size if size is not None else 16 * len(generators)
@@ -341,8 +337,6 @@ def build_dataset(split: str, size: int | None, seed: int, **options) -> Dataset
         Columns ``prompt``, ``problem``, ``answer``, ``verifier``, ``verifier_data``, ``length_limit``,
         ``source``.
     """
-    from gdpo.tasks.math import benchmarks
-
     options = check_options(options)
     if split not in ("train", "eval"):
         raise ValueError(f"split must be 'train' or 'eval', got {split!r}.")

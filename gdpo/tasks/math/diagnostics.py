@@ -16,7 +16,7 @@
 A number somewhere in prose ("There are 3 apples", "I have 3 ideas but I am not sure"), or reasoning cut
 before its conclusion, is no final answer, although the reward's last-expression fallback would grade it.
 So a policy that learns to stop answering (e.g. to win the length reward) shows here, and in the
-evaluation's ``answers`` (the collapse gate's indicator, :mod:`gdpo.evaluation.health`), before accuracy
+evaluation's ``answers`` (the collapse gate's indicator, :mod:`gdpo.generation.health`), before accuracy
 says why. Length and truncation are TRL's own ``completions/*`` metrics.
 """
 

@@ -2,7 +2,7 @@
 
 Registered with lm-eval as ``gdpo-engine``. Everything but ``generate`` is lm-eval's ``HFLM`` (loading,
 the LoRA adapter, chat template, batching, stop strings, log-likelihood scoring); the completions of
-``generate_until`` come from :class:`gdpo.training.rollout.RolloutEngine` — a bfloat16 copy of the policy
+``generate_until`` come from :class:`gdpo.generation.rollout.RolloutEngine` — a bfloat16 copy of the policy
 with the adapter merged in — instead of ``transformers``' ``generate``, which on CPU is the slow part of a
 math evaluation. lm-eval cuts each completion at its stop strings after decoding, as it does for ``hf``.
 """
@@ -13,8 +13,8 @@ import torch
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
-from gdpo.evaluation.generate import eos_token_ids
-from gdpo.training.rollout import RolloutEngine, SamplingSettings, unsupported_reason
+from gdpo.generation.generate import eos_token_ids
+from gdpo.generation.rollout import RolloutEngine, SamplingSettings, unsupported_reason
 
 ENGINE_MODEL_NAME = "gdpo-engine"
 #: lm-eval ``gen_kwargs`` the engine implements (anything else is refused, not ignored).

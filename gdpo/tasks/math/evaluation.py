@@ -25,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from gdpo.evaluation.health import TRUNCATED, health_record
+from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.math import data as math_data
 
 #: The repository's lm-eval task files.

@@ -20,7 +20,7 @@ from gdpo.tasks.tool_calling.data import (
     select_items,
     validate_options,
 )
-from gdpo.evaluation.health import TRUNCATED, health_record
+from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.tool_calling.diagnostics import calls_offered_tools, parsed_calls
 from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt
 
@@ -49,7 +49,7 @@ def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str,
       pooled; a call to a tool not offered is no decline either).
 
     A policy that stops calling tools keeps (or raises) BFCL's irrelevance scores and ``declined``, and
-    drops ``calls`` to 0: the collapse :mod:`gdpo.evaluation.health` gates on.
+    drops ``calls`` to 0: the collapse :mod:`gdpo.generation.health` gates on.
 
     Args:
         rows: the evaluated BFCL split items (``id``, ``answer_type``, ``tools``); samples: their completions'
@@ -134,7 +134,7 @@ def evaluate(request) -> dict:
     """
     import torch
 
-    from gdpo.evaluation.generate import generate_for_request, load_policy
+    from gdpo.generation.generate import generate_for_request, load_policy
 
     options = validate_options(dict(request.options))
     split_dir = eval_split_dir(options)

@@ -1,7 +1,8 @@
-"""Sampling completions from a policy for evaluation (transformers ``generate``, or the bfloat16 rollout engine).
+"""Sampling completions from a policy (transformers ``generate``, or the bfloat16 rollout engine).
 
-Used by the families whose evaluators score text themselves (tool calling, code); math evaluation goes
-through lm-eval, which generates on its own.
+Used by the families whose evaluators score text themselves (tool calling, code, arithmetic) and by the math
+family's solve-rate calibration; math evaluation goes through lm-eval, whose engine model
+(:mod:`gdpo.tasks.math.engine_lm`) takes :func:`eos_token_ids` from here.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def generate_completions(
         temperature: 0 means greedy decoding (then every sample of a prompt is the same).
         batch_size: sequences per ``generate`` call (prompt-sample pairs, prompts of similar length together).
         seed: seeds torch's generator once, before the first batch.
-        fast: sample with :class:`gdpo.training.rollout.RolloutEngine` (bfloat16) instead of ``generate``.
+        fast: sample with :class:`gdpo.generation.rollout.RolloutEngine` (bfloat16) instead of ``generate``.
 
     Returns:
         P lists of ``num_samples`` :class:`Completion`, in the order of ``prompts``.
@@ -95,7 +96,7 @@ def generate_completions(
     eos_ids = set(eos_token_ids(model, tokenizer))
     engine = None
     if fast:
-        from gdpo.training.rollout import RolloutEngine, SamplingSettings
+        from gdpo.generation.rollout import RolloutEngine, SamplingSettings
 
         engine = RolloutEngine(model.config, batch_size_hint=batch_size)
         engine.load_from(model)
