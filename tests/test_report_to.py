@@ -74,6 +74,7 @@ def test_run_settings_refuse_what_trl_would_misread():
 
 #: sha256 over the settings JSON of every run and warm-up of each config and grid, one per line, as the code
 #: before ``training.report_to`` computed them (commit f7b74d0): what Snakemake compares to decide a re-run.
+#: A deliberate change of one of these configs changes its digest too: update it in the same commit.
 SETTINGS_BEFORE_REPORT_TO = {
     ("mini", "default"): "7d7c81e8081e36e2bd2dd9499f4ec8fd7580379c92450a948dc9438c0e34dae9",
     ("mini", "full"): "8bf4b8301845c446f6275420b040ecc9fec3db48d11ad4612029c737e032b7b5",
