@@ -11,7 +11,7 @@ Layout: each run's :class:`gdpo.plan.RunKey` under the evidence directory,
 
 Restoring checks that the committed run was made with the settings the config now asks for (the run's
 ``config.json`` and the evaluation's ``settings``), so evidence from another design is never counted as
-this one's.
+this one's. Where a run reports its metrics live (``training.report_to``) is no part of its design.
 """
 
 from __future__ import annotations
@@ -93,6 +93,15 @@ def committed(evidence_dir: str | Path, trained: bool = True) -> set[tuple[str, 
     return found
 
 
+def _design(expected: Mapping) -> Mapping:
+    """``expected`` without ``trl.report_to``: it chooses where a run's metrics are shown while it trains, not
+    what it trains, so a run committed without TensorBoard is the same run."""
+    trl = expected.get("trl")
+    if isinstance(trl, Mapping) and "report_to" in trl:
+        return {**expected, "trl": {key: value for key, value in trl.items() if key != "report_to"}}
+    return expected
+
+
 def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "") -> list[str]:
     """Keys of ``expected`` whose committed value differs; nested mappings compared key by key (the committed
     run may record more keys than the config sets, e.g. TRL arguments derived at run time)."""
@@ -121,7 +130,7 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
             committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))
         else:
             committed_settings = json.loads((src / EVAL_FILE).read_text(encoding="utf-8")).get("settings") or {}
-        differences = _differences(committed_settings, expected)
+        differences = _differences(committed_settings, _design(expected))
         if differences:
             raise ValueError(
                 f"The committed evidence in {src} was made with other settings than the config asks for ("

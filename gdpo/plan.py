@@ -10,7 +10,7 @@ dry run stays fast. The jobs (``python -m gdpo train|evaluate|warmup-model``) im
   :func:`planned_outputs`.
 - How each job runs: :class:`RunSettings` (a training run, from :func:`resolve_run_settings`),
   :func:`resolve_eval_settings`, :func:`resolve_warmup_settings`, :func:`launcher_command`,
-  :func:`gpu_only_settings`.
+  :func:`gpu_only_settings`, :func:`report_backends`.
 - Models: :func:`check_model_spec`, :func:`model_slug`.
 """
 
@@ -295,6 +295,10 @@ def planned_outputs(config: dict, out_dir: str) -> list[str]:
 
 #: Dtypes the trained policy's weights may have.
 POLICY_DTYPES = ("float32", "bfloat16", "float16")
+#: Backends a training run may report its metrics to while it runs (TRL's ``report_to``; config
+#: ``training.report_to``, default ``none``). transformers' ``all`` is not among them: it would report to
+#: whatever happens to be installed.
+REPORT_BACKENDS = ("tensorboard", "trackio", "wandb")
 #: TRL arguments each run sets from its own fields (``gdpo.training.run.trl_arguments``); a config value for
 #: one of them would silently override the run's identity, so it is refused with where to set it instead.
 RUN_OWNED_TRL_ARGUMENTS = {
@@ -329,7 +333,8 @@ class RunSettings:
         (:data:`POLICY_DTYPES`); None means bfloat16 when ``trl["bf16"]`` is set, else float32.
     TRL:
         peft (dict | None): ``peft.LoraConfig`` arguments, or None for full fine-tuning. trl (dict):
-        ``trl.GRPOConfig`` arguments (the config's ``training:``, a task's own overriding the scale's).
+        ``trl.GRPOConfig`` arguments (the config's ``training:``, a task's own overriding the scale's);
+        ``report_to`` (:func:`report_backends`) is among them only where the config sets it.
     """
 
     task: str
@@ -408,6 +413,10 @@ class RunSettings:
             reasons = "; ".join(f"{key}: {RUN_OWNED_TRL_ARGUMENTS[key]}" for key in owned)
             raise ValueError(f"{where}: the config's training: sets {', '.join(owned)}, which the run sets "
                              f"itself and a config value would override: remove it ({reasons}).")
+        try:
+            report_backends(self.trl.get("report_to", "none"))
+        except ValueError as error:
+            raise ValueError(f"{where}: the config's training: {error}") from None
         if self.pack_prompts and self.trl.get("loss_type") == "bnpo":
             raise ValueError(f"{where}: pack_prompts does not cover loss_type 'bnpo' (it normalises per "
                              "micro-batch, so group-aligned micro-batches change it); set `pack_prompts: false` "
@@ -442,6 +451,25 @@ class RunSettings:
         if not isinstance(data, Mapping):
             raise ValueError(f"run settings must be a JSON object, got {text[:80]!r}.")
         return cls.from_dict(data)
+
+
+def report_backends(report_to: Any) -> list[str]:
+    """The backends a ``report_to`` value names: a name or a list of names of :data:`REPORT_BACKENDS`, or
+    ``"none"`` (also alone in a list) for none. ``ValueError`` naming the allowed values otherwise."""
+    names = [report_to] if isinstance(report_to, str) else report_to
+    allowed = ", ".join(("none", *REPORT_BACKENDS))
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise ValueError(f"report_to {report_to!r} must be a backend name or a list of them: {allowed}.")
+    unknown = [name for name in names if name not in ("none", *REPORT_BACKENDS)]
+    if unknown:
+        raise ValueError(f"report_to names unknown backend(s) {unknown}; allowed values: {allowed} (name each "
+                         "backend: 'all' is not accepted).")
+    if "none" in names and len(names) > 1:
+        raise ValueError(f"report_to {list(names)} combines 'none' with backends; give 'none' alone or only "
+                         "backends.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"report_to {list(names)} repeats a backend; name each once.")
+    return [name for name in names if name != "none"]
 
 
 def _plain(value: Any) -> Any:
@@ -583,16 +611,20 @@ def resolve_warmup_settings(config: dict, task: str) -> dict | None:
 
     The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
     the data's natural mix (tool calling: items that expect a call and items that expect none), whatever
-    share of each the RL training then draws."""
+    share of each the RL training then draws. It reports its metrics where the task's training does
+    (``training.report_to``, a key of the settings only where the config sets it)."""
     spec = (config.get("tasks") or {})[task]
     if not spec.get("warmup"):
         return None
+    training = {**config.get("training", {}), **spec.get("training", {})}
+    reporting = {"report_to": training["report_to"]} if "report_to" in training else {}
     return {
         "task": task,
         "family": spec["family"],
         "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
         **WARMUP_DEFAULTS,
         **spec["warmup"],
+        **reporting,
     }
 
 

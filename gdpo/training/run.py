@@ -7,7 +7,9 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
 - ``config.json`` — the run's settings (:meth:`gdpo.plan.RunSettings.to_dict`) with TRL's completed
   arguments and the number of processes;
 - ``env.json`` — package versions, git commit, device, threads;
-- ``summary.json`` — final metrics and the divergence step (C5).
+- ``summary.json`` — final metrics and the divergence step (C5);
+- ``logs/<backend>/`` — only with the config's ``training.report_to``: the live logs of TensorBoard, trackio or
+  W&B (:mod:`gdpo.training.tracking`), not among the workflow's declared outputs.
 
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
 workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
@@ -34,9 +36,10 @@ from pathlib import Path
 import torch
 
 from gdpo.curve_events import detect_divergence
-from gdpo.plan import RunSettings, gpu_only_settings
+from gdpo.plan import RunSettings, gpu_only_settings, report_backends
 from gdpo.tasks import get_family
 from gdpo.training.rewards import guard_reward_function
+from gdpo.training.tracking import backend_environment, check_backends_installed, reporting_arguments, run_logs_dir
 
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
 TIMING_KEYS = ("seconds_per_step", "step_time", "generation/seconds", "generation/tokens_per_second", "train_runtime",
@@ -258,10 +261,11 @@ def summarise(records: list[dict], reward_names: list[str]) -> dict:
 
 def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
     """The keyword arguments of the run's ``trl.GRPOConfig``: the suite's fixed ones (logging every step,
-    one checkpoint kept, the seed), TRL's own switches for a method it has built in, then the config's
-    ``training`` settings."""
+    one checkpoint kept, the seed, no live reporting), TRL's own switches for a method it has built in, the
+    config's ``training`` settings, and with a ``report_to`` backend the run's name for it."""
     from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT
 
+    backends = report_backends(settings.trl.get("report_to", "none"))
     return {
         "output_dir": str(work_dir),
         "seed": settings.seed,
@@ -273,6 +277,7 @@ def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
         "reward_weights": list(settings.reward_weights),
         **TRL_BUILTIN_EQUIVALENT.get(settings.method, {}),
         **settings.trl,
+        **reporting_arguments(backends, run_name=settings.key().path().as_posix()),
     }
 
 
@@ -289,19 +294,29 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
     Returns:
         The run summary (also written to ``summary.json``).
     """
+    check_device(settings.trl, settings.task)
+    backends = report_backends(settings.trl.get("report_to", "none"))
+    check_backends_installed(backends)
+    # Before TRL is imported: trackio, which TRL imports, reads where its store is once.
+    with backend_environment(backends, run_logs_dir(run_dir)) as log_dirs:
+        return _train(settings, model_dir, Path(run_dir), threads, list(log_dirs.values()))
+
+
+def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads: int | None,
+           log_dirs: list[Path]) -> dict:
+    """:func:`train` once the checks have passed and the backends log into ``log_dirs``."""
     from datasets import disable_progress_bars
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
     from gdpo.training.trainer import RegistryGRPOTrainer
 
-    check_device(settings.trl, settings.task)
     use_cpu_when_launched_without_cuda()
     method, seed = settings.method, settings.seed
     if threads:
         torch.set_num_threads(threads)
     disable_progress_bars()
-    run_dir, work_dir = Path(run_dir), Path(f"{run_dir}.work")
+    work_dir = Path(f"{run_dir}.work")
     work_dir.mkdir(parents=True, exist_ok=True)
     live_metrics = work_dir / "metrics.jsonl"
 
@@ -349,8 +364,12 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
     if accelerator.is_main_process:
         if checkpoint:
             _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
-        elif live_metrics.exists():
-            live_metrics.unlink()  # a run that never reached a checkpoint starts over
+        else:
+            # A run that never reached a checkpoint starts over, and so do its live logs.
+            live_metrics.unlink(missing_ok=True)
+            shutil.rmtree(run_logs_dir(run_dir), ignore_errors=True)
+        for directory in log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
     checkpoint = str(checkpoint) if checkpoint else None
     trainer.train(resume_from_checkpoint=checkpoint)
 

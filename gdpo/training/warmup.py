@@ -14,7 +14,8 @@ give freed buffers back (``gdpo.training.memory``): together they keep the mini 
 (benchmarks/README.md).
 
 A task's warm-up settings are planned by :func:`gdpo.plan.resolve_warmup_settings` (defaults
-:data:`gdpo.plan.WARMUP_DEFAULTS`).
+:data:`gdpo.plan.WARMUP_DEFAULTS`). With the task's ``training.report_to``, the warm-up reports its losses live
+too, into ``logs/<backend>/`` beside the warmed-up model (:func:`warmup_logs_dir`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ import json
 import shutil
 from pathlib import Path
 
+from gdpo.plan import report_backends
 from gdpo.tasks import get_family
+from gdpo.training.tracking import (
+    LOGS_DIR_NAME,
+    backend_environment,
+    check_backends_installed,
+    reporting_arguments,
+)
 
 
 def warmup_dataset(settings: dict):
@@ -48,19 +56,37 @@ def warmup_dataset(settings: dict):
     return Dataset.from_dict(examples)
 
 
+def warmup_logs_dir(out_dir: str | Path) -> Path:
+    """Where the warm-up's ``report_to`` backends log: ``logs/`` beside ``out_dir``
+    (``results/<scale>/warmup/<task>/logs`` for the workflow's ``results/<scale>/warmup/<task>/model``)."""
+    return Path(out_dir).with_name(LOGS_DIR_NAME)
+
+
 def warmup_model(settings: dict, model_dir: str | Path, out_dir: str | Path, threads: int | None = None) -> dict:
     """Fine-tune ``model_dir`` on the reference answers and save the result (weights + tokenizer) to ``out_dir``.
 
     Returns the training losses per step and the trainable parameter count (also written to
     ``out_dir/warmup.json``).
     """
+    backends = report_backends(settings.get("report_to", "none"))
+    check_backends_installed(backends)
+    # Before TRL is imported: trackio, which TRL imports, reads where its store is once.
+    with backend_environment(backends, warmup_logs_dir(out_dir)) as log_dirs:
+        for directory in log_dirs.values():
+            shutil.rmtree(directory, ignore_errors=True)  # a warm-up always starts over, and so do its logs
+            directory.mkdir(parents=True)
+        return _warmup_model(settings, model_dir, Path(out_dir), threads, backends)
+
+
+def _warmup_model(settings: dict, model_dir: str | Path, out_dir: Path, threads: int | None,
+                  backends: list[str]) -> dict:
+    """:func:`warmup_model` once its backends log where they should."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     if threads:
         torch.set_num_threads(threads)
-    out_dir = Path(out_dir)
     dataset = warmup_dataset(settings)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
@@ -81,7 +107,8 @@ def warmup_model(settings: dict, model_dir: str | Path, out_dir: str | Path, thr
         seed=settings["seed"],
         logging_steps=1,
         save_strategy="no",
-        report_to="none",
+        report_to=settings.get("report_to", "none"),
+        **reporting_arguments(backends, run_name=f"{settings['task']}/warmup"),
         # bfloat16 autocast over float32 weights (mixed precision); on a CPU accelerate must be told so.
         bf16=settings["bf16"],
         use_cpu=settings["bf16"] and not torch.cuda.is_available(),
