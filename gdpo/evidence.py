@@ -23,6 +23,10 @@ from pathlib import Path
 
 from gdpo.plan import EVAL_FILE, RunKey
 
+#: The experiment driver's record of its batches, one JSON object per line, beside the runs' evidence
+#: (:mod:`gdpo.experiment`): seed, runs, commit, attempt, start, seconds, exit_code (an int, ``"stopped"`` or
+#: ``"locked"``) and an optional note.
+TIMELINE = "timeline.jsonl"
 #: A trained run's evidence (metrics per step, summary, resolved settings, environment).
 RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "env.json")
 # An evaluation's evidence is its EVAL_FILE.
@@ -139,3 +143,66 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     run_dir.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copyfile(src / name, run_dir / name)
+
+
+def read_timeline(evidence_dir: str | Path) -> list[dict]:
+    """The entries of ``<evidence_dir>/timeline.jsonl`` in order; [] when there is none."""
+    path = Path(evidence_dir) / TIMELINE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def timeline_summary(entries: list[dict]) -> dict:
+    """The experiment's wall time and attempts from its timeline: ``wall_hours`` (sum of the entries'
+    ``seconds``: a stopped batch counts up to its last heartbeat), and the number of entries by outcome:
+    ``finished`` (exit code 0), ``failed`` (another exit code), ``stopped`` (the machine stopped it) and
+    ``locked`` (a stale lock; no job started). An entry without ``seconds`` (a batch under way) counts in
+    ``under_way``, its time in none."""
+    outcomes = {"finished": 0, "failed": 0, "stopped": 0, "locked": 0, "under_way": 0}
+    for entry in entries:
+        code = entry.get("exit_code")
+        if "seconds" not in entry:
+            outcomes["under_way"] += 1
+        elif code in ("stopped", "locked"):
+            outcomes[code] += 1
+        else:
+            outcomes["finished" if code == 0 else "failed"] += 1
+    seconds = sum(entry.get("seconds", 0.0) for entry in entries)
+    return {"wall_hours": round(seconds / 3600, 3), "entries": len(entries), **outcomes}
+
+
+def run_records(evidence_dir: str | Path) -> list[dict]:
+    """One record per committed run or evaluation under ``evidence_dir``, sorted by task, method and seed:
+    its key, the commit it trained at (``env.json``'s ``git_commit``; None for a base model, whose batch
+    commit is in the timeline), the SHA-256 of the model it started from or evaluated
+    (:func:`gdpo.training.run.weights_digest`'s convention: file names and bytes), its logged steps and its
+    evaluated items × samples."""
+    records = []
+    root = Path(evidence_dir)
+    pattern = RunKey.pattern(".").format(task="*", method="*", seed="*")
+    for run_dir in sorted(root.glob(pattern)) if root.is_dir() else []:
+        try:
+            key = RunKey.from_path(run_dir)
+        except ValueError:
+            continue
+        if not (run_dir / EVAL_FILE).is_file():
+            continue
+        evaluation = json.loads((run_dir / EVAL_FILE).read_text(encoding="utf-8"))
+        env_path, metrics_path = run_dir / "env.json", run_dir / "metrics.jsonl"
+        env = json.loads(env_path.read_text(encoding="utf-8")) if env_path.is_file() else {}
+        steps = None
+        if metrics_path.is_file():
+            steps = sum(1 for line in metrics_path.read_text(encoding="utf-8").splitlines() if line.strip())
+        settings = evaluation.get("settings") or {}
+        records.append({
+            **key.identity(),
+            "commit": env.get("git_commit"),
+            "start_model_sha256": (env.get("start_model") or {}).get("weights_sha256"),
+            "evaluated_model_sha256": evaluation.get("model_weights_sha256"),
+            "logged_steps": steps,
+            "eval_items": settings.get("eval_size"),
+            "eval_samples_per_item": settings.get("num_samples", 1),
+            "eval_seconds": evaluation.get("eval_seconds"),
+        })
+    return sorted(records, key=lambda r: (r["task"], r["method"], r["seed"]))

@@ -31,10 +31,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gdpo.evidence import committed, save_evidence
+from gdpo.evidence import TIMELINE, committed, read_timeline, save_evidence
 from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 
-TIMELINE = "timeline.jsonl"
 RUNNING = "running.json"
 #: The driver's own lock, beside Snakemake's in the worktree (not committed).
 DRIVER_LOCK = ".snakemake/gdpo-run-experiment.lock"
@@ -76,13 +75,6 @@ def experiment_batches(config: dict) -> list[list[RunKey]]:
     for evaluation in plan_evaluations(config):
         by_seed.setdefault(evaluation.seed, []).append(evaluation)
     return [sorted(runs, key=lambda r: r.method == BASE_METHOD) for _, runs in sorted(by_seed.items())]
-
-
-def read_timeline(evidence_dir: Path) -> list[dict]:
-    path = evidence_dir / TIMELINE
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def spent_hours(evidence_dir: Path) -> float:

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from gdpo.config import apply_grid, load_config
+from gdpo.evidence import TIMELINE, read_timeline, run_records, timeline_summary
 from gdpo.plan import describe_runs
 
 #: Evidence files of a workflow run: where the workflow writes them → their name under ``evidence/``.
@@ -67,8 +68,77 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
         "runs": describe_runs(config),
         "inputs": input_hashes(out, root, config),
     }
+    experiment = experiment_provenance(out, root, config)
+    if experiment:
+        provenance["experiment"] = experiment
     (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     return out.resolve()
+
+
+#: A pre-registered experiment's registration, beside its published results.
+PREREGISTRATION = "PREREGISTRATION.md"
+#: The line a registration carries from the commit that puts it in force.
+IN_FORCE = "**Status: in force**"
+#: What went wrong during an experiment and what was done about it (reruns of crashed jobs, amendments,
+#: changes of the machine), written by hand: a JSON list of objects, copied into ``PROVENANCE.json``.
+INCIDENTS = "incidents.json"
+
+
+def experiment_provenance(published: Path, root: Path, config: dict) -> dict | None:
+    """The provenance of a pre-registered experiment whose runs' evidence the config commits
+    (``evidence_dir`` holding the driver's ``timeline.jsonl``); None for any other scale.
+
+    ``preregistration``: every commit that changed ``PREREGISTRATION.md``, oldest first, each marked
+    ``in_force`` when the file then carried :data:`IN_FORCE` (drafts before, amendments after);
+    ``in_force_commit``: the first such commit; ``runs_descend_from_registration``: whether every run's
+    commit has it as an ancestor; ``timeline``: the driver's entries and their
+    :func:`~gdpo.evidence.timeline_summary` (the experiment's wall time); ``runs``: each committed run's
+    :func:`~gdpo.evidence.run_records` (the commit it ran at, its start model, steps and evaluated items);
+    ``run_commits``: the distinct commits the runs trained at; ``incidents``: ``incidents.json`` beside the
+    results, if any.
+
+    Raises:
+        ValueError: ``incidents.json`` is not a JSON list of objects (fix the file; nothing is written).
+    """
+    evidence_dir = config.get("evidence_dir")
+    if not evidence_dir or not (root / evidence_dir / TIMELINE).is_file():
+        return None
+    timeline = read_timeline(root / evidence_dir)
+    registration = published / PREREGISTRATION
+    history = _git("log", "--reverse", "--format=%H %cI %s", "--", str(registration.relative_to(root)), cwd=root) \
+        if registration.is_file() and registration.is_relative_to(root) else ""
+    runs = run_records(root / evidence_dir)
+    incidents = []
+    if (published / INCIDENTS).is_file():
+        incidents = json.loads((published / INCIDENTS).read_text(encoding="utf-8"))
+        if not isinstance(incidents, list) or not all(isinstance(item, dict) for item in incidents):
+            raise ValueError(f"{published / INCIDENTS} must be a JSON list of objects (one per incident: when, "
+                             "what, runs, effect); fix it and publish again.")
+    commits = [dict(zip(("commit", "date", "subject"), line.split(" ", 2)))
+               for line in history.splitlines() if line and history != "unknown"]
+    path = registration.relative_to(root).as_posix() if commits else ""
+    for commit in commits:
+        commit["in_force"] = IN_FORCE in _git("show", f"{commit['commit']}:{path}", cwd=root)
+    in_force = next((commit["commit"] for commit in commits if commit["in_force"]), None)
+    run_commits = sorted({run["commit"] for run in runs if run["commit"]})
+    return {
+        "evidence_dir": str(evidence_dir),
+        "preregistration": commits,
+        "in_force_commit": in_force,
+        # A run made before the registration was in force, or beside it, would not be evidence of it.
+        "runs_descend_from_registration": bool(in_force) and all(
+            _is_ancestor(in_force, commit, root) for commit in run_commits),
+        "timeline": {"summary": timeline_summary(timeline), "entries": timeline},
+        "runs": runs,
+        "run_commits": run_commits,
+        "incidents": incidents,
+    }
+
+
+def _is_ancestor(ancestor: str, commit: str, root: Path) -> bool:
+    process = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, commit], cwd=root,
+                             capture_output=True, check=False)
+    return process.returncode == 0
 
 
 def _sha256(path: Path) -> str:
