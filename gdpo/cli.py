@@ -224,8 +224,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import json
 
     from gdpo.evaluation.run import evaluate_run
+    from gdpo.plan import EvalSettings
 
-    record = evaluate_run(json.loads(args.settings), args.model_dir, args.out, args.work_dir,
+    record = evaluate_run(EvalSettings.from_json(args.settings), args.model_dir, args.out, args.work_dir,
                           adapter_dir=args.adapter_dir, threads=args.threads)
     print(json.dumps({"summary": record["summary"], "eval_seconds": record["eval_seconds"]}))
     return 0
@@ -503,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
     )
     sub.add_argument("--settings", required=True,
-                     help="resolved evaluation settings as JSON (gdpo.plan.resolve_eval_settings)")
+                     help="the evaluation's settings as JSON (gdpo.plan.EvalSettings.to_json)")
     sub.add_argument("--model-dir", required=True, help="prepared base model directory")
     sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
     sub.add_argument("--out", required=True, help="output eval.json")

