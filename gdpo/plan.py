@@ -9,8 +9,9 @@ dry run stays fast. The jobs (``python -m gdpo train|evaluate|warmup-model``) im
 - What a config runs: :func:`plan_runs`, :func:`plan_evaluations`, :func:`task_seeds`, :func:`describe_runs`,
   :func:`planned_outputs`.
 - How each job runs: :class:`RunSettings` (a training run, from :func:`resolve_run_settings`),
-  :class:`EvalSettings` (an evaluation, from :func:`resolve_eval_settings`), :func:`resolve_warmup_settings`,
-  :func:`launcher_command`, :func:`gpu_only_settings`, :func:`report_backends`.
+  :class:`EvalSettings` (an evaluation, from :func:`resolve_eval_settings`), :class:`WarmupSettings` (a task's
+  format warm-up, from :func:`resolve_warmup_settings`), :func:`launcher_command`, :func:`gpu_only_settings`,
+  :func:`report_backends`.
 - Models: :func:`check_model_spec`, :func:`model_slug`.
 """
 
@@ -58,6 +59,16 @@ _RUN_DIR = _layout_regex()
 _LAYOUT_DEPTH = RUN_LAYOUT.count("/") + 1
 
 
+def _check_directory_name(field: str, value: Any) -> None:
+    """``ValueError`` unless ``value`` can be the ``field`` (``task`` or ``method``) part of a run's directory."""
+    allowed = isinstance(value, str) and re.fullmatch(RUN_WILDCARDS[field], value)
+    # "." and ".." match the task pattern but are no directory of their own.
+    if not allowed or value in (".", ".."):
+        characters = "_ . -" if field == "task" else "_"
+        raise ValueError(f"{field} {value!r} cannot name a run directory: use letters, digits and "
+                         f"{characters} only ({RUN_WILDCARDS[field]}), not . or ..")
+
+
 def runs_root(scale: str) -> Path:
     """``results/<scale>/runs``: the root of a scale's run directories."""
     return Path("results") / scale / "runs"
@@ -83,13 +94,7 @@ class RunKey:
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
         for field in ("task", "method"):
-            value = getattr(self, field)
-            allowed = isinstance(value, str) and re.fullmatch(RUN_WILDCARDS[field], value)
-            # "." and ".." match the task pattern but are no directory of their own.
-            if not allowed or value in (".", ".."):
-                characters = "_ . -" if field == "task" else "_"
-                raise ValueError(f"{field} {value!r} cannot name a run directory: use letters, digits and "
-                                 f"{characters} only ({RUN_WILDCARDS[field]}), not . or ..")
+            _check_directory_name(field, getattr(self, field))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed {self.seed!r} of run {self.task}/{self.method} must be an integer ≥ 0.")
 
@@ -310,20 +315,23 @@ RUN_OWNED_TRL_ARGUMENTS = {
 
 
 class _Settings:
-    """The JSON form shared by a job's typed settings (:class:`RunSettings`, :class:`EvalSettings`; each a
-    frozen dataclass): :meth:`to_json` is the job's ``--settings`` and the text Snakemake compares to decide a
-    re-run, so it keeps the field order and names.
+    """The JSON form shared by a job's typed settings (:class:`RunSettings`, :class:`EvalSettings`,
+    :class:`WarmupSettings`; each a frozen dataclass): :meth:`to_json` is the job's ``--settings`` and the text
+    Snakemake compares to decide a re-run, so it keeps the field order and names.
 
     A subclass names what it is (``_WHAT``) and the function that makes it (``_MADE_BY``) for its error
-    messages.
+    messages, and may list fields that are left out of :meth:`to_dict` while None (``_LEFT_OUT_WHEN_NONE``: keys
+    its settings hold only where the config sets them).
     """
 
     _WHAT = "settings"
     _MADE_BY = "gdpo.plan"
+    _LEFT_OUT_WHEN_NONE: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """The settings as JSON-ready data (field order kept; tuples as lists)."""
-        return {field.name: _plain(getattr(self, field.name)) for field in dataclasses.fields(self)}
+        return {field.name: _plain(getattr(self, field.name)) for field in dataclasses.fields(self)
+                if not (field.name in self._LEFT_OUT_WHEN_NONE and getattr(self, field.name) is None)}
 
     def to_json(self) -> str:
         """The settings as one line of JSON (the rule's ``--settings``); :meth:`from_json` reads it."""
@@ -722,7 +730,88 @@ WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, 
 RL_ONLY_OPTIONS = ("decline_share",)
 
 
-def resolve_warmup_settings(config: dict, task: str) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class WarmupSettings(_Settings):
+    """Everything a task's format warm-up needs: ``python -m gdpo warmup-model --settings <to_json()>``.
+
+    Made from the config by :func:`resolve_warmup_settings`; the warm-up (:func:`gdpo.training.warmup.warmup_model`)
+    writes them to ``warmup.json`` beside the warmed-up model. :meth:`to_json` keeps the field names and order
+    the warm-ups have always had.
+
+    Warm-up:
+        task (str): the config's task name. family (str): its task family (:data:`gdpo.tasks.FAMILIES`).
+        options (dict): the task's data options but :data:`RL_ONLY_OPTIONS`.
+    Training (:data:`WARMUP_DEFAULTS` < the task's ``warmup`` block):
+        max_steps (int): optimizer steps. learning_rate (float): > 0. train_size (int): items drawn.
+        per_device_train_batch_size (int): items per micro-batch. seed (int): item draw and training seed, ≥ 0.
+        bf16 (bool): bfloat16 autocast over float32 weights. gradient_accumulation_steps (int): micro-batches
+        per optimizer step. freeze_embeddings (bool): keep the token embeddings fixed.
+    Reporting:
+        report_to (str | list[str] | None): the task's ``training.report_to`` (:func:`report_backends`); None
+        where the config sets none, and then no key of :meth:`to_dict`.
+    """
+
+    task: str
+    family: str
+    options: dict = dataclasses.field(default_factory=dict)
+    max_steps: int = WARMUP_DEFAULTS["max_steps"]
+    learning_rate: float = WARMUP_DEFAULTS["learning_rate"]
+    train_size: int = WARMUP_DEFAULTS["train_size"]
+    per_device_train_batch_size: int = WARMUP_DEFAULTS["per_device_train_batch_size"]
+    seed: int = WARMUP_DEFAULTS["seed"]
+    bf16: bool = WARMUP_DEFAULTS["bf16"]
+    gradient_accumulation_steps: int = WARMUP_DEFAULTS["gradient_accumulation_steps"]
+    freeze_embeddings: bool = WARMUP_DEFAULTS["freeze_embeddings"]
+    report_to: str | list[str] | None = None
+
+    _WHAT = "warm-up settings"
+    _MADE_BY = "gdpo.plan.resolve_warmup_settings"
+    _LEFT_OUT_WHEN_NONE = ("report_to",)
+
+    def __post_init__(self) -> None:
+        _copied_mapping(self, "options", "; they are the task's data options")
+        if isinstance(self.report_to, (list, tuple)):
+            _set_field(self, "report_to", list(self.report_to))
+        self._check()
+
+    def _check(self) -> None:
+        _check_directory_name("task", self.task)  # the warmed-up model's directory is named after it
+        where = f"warm-up of task {self.task!r}"
+        try:
+            family_spec(self.family)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        unknown = sorted(set(self.options) - set(DATA_OPTION_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: options {unknown} are no data options; the task's data options are "
+                             f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
+        rl_only = sorted(set(self.options) & set(RL_ONLY_OPTIONS))
+        if rl_only:
+            raise ValueError(f"{where}: options {rl_only} choose the RL training's item mix, not the warm-up's; "
+                             "leave them out of its options.")
+        for name in ("max_steps", "train_size", "per_device_train_batch_size", "gradient_accumulation_steps"):
+            value = getattr(self, name)
+            if not _whole(value, 1):
+                raise ValueError(f"{where}: {name} {value!r} must be a positive integer; set "
+                                 f"`tasks.{self.task}.warmup.{name}:` to 1 or more.")
+        if not _whole(self.seed, 0):
+            raise ValueError(f"{where}: seed {self.seed!r} must be an integer ≥ 0; set "
+                             f"`tasks.{self.task}.warmup.seed:`.")
+        if not _real(self.learning_rate) or self.learning_rate <= 0:
+            raise ValueError(f"{where}: learning_rate {self.learning_rate!r} must be a number > 0; set "
+                             f"`tasks.{self.task}.warmup.learning_rate:`.")
+        for name in ("bf16", "freeze_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{where}: {name} {getattr(self, name)!r} must be true or false; set "
+                                 f"`tasks.{self.task}.warmup.{name}:`.")
+        if self.report_to is not None:
+            try:
+                report_backends(self.report_to)
+            except ValueError as error:
+                raise ValueError(f"{where}: the config's training: {error}") from None
+
+
+def resolve_warmup_settings(config: dict, task: str) -> WarmupSettings | None:
     """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block.
 
     The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
@@ -734,14 +823,12 @@ def resolve_warmup_settings(config: dict, task: str) -> dict | None:
         return None
     training = {**config.get("training", {}), **spec.get("training", {})}
     reporting = {"report_to": training["report_to"]} if "report_to" in training else {}
-    return {
-        "task": task,
-        "family": spec["family"],
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
-        **WARMUP_DEFAULTS,
-        **spec["warmup"],
-        **reporting,
-    }
+    return WarmupSettings(
+        task=task,
+        family=spec["family"],
+        options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
+        **{**WARMUP_DEFAULTS, **spec["warmup"], **reporting},
+    )
 
 
 def warmup_model_dir(scale: str, task: str) -> str:

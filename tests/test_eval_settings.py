@@ -1,11 +1,11 @@
-"""Evaluation settings, typed (gdpo.plan.EvalSettings), and warm-up settings: the JSON every planned job gets,
-byte for byte; the typed settings' JSON round trip and checks.
+"""Typed evaluation and warm-up settings (gdpo.plan.EvalSettings, WarmupSettings): the JSON every planned job
+gets, byte for byte, a JSON round trip, and their checks.
 
 Snakemake re-runs a job whose settings text changes, and the committed evidence of scale cpu-evidence stores each
 evaluation's settings, which the rule ``restore_eval`` compares with the config's. So the text of every shipped
 config's settings is pinned: ``tests/data/eval_settings_golden.json`` holds it as the code at commit 3bc5d8f
 wrote it (``json.dumps`` of the dicts ``resolve_eval_settings`` and ``resolve_warmup_settings`` returned then,
-before the settings were typed); the typed settings' ``to_json()`` must write the same.
+before the settings were typed); their ``to_json()`` must write the same.
 A deliberate change of a shipped config's evaluation or warm-up changes its entries: update them in the same
 commit.
 """
@@ -24,7 +24,9 @@ from gdpo.config import apply_grid, apply_miniature, read_yaml, validate_config
 from gdpo.plan import (
     BASE_METHOD,
     EVAL_DEFAULTS,
+    WARMUP_DEFAULTS,
     EvalSettings,
+    WarmupSettings,
     plan_evaluations,
     resolve_eval_settings,
     resolve_warmup_settings,
@@ -65,7 +67,8 @@ def settings_texts() -> dict[str, dict[str, str]]:
             settings = resolve_eval_settings(config, key.task, key.method, key.seed)
             texts["evaluate"][f"{label}/{key.task}/{key.method}/seed{key.seed}"] = settings.to_json()
         for task in config["tasks"]:
-            texts["warmup"][f"{label}/{task}"] = json.dumps(resolve_warmup_settings(config, task))
+            warmup = resolve_warmup_settings(config, task)
+            texts["warmup"][f"{label}/{task}"] = "null" if warmup is None else warmup.to_json()
     return texts
 
 
@@ -95,6 +98,13 @@ def test_every_planned_jobs_settings_round_trip_through_json(label):
         assert EvalSettings.from_json(settings.to_json()) == settings
         assert list(settings.to_dict()) == [field.name for field in dataclasses.fields(EvalSettings)]
         assert settings.key(runs_root(config["scale"])) == key
+    for task in config["tasks"]:
+        warmup = resolve_warmup_settings(config, task)
+        if warmup is not None:
+            assert WarmupSettings.from_json(warmup.to_json()) == warmup
+            # report_to is a key only where the config sets it.
+            names = [field.name for field in dataclasses.fields(WarmupSettings)]
+            assert list(warmup.to_dict()) == [name for name in names if name != "report_to" or warmup.report_to]
 
 
 def test_settings_do_not_share_the_configs_mappings():
@@ -102,6 +112,9 @@ def test_settings_do_not_share_the_configs_mappings():
     settings = resolve_eval_settings(config, "arithmetic", "gdpo", 0)
     settings.options["length_limit"] = 999
     assert config["tasks"]["arithmetic"]["length_limit"] != 999
+    warmup = resolve_warmup_settings(config, "tool_calling")
+    warmup.options["data_dir"] = "elsewhere"
+    assert config["tasks"]["tool_calling"]["data_dir"] != "elsewhere"
 
 
 def test_settings_json_from_another_version_is_refused_naming_the_unknown_keys():
@@ -109,8 +122,8 @@ def test_settings_json_from_another_version_is_refused_naming_the_unknown_keys()
     with pytest.raises(ValueError, match=r"evaluation settings have unknown keys \['evaluator'\]; the fields are "
                                          r"task, family, .*resolve_eval_settings"):
         EvalSettings.from_json(json.dumps(data))
-    with pytest.raises(ValueError, match="evaluation settings must be a JSON object"):
-        EvalSettings.from_json("[1, 2]")
+    with pytest.raises(ValueError, match="warm-up settings must be a JSON object"):
+        WarmupSettings.from_json("[1, 2]")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -124,9 +137,16 @@ def valid_eval(**changes) -> EvalSettings:
     return EvalSettings(**{**fields, **changes})
 
 
+def valid_warmup(**changes) -> WarmupSettings:
+    fields = dict(task="tool_calling", family="tool_calling", options={"data_dir": "split"}, **WARMUP_DEFAULTS)
+    return WarmupSettings(**{**fields, **changes})
+
+
 def test_valid_settings_pass_and_base_is_an_evaluated_method():
     assert valid_eval().method == "gdpo" and valid_eval(method=BASE_METHOD).method == BASE_METHOD
     assert valid_eval(eval_size=24, temperature=0.6, top_p=0.95, num_samples=16).num_samples == 16
+    assert valid_warmup(report_to=["tensorboard"]).to_dict()["report_to"] == ["tensorboard"]
+    assert "report_to" not in valid_warmup().to_dict()
 
 
 @pytest.mark.parametrize(("changes", "problem", "fix"), [
@@ -159,8 +179,38 @@ def test_each_wrong_evaluation_setting_is_refused_naming_the_problem_and_the_fix
     assert fix in str(error.value), str(error.value)
 
 
+@pytest.mark.parametrize(("changes", "problem", "fix"), [
+    ({"task": ".."}, "task '..' cannot name a run directory", "use letters, digits"),
+    ({"family": "poetry"}, "warm-up of task 'tool_calling': Unknown task family 'poetry'", "valid families are:"),
+    ({"options": None}, "options must be a mapping", "they are the task's data options"),
+    ({"options": {"size": 3}}, r"options \['size'\] are no data options", "its keys among length_limit"),
+    ({"options": {"decline_share": 0.0}}, r"options \['decline_share'\] choose the RL training's item mix",
+     "leave them out of its options"),
+    ({"max_steps": 0}, "max_steps 0 must be a positive integer", "set `tasks.tool_calling.warmup.max_steps:`"),
+    ({"train_size": None}, "train_size None must be a positive integer", "warmup.train_size:` to 1 or more"),
+    ({"per_device_train_batch_size": 1.5}, "per_device_train_batch_size 1.5 must be a positive integer",
+     "warmup.per_device_train_batch_size:`"),
+    ({"gradient_accumulation_steps": False}, "gradient_accumulation_steps False must be a positive integer",
+     "warmup.gradient_accumulation_steps:`"),
+    ({"seed": -3}, "seed -3 must be an integer ≥ 0", "set `tasks.tool_calling.warmup.seed:`"),
+    ({"learning_rate": 0}, "learning_rate 0 must be a number > 0", "warmup.learning_rate:`"),
+    ({"learning_rate": math.inf}, "learning_rate inf must be a number > 0", "warmup.learning_rate:`"),
+    ({"bf16": "false"}, "bf16 'false' must be true or false", "set `tasks.tool_calling.warmup.bf16:`"),
+    ({"freeze_embeddings": 1}, "freeze_embeddings 1 must be true or false", "warmup.freeze_embeddings:`"),
+    ({"report_to": "all"}, "the config's training: report_to names unknown backend", "allowed values: none"),
+])
+def test_each_wrong_warmup_setting_is_refused_naming_the_problem_and_the_fix(changes, problem, fix):
+    with pytest.raises(ValueError) as error:
+        valid_warmup(**changes)
+    assert re.search(problem, str(error.value)), str(error.value)
+    assert fix in str(error.value), str(error.value)
+
+
 def test_a_config_with_a_wrong_value_stops_at_planning_naming_the_task():
     config = planned_configs()["smoke:default"]
     config["tasks"]["arithmetic"]["evaluation"] = {"top_p": 0}
     with pytest.raises(ValueError, match=r"evaluation arithmetic/gdpo/seed0: top_p 0 must be a number in"):
         resolve_eval_settings(config, "arithmetic", "gdpo", 0)
+    config["tasks"]["tool_calling"]["warmup"] = {**config["tasks"]["tool_calling"]["warmup"], "max_steps": 0}
+    with pytest.raises(ValueError, match=r"warm-up of task 'tool_calling': max_steps 0 must be"):
+        resolve_warmup_settings(config, "tool_calling")
