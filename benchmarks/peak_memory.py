@@ -15,7 +15,6 @@ missing; BFCL's split comes from ``snakemake --cores 2 resources/data/bfcl_v3_sp
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -82,7 +81,7 @@ def main() -> int:
         warmup = resolve_warmup_settings(config, task)
         if warmup is not None:
             warmed = work / f"warmup_{task}"
-            command = python + ["warmup-model", "--settings", json.dumps(warmup), "--model-dir", str(model_dir),
+            command = python + ["warmup-model", "--settings", warmup.to_json(), "--model-dir", str(model_dir),
                                 "--out", str(warmed)] + threads
             rows.append((f"warmup_model {task}", *run_measured(command, work / f"warmup_{task}.log")))
             model_dir = warmed

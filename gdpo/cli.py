@@ -209,12 +209,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_warmup_model(args: argparse.Namespace) -> int:
     import json
 
+    from gdpo.plan import WarmupSettings
     from gdpo.training.memory import return_freed_memory_to_os
     from gdpo.training.warmup import warmup_model
 
     # A process-wide setting, so the command sets it, not the library function.
     return_freed_memory_to_os()
-    record = warmup_model(json.loads(args.settings), args.model_dir, args.out, threads=args.threads)
+    record = warmup_model(WarmupSettings.from_json(args.settings), args.model_dir, args.out, threads=args.threads)
     print(json.dumps({"examples": record["examples"], "first_loss": record["losses"][0],
                       "last_loss": record["losses"][-1]}))
     return 0
@@ -224,8 +225,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import json
 
     from gdpo.evaluation.run import evaluate_run
+    from gdpo.plan import EvalSettings
 
-    record = evaluate_run(json.loads(args.settings), args.model_dir, args.out, args.work_dir,
+    record = evaluate_run(EvalSettings.from_json(args.settings), args.model_dir, args.out, args.work_dir,
                           adapter_dir=args.adapter_dir, threads=args.threads)
     print(json.dumps({"summary": record["summary"], "eval_seconds": record["eval_seconds"]}))
     return 0
@@ -491,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
     )
     sub.add_argument("--settings", required=True,
-                     help="warm-up settings as JSON (gdpo.plan.resolve_warmup_settings)")
+                     help="the warm-up's settings as JSON (gdpo.plan.WarmupSettings.to_json)")
     sub.add_argument("--model-dir", required=True, help="prepared model directory")
     sub.add_argument("--out", required=True, help="output model directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
@@ -503,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
     )
     sub.add_argument("--settings", required=True,
-                     help="resolved evaluation settings as JSON (gdpo.plan.resolve_eval_settings)")
+                     help="the evaluation's settings as JSON (gdpo.plan.EvalSettings.to_json)")
     sub.add_argument("--model-dir", required=True, help="prepared base model directory")
     sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
     sub.add_argument("--out", required=True, help="output eval.json")

@@ -124,9 +124,11 @@ def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "
 def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected: Mapping | None = None) -> None:
     """Copy committed evidence ``names`` from ``src`` into ``run_dir``.
 
-    ``expected``: the settings the config asks for (for a trained run ``resolve_run_settings(...).to_dict()``,
-    for an evaluation ``resolve_eval_settings``, both in :mod:`gdpo.plan`); every key must equal the committed one (``config.json``, or
-    eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is copied.
+    ``expected``: the settings the config asks for, as data (for a trained run
+    ``resolve_run_settings(...).to_dict()``, for an evaluation ``resolve_eval_settings(...).to_dict()``, both in
+    :mod:`gdpo.plan`; the rules pass their ``to_json()``); every key must equal the committed one
+    (``config.json``, or eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is
+    copied.
     """
     src, run_dir, names = Path(src), Path(run_dir), list(names)
     if expected is not None:

@@ -9,8 +9,9 @@ dry run stays fast. The jobs (``python -m gdpo train|evaluate|warmup-model``) im
 - What a config runs: :func:`plan_runs`, :func:`plan_evaluations`, :func:`task_seeds`, :func:`describe_runs`,
   :func:`planned_outputs`.
 - How each job runs: :class:`RunSettings` (a training run, from :func:`resolve_run_settings`),
-  :func:`resolve_eval_settings`, :func:`resolve_warmup_settings`, :func:`launcher_command`,
-  :func:`gpu_only_settings`, :func:`report_backends`.
+  :class:`EvalSettings` (an evaluation, from :func:`resolve_eval_settings`), :class:`WarmupSettings` (a task's
+  format warm-up, from :func:`resolve_warmup_settings`), :func:`launcher_command`, :func:`gpu_only_settings`,
+  :func:`report_backends`.
 - Models: :func:`check_model_spec`, :func:`model_slug`.
 """
 
@@ -24,7 +25,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Self
 
 from gdpo.methods import available_conventions, available_methods
 from gdpo.tasks import DATA_OPTION_KEYS, family_spec
@@ -58,6 +59,16 @@ _RUN_DIR = _layout_regex()
 _LAYOUT_DEPTH = RUN_LAYOUT.count("/") + 1
 
 
+def _check_directory_name(field: str, value: Any) -> None:
+    """``ValueError`` unless ``value`` can be the ``field`` (``task`` or ``method``) part of a run's directory."""
+    allowed = isinstance(value, str) and re.fullmatch(RUN_WILDCARDS[field], value)
+    # "." and ".." match the task pattern but are no directory of their own.
+    if not allowed or value in (".", ".."):
+        characters = "_ . -" if field == "task" else "_"
+        raise ValueError(f"{field} {value!r} cannot name a run directory: use letters, digits and "
+                         f"{characters} only ({RUN_WILDCARDS[field]}), not . or ..")
+
+
 def runs_root(scale: str) -> Path:
     """``results/<scale>/runs``: the root of a scale's run directories."""
     return Path("results") / scale / "runs"
@@ -83,13 +94,7 @@ class RunKey:
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
         for field in ("task", "method"):
-            value = getattr(self, field)
-            allowed = isinstance(value, str) and re.fullmatch(RUN_WILDCARDS[field], value)
-            # "." and ".." match the task pattern but are no directory of their own.
-            if not allowed or value in (".", ".."):
-                characters = "_ . -" if field == "task" else "_"
-                raise ValueError(f"{field} {value!r} cannot name a run directory: use letters, digits and "
-                                 f"{characters} only ({RUN_WILDCARDS[field]}), not . or ..")
+            _check_directory_name(field, getattr(self, field))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed {self.seed!r} of run {self.task}/{self.method} must be an integer ≥ 0.")
 
@@ -217,7 +222,7 @@ def plan_evaluations(config: dict) -> list[RunKey]:
         if not config["tasks"][task].get("evaluate_base", True):
             continue
         all_seeds = task_seeds(config, task)
-        temperature = resolve_eval_settings(config, task, BASE_METHOD, all_seeds[0])["temperature"]
+        temperature = resolve_eval_settings(config, task, BASE_METHOD, all_seeds[0]).temperature
         seeds = all_seeds if temperature > 0 else all_seeds[:1]
         base += [RunKey(task, BASE_METHOD, seed, runs_root(config["scale"])) for seed in seeds]
     return runs + base
@@ -309,8 +314,74 @@ RUN_OWNED_TRL_ARGUMENTS = {
 }
 
 
+class _Settings:
+    """The JSON form shared by a job's typed settings (:class:`RunSettings`, :class:`EvalSettings`,
+    :class:`WarmupSettings`; each a frozen dataclass): :meth:`to_json` is the job's ``--settings`` and the text
+    Snakemake compares to decide a re-run, so it keeps the field order and names.
+
+    A subclass names what it is (``_WHAT``) and the function that makes it (``_MADE_BY``) for its error
+    messages, and may list fields that are left out of :meth:`to_dict` while None (``_LEFT_OUT_WHEN_NONE``: keys
+    its settings hold only where the config sets them).
+    """
+
+    _WHAT = "settings"
+    _MADE_BY = "gdpo.plan"
+    _LEFT_OUT_WHEN_NONE: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The settings as JSON-ready data (field order kept; tuples as lists)."""
+        return {field.name: _plain(getattr(self, field.name)) for field in dataclasses.fields(self)
+                if not (field.name in self._LEFT_OUT_WHEN_NONE and getattr(self, field.name) is None)}
+
+    def to_json(self) -> str:
+        """The settings as one line of JSON (the rule's ``--settings``); :meth:`from_json` reads it."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Self:
+        """Settings from :meth:`to_dict`'s form; ``ValueError`` naming any key that is not a field."""
+        names = [field.name for field in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"{cls._WHAT} have unknown keys {unknown}; the fields are {', '.join(names)}. "
+                             f"Make them with {cls._MADE_BY}.")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """Settings from :meth:`to_json`'s text."""
+        data = json.loads(text)
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{cls._WHAT} must be a JSON object, got {text[:80]!r}.")
+        return cls.from_dict(data)
+
+
+def _set_field(settings: _Settings, name: str, value: Any) -> None:
+    """Set a field of frozen settings (in ``__post_init__`` only)."""
+    object.__setattr__(settings, name, value)
+
+
+def _copied_mapping(settings: _Settings, name: str, fix: str) -> None:
+    """Replace the mapping field ``name`` by a deep copy, so that the config is never shared with a job;
+    ``ValueError`` with ``fix`` if it is no mapping."""
+    value = getattr(settings, name)
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{settings._WHAT}: {name} must be a mapping, got {value!r}{fix}.")
+    _set_field(settings, name, copy.deepcopy(dict(value)))
+
+
+def _whole(value: Any, minimum: int) -> bool:
+    """``value`` is an integer (not a bool) ≥ ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _real(value: Any) -> bool:
+    """``value`` is a finite number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclasses.dataclass(frozen=True)
-class RunSettings:
+class RunSettings(_Settings):
     """Everything one training run needs: ``python -m gdpo train --settings <to_json()>``.
 
     Made from the config by :func:`resolve_run_settings`; the trainer (:func:`gdpo.training.run.train`) writes
@@ -353,24 +424,22 @@ class RunSettings:
     peft: dict | None = None
     trl: dict = dataclasses.field(default_factory=dict)
 
+    _WHAT = "run settings"
+    _MADE_BY = "gdpo.plan.resolve_run_settings"
+
     def __post_init__(self) -> None:
         # Lists from JSON become tuples; mappings are copied so the config is never shared with a run.
-        def set_field(name: str, value: Any) -> None:
-            object.__setattr__(self, name, value)
-
-        set_field("reward_names", tuple(self.reward_names))
-        set_field("reward_weights", tuple(float(weight) for weight in self.reward_weights))
+        _set_field(self, "reward_names", tuple(self.reward_names))
+        _set_field(self, "reward_weights", tuple(float(weight) for weight in self.reward_weights))
         for name in ("data_options", "trl"):
-            if not isinstance(getattr(self, name), Mapping):
-                raise ValueError(f"run settings: {name} must be a mapping, got {getattr(self, name)!r}.")
-            set_field(name, copy.deepcopy(dict(getattr(self, name))))
+            _copied_mapping(self, name, "")
         if self.peft is not None:
             if not isinstance(self.peft, Mapping):
                 raise ValueError(f"run settings: peft must be LoraConfig arguments (a mapping) or None, got "
                                  f"{self.peft!r}; set the config's `training.peft:` block or remove it.")
-            set_field("peft", copy.deepcopy(dict(self.peft)))
+            _set_field(self, "peft", copy.deepcopy(dict(self.peft)))
         if self.policy_dtype is None:
-            set_field("policy_dtype", "bfloat16" if self.trl.get("bf16") else "float32")
+            _set_field(self, "policy_dtype", "bfloat16" if self.trl.get("bf16") else "float32")
         self._check()
 
     def _check(self) -> None:
@@ -425,32 +494,6 @@ class RunSettings:
     def key(self, root: str | PurePath = ".") -> RunKey:
         """The run's :class:`RunKey` under ``root``."""
         return RunKey(self.task, self.method, self.seed, Path(root))
-
-    def to_dict(self) -> dict:
-        """The settings as JSON-ready data (field order kept; tuples as lists)."""
-        return {field.name: _plain(getattr(self, field.name)) for field in dataclasses.fields(self)}
-
-    def to_json(self) -> str:
-        """The settings as one line of JSON (the rule's ``--settings``); :meth:`from_json` reads it."""
-        return json.dumps(self.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> RunSettings:
-        """Settings from :meth:`to_dict`'s form; ``ValueError`` naming any key that is not a field."""
-        names = [field.name for field in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - set(names))
-        if unknown:
-            raise ValueError(f"run settings have unknown keys {unknown}; the fields are {', '.join(names)}. "
-                             "Make them with gdpo.plan.resolve_run_settings.")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> RunSettings:
-        """Settings from :meth:`to_json`'s text."""
-        data = json.loads(text)
-        if not isinstance(data, Mapping):
-            raise ValueError(f"run settings must be a JSON object, got {text[:80]!r}.")
-        return cls.from_dict(data)
 
 
 def report_backends(report_to: Any) -> list[str]:
@@ -570,12 +613,93 @@ EVAL_DEFAULTS = {
 }
 
 
-def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class EvalSettings(_Settings):
+    """Everything one evaluation needs: ``python -m gdpo evaluate --settings <to_json()>``.
+
+    Made from the config by :func:`resolve_eval_settings`; the evaluator (:func:`gdpo.evaluation.run.evaluate_run`)
+    writes them to the run's ``eval.json`` under ``settings``, followed by its own. :meth:`to_json` keeps the
+    field names and order the evaluations have always written: the committed evidence holds them, and restoring
+    it compares them with the config's (:func:`gdpo.evidence.restore`, rule ``restore_eval``).
+
+    Evaluation:
+        task (str): the config's task name. family (str): its task family (:data:`gdpo.tasks.FAMILIES`).
+        model (str): model spec (:func:`check_model_spec`). method (str): the trained run's advantage method,
+        or :data:`BASE_METHOD` for the untrained model. seed (int): the run's seed (the sampling seed), ≥ 0.
+        options (dict): the task's keys of :data:`gdpo.tasks.DATA_OPTION_KEYS`. fast_generation (bool):
+        completions from the bfloat16 rollout engine.
+    Sampling (:data:`EVAL_DEFAULTS` < the scale's ``evaluation`` < the task's):
+        eval_size (int | None): held-out items per benchmark (None: every item). num_samples (int): samples
+        per item. temperature (float): ≥ 0, 0 is greedy. top_p (float): nucleus threshold in (0, 1].
+        max_new_tokens (int): generation limit per sample, tokens. batch_size (int): sequences generated
+        together.
+    """
+
+    task: str
+    family: str
+    model: str
+    method: str
+    seed: int
+    options: dict = dataclasses.field(default_factory=dict)
+    fast_generation: bool = False
+    eval_size: int | None = EVAL_DEFAULTS["eval_size"]
+    num_samples: int = EVAL_DEFAULTS["num_samples"]
+    temperature: float = EVAL_DEFAULTS["temperature"]
+    top_p: float = EVAL_DEFAULTS["top_p"]
+    max_new_tokens: int = EVAL_DEFAULTS["max_new_tokens"]
+    batch_size: int = EVAL_DEFAULTS["batch_size"]
+
+    _WHAT = "evaluation settings"
+    _MADE_BY = "gdpo.plan.resolve_eval_settings"
+
+    def __post_init__(self) -> None:
+        _copied_mapping(self, "options", "; they are the task's data options")
+        self._check()
+
+    def _check(self) -> None:
+        RunKey(self.task, self.method, self.seed)  # a name or seed that cannot be a path stops here
+        where = f"evaluation {self.task}/{self.method}/seed{self.seed}"
+        if self.method != BASE_METHOD and self.method not in available_methods():
+            raise ValueError(f"{where}: unknown method {self.method!r}; evaluate a run of one of "
+                             f"{', '.join(available_methods())}, or {BASE_METHOD!r} for the untrained model.")
+        try:
+            family_spec(self.family)
+            check_model_spec(self.model)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        unknown = sorted(set(self.options) - set(DATA_OPTION_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: options {unknown} are no data options; the task's data options are "
+                             f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
+        if not isinstance(self.fast_generation, bool):
+            raise ValueError(f"{where}: fast_generation {self.fast_generation!r} must be true or false; set "
+                             "`fast_generation:` (the scale's or the task's).")
+        if self.eval_size is not None and not _whole(self.eval_size, 1):
+            raise ValueError(f"{where}: eval_size {self.eval_size!r} must be a positive integer; set "
+                             "`evaluation.eval_size:` to 1 or more, or leave it out for every held-out item.")
+        for name in ("num_samples", "max_new_tokens", "batch_size"):
+            value = getattr(self, name)
+            if not _whole(value, 1):
+                raise ValueError(f"{where}: {name} {value!r} must be a positive integer; set "
+                                 f"`evaluation.{name}:` (the scale's or the task's) to 1 or more.")
+        if not _real(self.temperature) or self.temperature < 0:
+            raise ValueError(f"{where}: temperature {self.temperature!r} must be a number ≥ 0; set "
+                             "`evaluation.temperature:` to 0 for greedy decoding or more to sample.")
+        if not _real(self.top_p) or not 0 < self.top_p <= 1:
+            raise ValueError(f"{where}: top_p {self.top_p!r} must be a number in (0, 1]; set `evaluation.top_p:` "
+                             "(1: no nucleus cut).")
+
+    def key(self, root: str | PurePath = ".") -> RunKey:
+        """The evaluated run's :class:`RunKey` under ``root``."""
+        return RunKey(self.task, self.method, self.seed, Path(root))
+
+
+def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> EvalSettings:
     """The settings of one evaluation: defaults < the scale's ``evaluation`` < the task's ``evaluation``.
 
-    ``method`` is one of the task's methods or ``"base"`` (the untrained model).
-    Returns a JSON-serialisable dict: ``task``, ``family``, ``model``, ``method``, ``seed``, ``options`` (the
-    task's data options) and the keys of :data:`EVAL_DEFAULTS`.
+    ``method`` is one of the task's methods or ``"base"`` (the untrained model). ``ValueError`` when the config
+    does not define the task, the task does not train the method, or the settings fail
+    :class:`EvalSettings`'s checks.
     """
     spec = _task_spec(config, task)
     methods = task_methods(config, task)
@@ -585,16 +709,16 @@ def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> di
         )
     family_spec(spec["family"])  # unknown families stop here, with the valid names
     evaluation = {**EVAL_DEFAULTS, **(config.get("evaluation") or {}), **(spec.get("evaluation") or {})}
-    return {
-        "task": task,
-        "family": spec["family"],
-        "model": spec["model"],
-        "method": method,
-        "seed": seed,
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
-        "fast_generation": bool(spec.get("fast_generation", config.get("fast_generation", False))),
+    return EvalSettings(
+        task=task,
+        family=spec["family"],
+        model=spec["model"],
+        method=method,
+        seed=seed,
+        options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        fast_generation=bool(spec.get("fast_generation", config.get("fast_generation", False))),
         **evaluation,
-    }
+    )
 
 
 #: Warm-up settings where the task's ``warmup`` block is silent (:mod:`gdpo.training.warmup`).
@@ -606,7 +730,88 @@ WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, 
 RL_ONLY_OPTIONS = ("decline_share",)
 
 
-def resolve_warmup_settings(config: dict, task: str) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class WarmupSettings(_Settings):
+    """Everything a task's format warm-up needs: ``python -m gdpo warmup-model --settings <to_json()>``.
+
+    Made from the config by :func:`resolve_warmup_settings`; the warm-up (:func:`gdpo.training.warmup.warmup_model`)
+    writes them to ``warmup.json`` beside the warmed-up model. :meth:`to_json` keeps the field names and order
+    the warm-ups have always had.
+
+    Warm-up:
+        task (str): the config's task name. family (str): its task family (:data:`gdpo.tasks.FAMILIES`).
+        options (dict): the task's data options but :data:`RL_ONLY_OPTIONS`.
+    Training (:data:`WARMUP_DEFAULTS` < the task's ``warmup`` block):
+        max_steps (int): optimizer steps. learning_rate (float): > 0. train_size (int): items drawn.
+        per_device_train_batch_size (int): items per micro-batch. seed (int): item draw and training seed, ≥ 0.
+        bf16 (bool): bfloat16 autocast over float32 weights. gradient_accumulation_steps (int): micro-batches
+        per optimizer step. freeze_embeddings (bool): keep the token embeddings fixed.
+    Reporting:
+        report_to (str | list[str] | None): the task's ``training.report_to`` (:func:`report_backends`); None
+        where the config sets none, and then no key of :meth:`to_dict`.
+    """
+
+    task: str
+    family: str
+    options: dict = dataclasses.field(default_factory=dict)
+    max_steps: int = WARMUP_DEFAULTS["max_steps"]
+    learning_rate: float = WARMUP_DEFAULTS["learning_rate"]
+    train_size: int = WARMUP_DEFAULTS["train_size"]
+    per_device_train_batch_size: int = WARMUP_DEFAULTS["per_device_train_batch_size"]
+    seed: int = WARMUP_DEFAULTS["seed"]
+    bf16: bool = WARMUP_DEFAULTS["bf16"]
+    gradient_accumulation_steps: int = WARMUP_DEFAULTS["gradient_accumulation_steps"]
+    freeze_embeddings: bool = WARMUP_DEFAULTS["freeze_embeddings"]
+    report_to: str | list[str] | None = None
+
+    _WHAT = "warm-up settings"
+    _MADE_BY = "gdpo.plan.resolve_warmup_settings"
+    _LEFT_OUT_WHEN_NONE = ("report_to",)
+
+    def __post_init__(self) -> None:
+        _copied_mapping(self, "options", "; they are the task's data options")
+        if isinstance(self.report_to, (list, tuple)):
+            _set_field(self, "report_to", list(self.report_to))
+        self._check()
+
+    def _check(self) -> None:
+        _check_directory_name("task", self.task)  # the warmed-up model's directory is named after it
+        where = f"warm-up of task {self.task!r}"
+        try:
+            family_spec(self.family)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        unknown = sorted(set(self.options) - set(DATA_OPTION_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: options {unknown} are no data options; the task's data options are "
+                             f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
+        rl_only = sorted(set(self.options) & set(RL_ONLY_OPTIONS))
+        if rl_only:
+            raise ValueError(f"{where}: options {rl_only} choose the RL training's item mix, not the warm-up's; "
+                             "leave them out of its options.")
+        for name in ("max_steps", "train_size", "per_device_train_batch_size", "gradient_accumulation_steps"):
+            value = getattr(self, name)
+            if not _whole(value, 1):
+                raise ValueError(f"{where}: {name} {value!r} must be a positive integer; set "
+                                 f"`tasks.{self.task}.warmup.{name}:` to 1 or more.")
+        if not _whole(self.seed, 0):
+            raise ValueError(f"{where}: seed {self.seed!r} must be an integer ≥ 0; set "
+                             f"`tasks.{self.task}.warmup.seed:`.")
+        if not _real(self.learning_rate) or self.learning_rate <= 0:
+            raise ValueError(f"{where}: learning_rate {self.learning_rate!r} must be a number > 0; set "
+                             f"`tasks.{self.task}.warmup.learning_rate:`.")
+        for name in ("bf16", "freeze_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{where}: {name} {getattr(self, name)!r} must be true or false; set "
+                                 f"`tasks.{self.task}.warmup.{name}:`.")
+        if self.report_to is not None:
+            try:
+                report_backends(self.report_to)
+            except ValueError as error:
+                raise ValueError(f"{where}: the config's training: {error}") from None
+
+
+def resolve_warmup_settings(config: dict, task: str) -> WarmupSettings | None:
     """The task's warm-up settings (defaults filled in), or None when it has no ``warmup`` block.
 
     The warm-up takes the task's data options except :data:`RL_ONLY_OPTIONS`: it teaches the output format on
@@ -618,14 +823,12 @@ def resolve_warmup_settings(config: dict, task: str) -> dict | None:
         return None
     training = {**config.get("training", {}), **spec.get("training", {})}
     reporting = {"report_to": training["report_to"]} if "report_to" in training else {}
-    return {
-        "task": task,
-        "family": spec["family"],
-        "options": {k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
-        **WARMUP_DEFAULTS,
-        **spec["warmup"],
-        **reporting,
-    }
+    return WarmupSettings(
+        task=task,
+        family=spec["family"],
+        options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
+        **{**WARMUP_DEFAULTS, **spec["warmup"], **reporting},
+    )
 
 
 def warmup_model_dir(scale: str, task: str) -> str:

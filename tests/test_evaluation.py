@@ -43,11 +43,11 @@ def policy(tiny_model_dir):
 
 def test_settings_take_defaults_then_scale_then_task():
     settings = resolve_eval_settings(CONFIG, "arithmetic", "gdpo", 3)
-    assert settings["eval_size"] == 5  # the scale's block
-    assert settings["max_new_tokens"] == 12  # the task's block wins over the scale's
-    assert settings["num_samples"] == EVAL_DEFAULTS["num_samples"]  # nobody sets it
-    assert settings["options"] == {"length_limit": 6}
-    assert resolve_eval_settings(CONFIG, "arithmetic", "base", 3)["method"] == "base"
+    assert settings.eval_size == 5  # the scale's block
+    assert settings.max_new_tokens == 12  # the task's block wins over the scale's
+    assert settings.num_samples == EVAL_DEFAULTS["num_samples"]  # nobody sets it
+    assert settings.options == {"length_limit": 6}
+    assert resolve_eval_settings(CONFIG, "arithmetic", "base", 3).method == "base"
 
 
 @pytest.mark.parametrize(
@@ -170,6 +170,8 @@ def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model_dir, tmp_pat
     written = json.loads((tmp_path / "eval.json").read_text())
     assert written == record
     assert written["method"] == "base" and written["family"] == "arithmetic"
+    # The job's settings first, in their order, then the evaluator's own.
+    assert list(written["settings"].items())[:len(settings.to_dict())] == list(settings.to_dict().items())
     metrics = written["benchmarks"]["arithmetic"]
     assert metrics["n_items"] == 5
     lines = [json.loads(line) for line in (tmp_path / "work/completions.jsonl").read_text().splitlines()]

@@ -104,7 +104,8 @@ def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
     run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0).to_dict())
-    (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "math", "gdpo", 0)}))
+    evaluation = resolve_eval_settings(config, "math", "gdpo", 0)
+    (run / EVAL_FILE).write_text(json.dumps({"settings": evaluation.to_dict()}))
     save_evidence(run, run_key_dir(evidence, "math", "gdpo", 0))
     target_dir = "results/cpu-evidence/runs/math/gdpo"
     targets = [f"{target_dir}/seed{seed}/{name}" for seed in (0, 1) for name in ("eval.json", "summary.json")]
@@ -138,7 +139,8 @@ def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
     run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2).to_dict())
-    (run / EVAL_FILE).write_text(json.dumps({"settings": resolve_eval_settings(config, "tool_calling", "grpo", 2)}))
+    evaluation = resolve_eval_settings(config, "tool_calling", "grpo", 2)
+    (run / EVAL_FILE).write_text(json.dumps({"settings": evaluation.to_dict()}))
     save_evidence(run, run_key_dir(tmp_path / "evidence", "tool_calling", "grpo", 2))
     work = tmp_path / "work"
     work.mkdir()

@@ -107,15 +107,15 @@ def test_the_math_evaluation_is_the_papers():
     paper = config("paper-math")
     for evaluation in plan_evaluations(paper):
         settings = resolve_eval_settings(paper, evaluation.task, evaluation.method, evaluation.seed)
-        assert (settings["num_samples"], settings["temperature"], settings["top_p"], settings["max_new_tokens"]) == (
+        assert (settings.num_samples, settings.temperature, settings.top_p, settings.max_new_tokens) == (
             16, 0.6, 0.95, 32768)
-        assert settings["options"]["eval_backend"] == "vllm"
-        assert gpu_only_settings({}, settings["options"]["eval_backend"]) == ["eval_backend='vllm'"]
+        assert settings.options["eval_backend"] == "vllm"
+        assert gpu_only_settings({}, settings.options["eval_backend"]) == ["eval_backend='vllm'"]
     for name in ("paper-tool_calling", "paper-code"):
         paper = config(name)
         run = plan_evaluations(paper)[0]
         settings = resolve_eval_settings(paper, run.task, run.method, run.seed)
-        assert settings["max_new_tokens"] >= paper["training"]["max_completion_length"], name
+        assert settings.max_new_tokens >= paper["training"]["max_completion_length"], name
 
 
 @pytest.mark.parametrize("name,items", [("paper-tool_calling", 24), ("paper-math", 24), ("paper-code", 24)])

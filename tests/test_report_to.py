@@ -84,7 +84,8 @@ SETTINGS_BEFORE_REPORT_TO = {
 
 def settings_lines(config: dict) -> list[str]:
     lines = [resolve_run_settings(config, run.task, run.method, run.seed).to_json() for run in plan_runs(config)]
-    return lines + [json.dumps(resolve_warmup_settings(config, task)) for task in sorted(config["tasks"])]
+    warmups = [resolve_warmup_settings(config, task) for task in sorted(config["tasks"])]
+    return lines + ["null" if warmup is None else warmup.to_json() for warmup in warmups]
 
 
 @pytest.mark.parametrize(("name", "grid"), sorted(SETTINGS_BEFORE_REPORT_TO))
@@ -228,7 +229,7 @@ def test_trackio_logs_into_a_local_store_in_the_run_directory(tiny_model, tmp_pa
 def test_the_warm_up_reports_its_losses_beside_the_warmed_up_model(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from gdpo.plan import WARMUP_DEFAULTS
+    from gdpo.plan import WarmupSettings
     from gdpo.training.warmup import warmup_model
 
     call = {"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}
@@ -241,8 +242,8 @@ def test_the_warm_up_reports_its_losses_beside_the_warmed_up_model(tmp_path):
     data_dir.mkdir()
     for name in ("train", "eval"):
         (data_dir / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    settings = {"task": "t", "family": "tool_calling", "options": {"data_dir": str(data_dir)}, **WARMUP_DEFAULTS,
-                "max_steps": 2, "train_size": 8, "learning_rate": 1e-3, "report_to": ["tensorboard"]}
+    settings = WarmupSettings(task="t", family="tool_calling", options={"data_dir": str(data_dir)}, max_steps=2,
+                              train_size=8, learning_rate=1e-3, report_to=["tensorboard"])
     out = tmp_path / "warmup/t/model"
     record = warmup_model(settings, models.build_tiny_model(tmp_path / "base"), out)
     accumulator = EventAccumulator(str(tmp_path / "warmup/t/logs/tensorboard"))

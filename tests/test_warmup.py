@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gdpo.plan import WARMUP_DEFAULTS, resolve_warmup_settings
+from gdpo.plan import WARMUP_DEFAULTS, WarmupSettings, resolve_warmup_settings
 from gdpo.tasks import required_files
 from gdpo.tasks.tool_calling import REWARD_FUNCTIONS, build_dataset, reference_completion
 from gdpo.training.models import build_tiny_model
@@ -56,36 +56,37 @@ def test_settings_only_for_tasks_with_a_warmup_block(split_dir):
                                  "warmup": {"max_steps": 3}}}}
     assert resolve_warmup_settings(config, "plain") is None
     settings = resolve_warmup_settings(config, "warm")
-    assert settings["max_steps"] == 3 and settings["train_size"] == WARMUP_DEFAULTS["train_size"]
-    assert settings["options"] == {"data_dir": str(split_dir)}
+    assert settings.max_steps == 3 and settings.train_size == WARMUP_DEFAULTS["train_size"]
+    assert settings.options == {"data_dir": str(split_dir)}
     # the RL training's item mix does not change the warm-up's: one start model for any decline_share
     config["tasks"]["warm"]["decline_share"] = 0.0
     assert resolve_warmup_settings(config, "warm") == settings
 
 
 def test_a_family_without_reference_answers_is_refused():
-    settings = {"task": "a", "family": "arithmetic", "options": {}, **WARMUP_DEFAULTS}
+    settings = WarmupSettings(task="a", family="arithmetic", options={})
     with pytest.raises(ValueError, match="no reference answers"):
         warmup_dataset(settings)
 
 
 def test_warmup_fine_tunes_and_saves_a_loadable_model(split_dir, tmp_path):
     model_dir = build_tiny_model(tmp_path / "base")
-    settings = {"task": "t", "family": "tool_calling", "options": {"data_dir": str(split_dir)},
-                **WARMUP_DEFAULTS, "max_steps": 3, "train_size": 8, "learning_rate": 1e-3}
+    settings = WarmupSettings(task="t", family="tool_calling", options={"data_dir": str(split_dir)}, max_steps=3,
+                              train_size=8, learning_rate=1e-3)
     record = warmup_model(settings, model_dir, tmp_path / "warm")
     assert record["examples"] == 8 and len(record["losses"]) == 3
     # A high learning rate on 8 fixed answers: the loss falls, so the weights really changed.
     assert record["losses"][-1] < record["losses"][0]
-    assert (tmp_path / "warm" / "config.json").is_file() and (tmp_path / "warm" / "warmup.json").is_file()
+    assert (tmp_path / "warm" / "config.json").is_file()
+    assert json.loads((tmp_path / "warm" / "warmup.json").read_text())["settings"] == settings.to_dict()
 
 
 def test_frozen_embeddings_stay_fixed_while_the_rest_trains(split_dir, tmp_path):
     from safetensors.torch import load_file
 
     model_dir = build_tiny_model(tmp_path / "base")
-    settings = {"task": "t", "family": "tool_calling", "options": {"data_dir": str(split_dir)},
-                **WARMUP_DEFAULTS, "max_steps": 2, "train_size": 8, "learning_rate": 1e-3, "freeze_embeddings": True}
+    settings = WarmupSettings(task="t", family="tool_calling", options={"data_dir": str(split_dir)}, max_steps=2,
+                              train_size=8, learning_rate=1e-3, freeze_embeddings=True)
     record = warmup_model(settings, model_dir, tmp_path / "warm")
     before, after = load_file(model_dir / "model.safetensors"), load_file(tmp_path / "warm" / "model.safetensors")
     embedding = "model.embed_tokens.weight"

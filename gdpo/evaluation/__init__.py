@@ -9,7 +9,7 @@ Each family's ``evaluate(request)`` receives an :class:`EvalRequest` and returns
      "not_run": {column: reason},
      "settings": {...}}
 
-:func:`gdpo.evaluation.run.evaluate_run` builds the request from the job's settings (:func:`gdpo.plan.resolve_eval_settings`)
+:func:`gdpo.evaluation.run.evaluate_run` builds the request from the job's settings (:class:`gdpo.plan.EvalSettings`)
 and writes the file.
 """
 

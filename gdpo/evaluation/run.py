@@ -1,5 +1,5 @@
-"""One evaluation job: call the family's evaluator with the job's settings
-(:func:`gdpo.plan.resolve_eval_settings`), write eval.json."""
+"""One evaluation job: call the family's evaluator with the job's settings (:class:`gdpo.plan.EvalSettings`),
+write eval.json."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 from gdpo.evaluation import EvalRequest
-from gdpo.plan import BASE_METHOD
+from gdpo.plan import BASE_METHOD, EvalSettings
 from gdpo.tasks import get_family
 
 
 def evaluate_run(
-    settings: dict,
+    settings: EvalSettings,
     model_dir: str | Path,
     out_path: str | Path,
     work_dir: str | Path,
@@ -24,7 +24,9 @@ def evaluate_run(
     """Evaluate one policy and write ``out_path`` (eval.json) atomically.
 
     Args:
-        settings: from :func:`gdpo.plan.resolve_eval_settings`.
+        settings: from :func:`gdpo.plan.resolve_eval_settings` (the command reads them with
+            :meth:`gdpo.plan.EvalSettings.from_json`); written to eval.json's ``settings``, followed
+            by the evaluator's own.
         model_dir: the prepared base model.
         out_path: ``results/<scale>/runs/<task>/<method>/seed<seed>/eval.json``.
         work_dir: directory for the evaluator's intermediate files (created).
@@ -35,38 +37,38 @@ def evaluate_run(
 
     from gdpo.training.run import weights_digest
 
-    if (settings["method"] == BASE_METHOD) != (adapter_dir is None):
+    if (settings.method == BASE_METHOD) != (adapter_dir is None):
         raise ValueError("Give --adapter-dir for a trained method and only for it (method 'base' is the untrained model).")
     torch.set_num_threads(threads)
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     request = EvalRequest(
-        task=settings["task"],
-        method=settings["method"],
-        seed=settings["seed"],
+        task=settings.task,
+        method=settings.method,
+        seed=settings.seed,
         model_dir=Path(model_dir),
         adapter_dir=Path(adapter_dir) if adapter_dir else None,
-        options=dict(settings["options"]),
-        eval_size=settings["eval_size"],
-        num_samples=settings["num_samples"],
-        temperature=settings["temperature"],
-        top_p=settings["top_p"],
-        max_new_tokens=settings["max_new_tokens"],
-        batch_size=settings["batch_size"],
+        options=dict(settings.options),
+        eval_size=settings.eval_size,
+        num_samples=settings.num_samples,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        max_new_tokens=settings.max_new_tokens,
+        batch_size=settings.batch_size,
         work_dir=work_dir,
         threads=threads,
-        fast_generation=settings.get("fast_generation", False),
+        fast_generation=settings.fast_generation,
     )
     started = time.perf_counter()
-    result = get_family(settings["family"]).evaluate(request)
+    result = get_family(settings.family).evaluate(request)
     record = {
-        "task": settings["task"],
-        "method": settings["method"],
-        "seed": settings["seed"],
-        "model": settings["model"],
+        "task": settings.task,
+        "method": settings.method,
+        "seed": settings.seed,
+        "model": settings.model,
         "model_weights_sha256": weights_digest(model_dir),
         **result,
-        "settings": {**settings, **(result.get("settings") or {})},
+        "settings": {**settings.to_dict(), **(result.get("settings") or {})},
         "eval_seconds": round(time.perf_counter() - started, 2),
     }
     out_path = Path(out_path)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.plan import FIGURE_STEMS, TABLE_STEMS, WARMUP_DEFAULTS, reporting_block
+from gdpo.plan import FIGURE_STEMS, TABLE_STEMS, reporting_block, resolve_warmup_settings
 from gdpo.reporting import curves, tables
 
 #: Figure key → (drawing function, the CSV it reads); file stems in :data:`gdpo.plan.FIGURE_STEMS`.
@@ -42,10 +42,10 @@ def starting_points(config: dict) -> dict[str, str]:
     """Task → what its ``base`` evaluation is, for the tasks whose RL starts from a format warm-up."""
     points = {}
     for task, spec in (config.get("tasks") or {}).items():
-        if spec.get("warmup"):
-            steps = {**WARMUP_DEFAULTS, **spec["warmup"]}["max_steps"]
-            points[task] = (f"{spec['model']} after a format warm-up ({steps} supervised steps on reference "
-                            "answers)")
+        warmup = resolve_warmup_settings(config, task)
+        if warmup is not None:
+            points[task] = (f"{spec['model']} after a format warm-up ({warmup.max_steps} supervised steps on "
+                            "reference answers)")
     return points
 
 

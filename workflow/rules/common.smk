@@ -133,8 +133,9 @@ def run_settings(wildcards):
 
 
 def eval_settings(wildcards):
-    """An evaluation job's settings as JSON (gdpo.plan.resolve_eval_settings): a change re-runs the job."""
-    return json.dumps(resolve_eval_settings(config, wildcards.task, wildcards.method, int(wildcards.seed)))
+    """An evaluation job's settings as the JSON its command reads (gdpo.plan.EvalSettings): a change of any of
+    them re-runs the job."""
+    return resolve_eval_settings(config, wildcards.task, wildcards.method, int(wildcards.seed)).to_json()
 
 
 # Studies of the policy-gradient bench; each file's keys and values are checked now, so a bad study stops

@@ -26,7 +26,8 @@ rule warmup_model:
     output:
         directory(warmup_model_dir(SCALE, "{task}")),
     params:
-        settings=lambda wildcards: json.dumps(resolve_warmup_settings(config, wildcards.task)),
+        # The warm-up's settings as JSON (gdpo.plan.WarmupSettings): a change re-runs the job.
+        settings=lambda wildcards: resolve_warmup_settings(config, wildcards.task).to_json(),
     threads: JOB_THREADS
     resources:
         mem_mb=4000,
