@@ -464,6 +464,72 @@ def _as_float64(values, what: str) -> tuple[torch.Tensor, torch.device | None, t
 _INTEGER_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
+def _checked_rewards(
+    rewards, num_generations
+) -> tuple[torch.Tensor, torch.device | None, torch.dtype | None, int]:
+    """The (B, n) float64 reward matrix, the input's device and float dtype, and G as an int; or why not."""
+    reward_matrix, device, out_dtype = _as_float64(rewards, "rewards")
+    if reward_matrix.ndim == 1:
+        reward_matrix = reward_matrix.unsqueeze(1)
+    if reward_matrix.ndim != 2:
+        raise ValueError(
+            f"rewards must have shape (B, n) — one row per rollout, one column per reward function — "
+            f"got shape {tuple(reward_matrix.shape)}."
+        )
+    num_rows, num_rewards = reward_matrix.shape
+    if isinstance(num_generations, bool) or not isinstance(num_generations, (int, np.integer)) or num_generations < 2:
+        raise ValueError(
+            f"num_generations must be an integer ≥ 2 (got {num_generations!r}): group-relative advantages "
+            "compare the rollouts of one prompt, so each prompt needs at least 2 rollouts."
+        )
+    num_generations = int(num_generations)
+    if num_rows % num_generations:
+        raise ValueError(
+            f"rewards has {num_rows} rows, which is not a multiple of num_generations={num_generations}: "
+            f"pass all {num_generations} rollouts of every prompt, grouped contiguously (TRL's layout)."
+        )
+    if num_rewards == 0:
+        raise ValueError("rewards has no columns: pass at least one reward function's values.")
+    infinite = torch.isinf(reward_matrix)
+    if infinite.any():
+        rows = torch.nonzero(infinite.any(dim=1)).flatten()[:5].tolist()
+        raise ValueError(
+            f"rewards contain ±inf (rows {rows}): rewards must be finite, with NaN/None meaning 'no reward'. "
+            "Fix or clip the reward function."
+        )
+    return reward_matrix, device, out_dtype, num_generations
+
+
+def _checked_weights(weights, num_rewards: int) -> torch.Tensor:
+    """The (n,) float64 reward weights (default all 1); or why they do not fit the rewards."""
+    if weights is None:
+        return torch.ones(num_rewards, dtype=torch.float64)
+    weight_vector = _as_float64(weights, "weights")[0].flatten()
+    if weight_vector.numel() != num_rewards:
+        raise ValueError(
+            f"weights has {weight_vector.numel()} entries but rewards has {num_rewards} columns: "
+            "give one weight per reward function, in the same order."
+        )
+    if not torch.isfinite(weight_vector).all():
+        raise ValueError(f"weights must be finite numbers, got {weight_vector.tolist()}.")
+    return weight_vector
+
+
+def _checked_lengths(response_lengths, num_rows: int) -> torch.Tensor | None:
+    """The (B,) float64 response lengths, or None if not given; or why they do not fit the rewards."""
+    if response_lengths is None:
+        return None
+    lengths = _as_float64(response_lengths, "response_lengths")[0].flatten()
+    if lengths.numel() != num_rows:
+        raise ValueError(
+            f"response_lengths has {lengths.numel()} entries but rewards has {num_rows} rows: give the "
+            "token count of every completion, in the same order."
+        )
+    if not torch.isfinite(lengths).all() or (lengths < 0).any():
+        raise ValueError("response_lengths must be finite token counts ≥ 0.")
+    return lengths
+
+
 def compute_advantages(
     rewards,
     num_generations: int,
@@ -502,58 +568,10 @@ def compute_advantages(
     """
     get_estimator(method)
     convention = get_convention(convention)
-    reward_matrix, device, out_dtype = _as_float64(rewards, "rewards")
-    if reward_matrix.ndim == 1:
-        reward_matrix = reward_matrix.unsqueeze(1)
-    if reward_matrix.ndim != 2:
-        raise ValueError(
-            f"rewards must have shape (B, n) — one row per rollout, one column per reward function — "
-            f"got shape {tuple(reward_matrix.shape)}."
-        )
+    reward_matrix, device, out_dtype, num_generations = _checked_rewards(rewards, num_generations)
     num_rows, num_rewards = reward_matrix.shape
-    if isinstance(num_generations, bool) or not isinstance(num_generations, (int, np.integer)) or num_generations < 2:
-        raise ValueError(
-            f"num_generations must be an integer ≥ 2 (got {num_generations!r}): group-relative advantages "
-            "compare the rollouts of one prompt, so each prompt needs at least 2 rollouts."
-        )
-    num_generations = int(num_generations)
-    if num_rows % num_generations:
-        raise ValueError(
-            f"rewards has {num_rows} rows, which is not a multiple of num_generations={num_generations}: "
-            f"pass all {num_generations} rollouts of every prompt, grouped contiguously (TRL's layout)."
-        )
-    if num_rewards == 0:
-        raise ValueError("rewards has no columns: pass at least one reward function's values.")
-    infinite = torch.isinf(reward_matrix)
-    if infinite.any():
-        rows = torch.nonzero(infinite.any(dim=1)).flatten()[:5].tolist()
-        raise ValueError(
-            f"rewards contain ±inf (rows {rows}): rewards must be finite, with NaN/None meaning 'no reward'. "
-            "Fix or clip the reward function."
-        )
-
-    if weights is None:
-        weight_vector = torch.ones(num_rewards, dtype=torch.float64)
-    else:
-        weight_vector = _as_float64(weights, "weights")[0].flatten()
-        if weight_vector.numel() != num_rewards:
-            raise ValueError(
-                f"weights has {weight_vector.numel()} entries but rewards has {num_rewards} columns: "
-                "give one weight per reward function, in the same order."
-            )
-        if not torch.isfinite(weight_vector).all():
-            raise ValueError(f"weights must be finite numbers, got {weight_vector.tolist()}.")
-
-    lengths = None
-    if response_lengths is not None:
-        lengths = _as_float64(response_lengths, "response_lengths")[0].flatten()
-        if lengths.numel() != num_rows:
-            raise ValueError(
-                f"response_lengths has {lengths.numel()} entries but rewards has {num_rows} rows: give the "
-                "token count of every completion, in the same order."
-            )
-        if not torch.isfinite(lengths).all() or (lengths < 0).any():
-            raise ValueError("response_lengths must be finite token counts ≥ 0.")
+    weight_vector = _checked_weights(weights, num_rewards)
+    lengths = _checked_lengths(response_lengths, num_rows)
 
     estimator = resolve_estimator(method, convention, num_rewards)
     if convention.missing_rewards == "zero":
