@@ -25,6 +25,7 @@ import os
 import time
 from pathlib import Path
 
+from gdpo.files import write_jsonl
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.math import data as math_data
 
@@ -136,13 +137,11 @@ def write_run_task(
     return path
 
 
-def write_jsonl(rows: dict[str, list], path: Path) -> int:
+def write_problems(path: Path, rows: dict[str, list]) -> int:
     """Write column-oriented rows as jsonl (without the chat ``prompt``); returns the row count."""
     keys = [key for key in rows if key != "prompt"]
     count = len(rows["problem"])
-    with path.open("w", encoding="utf-8") as handle:
-        for index in range(count):
-            handle.write(json.dumps({key: rows[key][index] for key in keys}, ensure_ascii=False) + "\n")
+    write_jsonl(path, ({key: rows[key][index] for key in keys} for index in range(count)))
     return count
 
 
@@ -235,7 +234,7 @@ def _write_tasks(request, options: dict, work_dir: Path, run_tasks_dir: Path) ->
             not_run[benchmark] = str(error)
             continue
         data_file = work_dir / "data" / f"{benchmark}.jsonl"
-        write_jsonl(rows, data_file)
+        write_problems(data_file, rows)
         write_run_task(run_tasks_dir, benchmark, data_file, request.num_samples, gen_kwargs)
         tasks[benchmark] = task_name(benchmark)
     if not tasks:
