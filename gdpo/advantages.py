@@ -90,7 +90,6 @@ __all__ = [
     "AdvantageInputs",
     "Convention",
     "available_conventions",
-    "available_methods",
     "batch_whiten",
     "compute_advantages",
     "condition_rewards",
@@ -100,6 +99,7 @@ __all__ = [
     "group_normalise",
     "register_convention",
     "register_estimator",
+    "registered_estimators",
     "resolve_estimator",
 ]
 
@@ -356,7 +356,7 @@ def _implements(name: Method) -> Callable[[Estimator], Estimator]:
     return decorate
 
 
-def available_methods() -> list[str]:
+def registered_estimators() -> list[str]:
     """Names of the registered estimators, sorted."""
     return sorted(_ESTIMATORS)
 
@@ -367,7 +367,7 @@ def get_estimator(name: str) -> EstimatorSpec:
         return _ESTIMATORS[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"Unknown advantage method {name!r}; valid methods are: {', '.join(available_methods())}."
+            f"Unknown advantage method {name!r}; valid methods are: {', '.join(registered_estimators())}."
         ) from None
 
 
@@ -545,7 +545,7 @@ def compute_advantages(
         rewards: (B, n) rewards — tensor or array-like — rows grouped contiguously in groups of
             ``num_generations`` (TRL's layout); NaN or None = no reward. A 1-D input is one reward.
         num_generations: G, rollouts per prompt (≥ 2).
-        method: a registered estimator (:func:`available_methods`): ``grpo``, ``grpo_nostd``, ``gdpo``,
+        method: a registered estimator (:func:`registered_estimators`): ``grpo``, ``grpo_nostd``, ``gdpo``,
             ``gdpo_nobn``, ``gdpo_nostd``, … With one reward a per-reward method follows the convention's
             ``single_reward`` (:func:`resolve_estimator`).
         weights: (n,) reward weights (default all 1): applied before normalisation in GRPO, after the

@@ -46,10 +46,10 @@ def _add_methods(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from gdpo.advantages import available_conventions, available_methods, get_convention, get_estimator
+    from gdpo.advantages import available_conventions, get_convention, get_estimator, registered_estimators
 
     print("Advantage methods (compute_advantages(..., method=...)):")
-    for name in available_methods():
+    for name in registered_estimators():
         print(f"  {name:<12} {get_estimator(name).description}")
     print("\nNumeric conventions (compute_advantages(..., convention=...)):")
     for name in available_conventions():
