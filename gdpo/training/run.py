@@ -23,7 +23,6 @@ process runs :func:`train`; only the main process writes the files above. With t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -36,6 +35,7 @@ from pathlib import Path
 import torch
 
 from gdpo.curve_events import detect_divergence
+from gdpo.files import weights_digest
 from gdpo.plan import RunSettings, gpu_only_settings, report_backends
 from gdpo.tasks import get_family
 from gdpo.training.rewards import guard_reward_function
@@ -111,23 +111,6 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
         "kernel_flags": [flag for flag in KERNEL_FLAGS if flag in flags],
         "torch_capability": torch.backends.cpu.get_cpu_capability(),
     }
-
-
-def weights_digest(model_dir: str | Path) -> str | None:
-    """SHA-256 over a model directory's weight files (``*.safetensors``, ``*.bin``, by name), to tell which start
-    model a run trained from (the tool-calling warm-up is rebuilt on each machine and is not committed); None
-    when the directory has none."""
-    files = sorted(p for pattern in ("*.safetensors", "*.bin") for p in Path(model_dir).glob(pattern)
-                   if p.name != "training_args.bin")
-    if not files:
-        return None
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def environment_record() -> dict:
