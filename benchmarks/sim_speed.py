@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from gdpo.advantages import available_methods
+from gdpo.advantages import registered_estimators
 from gdpo.sim import load_study, parse_study, run_study, study_runs
 from gdpo.sim.engine import PolicyGradientBench
 
@@ -34,7 +34,7 @@ DEFAULT_SIZE = {
     "prompts": 64,
     "generations": 8,
     "steps": 50,
-    "methods": available_methods(),
+    "methods": registered_estimators(),
     "learning_rate": 0.02,
     "prompt_spread": 0.5,
     "rewards": [

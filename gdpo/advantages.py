@@ -90,7 +90,6 @@ __all__ = [
     "AdvantageInputs",
     "Convention",
     "available_conventions",
-    "available_methods",
     "batch_whiten",
     "compute_advantages",
     "condition_rewards",
@@ -100,6 +99,7 @@ __all__ = [
     "group_normalise",
     "register_convention",
     "register_estimator",
+    "registered_estimators",
     "resolve_estimator",
 ]
 
@@ -356,7 +356,7 @@ def _implements(name: Method) -> Callable[[Estimator], Estimator]:
     return decorate
 
 
-def available_methods() -> list[str]:
+def registered_estimators() -> list[str]:
     """Names of the registered estimators, sorted."""
     return sorted(_ESTIMATORS)
 
@@ -367,7 +367,7 @@ def get_estimator(name: str) -> EstimatorSpec:
         return _ESTIMATORS[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"Unknown advantage method {name!r}; valid methods are: {', '.join(available_methods())}."
+            f"Unknown advantage method {name!r}; valid methods are: {', '.join(registered_estimators())}."
         ) from None
 
 
@@ -464,44 +464,10 @@ def _as_float64(values, what: str) -> tuple[torch.Tensor, torch.device | None, t
 _INTEGER_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
-def compute_advantages(
-    rewards,
-    num_generations: int,
-    method: str,
-    weights: Sequence[float] | torch.Tensor | None = None,
-    convention: str | Convention = "trl",
-    response_lengths: Sequence[float] | torch.Tensor | None = None,
-    batch_step: bool = True,
-) -> torch.Tensor:
-    """Advantages of a batch of rollouts under a registered method and numeric convention.
-
-    Args:
-        rewards: (B, n) rewards — tensor or array-like — rows grouped contiguously in groups of
-            ``num_generations`` (TRL's layout); NaN or None = no reward. A 1-D input is one reward.
-        num_generations: G, rollouts per prompt (≥ 2).
-        method: a registered estimator (:func:`available_methods`): ``grpo``, ``grpo_nostd``, ``gdpo``,
-            ``gdpo_nobn``, ``gdpo_nostd``, … With one reward a per-reward method follows the convention's
-            ``single_reward`` (:func:`resolve_estimator`).
-        weights: (n,) reward weights (default all 1): applied before normalisation in GRPO, after the
-            per-reward normalisation in GDPO.
-        convention: a registered convention name (:func:`available_conventions`) or a :class:`Convention`.
-        response_lengths: (B,) response lengths in tokens; needed by token- and response-weighted
-            conventions (``verl``, ``verl_pr6497``).
-        batch_step: apply the method's batch step, if it has one; ``False`` returns the values before it
-            (the exact analysis counts there; the bench whitens each seed's batch itself).
-
-    Returns:
-        (B,) advantages, never NaN; float dtype of ``rewards`` if it is a floating tensor (else float64),
-        on its device.
-
-    Raises:
-        ValueError: bad shapes, G < 2, B not a multiple of G, weights of the wrong length, non-numeric
-            or infinite rewards, missing ``response_lengths`` for a token-weighted convention, unknown
-            method or convention, one reward under a convention that refuses per-reward methods with one.
-            The message says how to fix it.
-    """
-    get_estimator(method)
-    convention = get_convention(convention)
+def _checked_rewards(
+    rewards, num_generations
+) -> tuple[torch.Tensor, torch.device | None, torch.dtype | None, int]:
+    """The (B, n) float64 reward matrix, the input's device and float dtype, and G as an int; or why not."""
     reward_matrix, device, out_dtype = _as_float64(rewards, "rewards")
     if reward_matrix.ndim == 1:
         reward_matrix = reward_matrix.unsqueeze(1)
@@ -531,29 +497,81 @@ def compute_advantages(
             f"rewards contain ±inf (rows {rows}): rewards must be finite, with NaN/None meaning 'no reward'. "
             "Fix or clip the reward function."
         )
+    return reward_matrix, device, out_dtype, num_generations
 
+
+def _checked_weights(weights, num_rewards: int) -> torch.Tensor:
+    """The (n,) float64 reward weights (default all 1); or why they do not fit the rewards."""
     if weights is None:
-        weight_vector = torch.ones(num_rewards, dtype=torch.float64)
-    else:
-        weight_vector = _as_float64(weights, "weights")[0].flatten()
-        if weight_vector.numel() != num_rewards:
-            raise ValueError(
-                f"weights has {weight_vector.numel()} entries but rewards has {num_rewards} columns: "
-                "give one weight per reward function, in the same order."
-            )
-        if not torch.isfinite(weight_vector).all():
-            raise ValueError(f"weights must be finite numbers, got {weight_vector.tolist()}.")
+        return torch.ones(num_rewards, dtype=torch.float64)
+    weight_vector = _as_float64(weights, "weights")[0].flatten()
+    if weight_vector.numel() != num_rewards:
+        raise ValueError(
+            f"weights has {weight_vector.numel()} entries but rewards has {num_rewards} columns: "
+            "give one weight per reward function, in the same order."
+        )
+    if not torch.isfinite(weight_vector).all():
+        raise ValueError(f"weights must be finite numbers, got {weight_vector.tolist()}.")
+    return weight_vector
 
-    lengths = None
-    if response_lengths is not None:
-        lengths = _as_float64(response_lengths, "response_lengths")[0].flatten()
-        if lengths.numel() != num_rows:
-            raise ValueError(
-                f"response_lengths has {lengths.numel()} entries but rewards has {num_rows} rows: give the "
-                "token count of every completion, in the same order."
-            )
-        if not torch.isfinite(lengths).all() or (lengths < 0).any():
-            raise ValueError("response_lengths must be finite token counts ≥ 0.")
+
+def _checked_lengths(response_lengths, num_rows: int) -> torch.Tensor | None:
+    """The (B,) float64 response lengths, or None if not given; or why they do not fit the rewards."""
+    if response_lengths is None:
+        return None
+    lengths = _as_float64(response_lengths, "response_lengths")[0].flatten()
+    if lengths.numel() != num_rows:
+        raise ValueError(
+            f"response_lengths has {lengths.numel()} entries but rewards has {num_rows} rows: give the "
+            "token count of every completion, in the same order."
+        )
+    if not torch.isfinite(lengths).all() or (lengths < 0).any():
+        raise ValueError("response_lengths must be finite token counts ≥ 0.")
+    return lengths
+
+
+def compute_advantages(
+    rewards,
+    num_generations: int,
+    method: str,
+    weights: Sequence[float] | torch.Tensor | None = None,
+    convention: str | Convention = "trl",
+    response_lengths: Sequence[float] | torch.Tensor | None = None,
+    batch_step: bool = True,
+) -> torch.Tensor:
+    """Advantages of a batch of rollouts under a registered method and numeric convention.
+
+    Args:
+        rewards: (B, n) rewards — tensor or array-like — rows grouped contiguously in groups of
+            ``num_generations`` (TRL's layout); NaN or None = no reward. A 1-D input is one reward.
+        num_generations: G, rollouts per prompt (≥ 2).
+        method: a registered estimator (:func:`registered_estimators`): ``grpo``, ``grpo_nostd``, ``gdpo``,
+            ``gdpo_nobn``, ``gdpo_nostd``, … With one reward a per-reward method follows the convention's
+            ``single_reward`` (:func:`resolve_estimator`).
+        weights: (n,) reward weights (default all 1): applied before normalisation in GRPO, after the
+            per-reward normalisation in GDPO.
+        convention: a registered convention name (:func:`available_conventions`) or a :class:`Convention`.
+        response_lengths: (B,) response lengths in tokens; needed by token- and response-weighted
+            conventions (``verl``, ``verl_pr6497``).
+        batch_step: apply the method's batch step, if it has one; ``False`` returns the values before it
+            (the exact analysis counts there; the bench whitens each seed's batch itself).
+
+    Returns:
+        (B,) advantages, never NaN; float dtype of ``rewards`` if it is a floating tensor (else float64),
+        on its device.
+
+    Raises:
+        ValueError: bad shapes, G < 2, B not a multiple of G, weights of the wrong length, non-numeric
+            or infinite rewards, missing ``response_lengths`` for a token-weighted convention, unknown
+            method or convention, one reward under a convention that refuses per-reward methods with one.
+            The message says how to fix it.
+    """
+    get_estimator(method)
+    convention = get_convention(convention)
+    reward_matrix, device, out_dtype, num_generations = _checked_rewards(rewards, num_generations)
+    num_rows, num_rewards = reward_matrix.shape
+    weight_vector = _checked_weights(weights, num_rewards)
+    lengths = _checked_lengths(response_lengths, num_rows)
 
     estimator = resolve_estimator(method, convention, num_rewards)
     if convention.missing_rewards == "zero":

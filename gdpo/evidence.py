@@ -178,7 +178,7 @@ def run_records(evidence_dir: str | Path) -> list[dict]:
     """One record per committed run or evaluation under ``evidence_dir``, sorted by task, method and seed:
     its key, the commit it trained at (``env.json``'s ``git_commit``; None for a base model, whose batch
     commit is in the timeline), the SHA-256 of the model it started from or evaluated
-    (:func:`gdpo.training.run.weights_digest`'s convention: file names and bytes), its logged steps and its
+    (:func:`gdpo.files.weights_digest`'s convention: file names and bytes), its logged steps and its
     evaluated items × samples."""
     records = []
     root = Path(evidence_dir)

@@ -15,12 +15,12 @@ from gdpo import methods
 from gdpo.advantages import (
     Convention,
     available_conventions,
-    available_methods,
     batch_whiten,
     compute_advantages,
     condition_rewards,
     get_convention,
     register_estimator,
+    registered_estimators,
 )
 from tests.reference import reference_advantages
 
@@ -492,15 +492,15 @@ def test_bad_input_raises_value_error_saying_how_to_fix(kwargs, message):
 
 
 def test_registries_list_the_paper_methods_and_conventions():
-    assert {"grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"} <= set(available_methods())
+    assert {"grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"} <= set(registered_estimators())
     assert set(CONVENTIONS) <= set(available_conventions())
 
 
 def test_the_built_in_methods_are_registered_under_plain_names_with_their_figure_style():
     from gdpo.methods import Method, method_color, method_label, paper_order
 
-    assert [type(name) for name in available_methods()] == [str] * len(available_methods())
-    assert {str(m) for m in Method} <= set(available_methods())
+    assert [type(name) for name in registered_estimators()] == [str] * len(registered_estimators())
+    assert {str(m) for m in Method} <= set(registered_estimators())
     assert adv.get_estimator(Method.GDPO).name == "gdpo" and adv.get_estimator("gdpo").grpo_counterpart == "grpo"
     assert (method_label("gdpo_nobn"), method_color("grpo")) == ("GDPO w/o batch norm", "#1f77b4")
     assert (method_label("test_max_baseline"), method_color("test_max_baseline")) == ("test_max_baseline", None)
@@ -514,7 +514,7 @@ def test_registering_a_new_estimator_makes_it_usable_everywhere():
         return (summed - summed.max(dim=1, keepdim=True).values).flatten()
 
     try:
-        assert "test_max_baseline" in available_methods()
+        assert "test_max_baseline" in registered_estimators()
         assert "test_max_baseline" in methods.available_methods()  # a config in this process may name it
         assert advantages_of([[0, 1], [1, 1]], 2, "test_max_baseline") == [-1.0, 0.0]
         with pytest.raises(ValueError, match="already registered"):
@@ -526,8 +526,8 @@ def test_registering_a_new_estimator_makes_it_usable_everywhere():
 
 def test_the_methods_a_config_may_name_are_the_implemented_ones():
     """gdpo.methods (torch-free, read when planning) and the estimators agree name for name and in metadata."""
-    assert methods.available_methods() == available_methods()
-    for name in available_methods():
+    assert methods.available_methods() == registered_estimators()
+    for name in registered_estimators():
         spec, estimator = methods.get_method(name), adv.get_estimator(name)
         assert (spec.description, spec.batch_step, spec.grpo_counterpart) == (
             estimator.description, estimator.batch_step, estimator.grpo_counterpart)

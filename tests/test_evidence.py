@@ -232,7 +232,7 @@ def test_a_stopped_batch_counts_against_the_budget_from_its_heartbeat(tmp_path, 
 
 
 def test_the_start_models_weights_digest_tells_two_warm_ups_apart(tmp_path):
-    from gdpo.training.run import weights_digest
+    from gdpo.files import weights_digest
 
     first, second, empty = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for directory in (first, second, empty):

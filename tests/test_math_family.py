@@ -487,7 +487,7 @@ def test_per_run_task_file_loads_the_data_with_the_requested_settings(tmp_path):
     from lm_eval.tasks import TaskManager
 
     rows = data.benchmark_rows("reasoning_gym", 3, data.check_options({}))
-    evaluation.write_jsonl(rows, tmp_path / "rg.jsonl")
+    evaluation.write_problems(tmp_path / "rg.jsonl", rows)
     gen_kwargs = evaluation.generation_kwargs(0.6, 0.95, 64)
     evaluation.write_run_task(tmp_path / "tasks", "reasoning_gym", tmp_path / "rg.jsonl", 5, gen_kwargs)
     manager = TaskManager(include_path=str(tmp_path / "tasks"), include_defaults=False)

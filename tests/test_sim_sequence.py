@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from gdpo.advantages import available_methods
+from gdpo.advantages import registered_estimators
 from gdpo.sim import parse_study, run_study
 from gdpo.sim.sequence import SequenceBench
 from gdpo.sim.sequence_rewards import (
@@ -157,7 +157,7 @@ def test_seeds_are_independent_of_their_neighbours():
         assert np.array_equal(getattr(together, field)[:, 1], getattr(alone, field)[:, 0]), field
 
 
-@pytest.mark.parametrize("method", available_methods())
+@pytest.mark.parametrize("method", registered_estimators())
 def test_every_registered_method_trains_batched_as_per_seed(method):
     config = config_of(steps=3, methods=[method])
     batched = SequenceBench(config, method).run()

@@ -27,7 +27,7 @@ from gdpo.training.run import (
     read_metrics,
     train,
 )
-from gdpo.advantages import available_methods, distinct_advantage_counts
+from gdpo.advantages import distinct_advantage_counts, registered_estimators
 from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def test_registry_advantages_equal_trl_builtin_paths(method, tiny_model, tmp_pat
 
 def test_every_registry_method_trains_through_the_subclass(tiny_model, tmp_path):
     batch = [row for row in arithmetic.build_dataset("train", 4, seed=1) for _ in range(4)][:8]
-    for method in sorted(set(available_methods()) - set(TRL_BUILTIN_EQUIVALENT)):  # no TRL built-in path
+    for method in sorted(set(registered_estimators()) - set(TRL_BUILTIN_EQUIVALENT)):  # no TRL built-in path
         trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path / method, "gdpo", advantage_method=method)
         trainer.model.train()
         output = trainer._generate_and_score_completions(batch)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from gdpo.evaluation import EvalRequest
+from gdpo.files import weights_digest
 from gdpo.plan import BASE_METHOD, EvalSettings
 from gdpo.tasks import get_family
 
@@ -34,8 +35,6 @@ def evaluate_run(
         threads: torch CPU threads.
     """
     import torch
-
-    from gdpo.training.run import weights_digest
 
     if (settings.method == BASE_METHOD) != (adapter_dir is None):
         raise ValueError("Give --adapter-dir for a trained method and only for it (method 'base' is the untrained model).")

@@ -26,7 +26,8 @@ EVIDENCE = {
 }
 
 
-def _git(*args: str, cwd: Path) -> str:
+def _git_output(*args: str, cwd: Path) -> str:
+    """What ``git *args`` prints in ``cwd``, stripped; ``"unknown"`` when git fails or is missing."""
     try:
         return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
@@ -55,9 +56,9 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
             shutil.copyfile(path, out / "evidence" / name)
             copied[name] = source.format(scale=scale)
     provenance = {
-        "commit": _git("rev-parse", "HEAD", cwd=root),
-        "ledger_commit": _git("rev-parse", "HEAD", cwd=root),
-        "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no", cwd=root)),
+        "commit": _git_output("rev-parse", "HEAD", cwd=root),
+        "ledger_commit": _git_output("rev-parse", "HEAD", cwd=root),
+        "uncommitted_changes": bool(_git_output("status", "--porcelain", "--untracked-files=no", cwd=root)),
         "config": str(config_file),
         "config_sha256": hashlib.sha256(Path(config_file).read_bytes()).hexdigest(),
         "grid": grid,
@@ -105,8 +106,8 @@ def experiment_provenance(published: Path, root: Path, config: dict) -> dict | N
         return None
     timeline = read_timeline(root / evidence_dir)
     registration = published / PREREGISTRATION
-    history = _git("log", "--reverse", "--format=%H %cI %s", "--", str(registration.relative_to(root)), cwd=root) \
-        if registration.is_file() and registration.is_relative_to(root) else ""
+    history = _git_output("log", "--reverse", "--format=%H %cI %s", "--", str(registration.relative_to(root)),
+                          cwd=root) if registration.is_file() and registration.is_relative_to(root) else ""
     runs = run_records(root / evidence_dir)
     incidents = []
     if (published / INCIDENTS).is_file():
@@ -118,7 +119,7 @@ def experiment_provenance(published: Path, root: Path, config: dict) -> dict | N
                for line in history.splitlines() if line and history != "unknown"]
     path = registration.relative_to(root).as_posix() if commits else ""
     for commit in commits:
-        commit["in_force"] = IN_FORCE in _git("show", f"{commit['commit']}:{path}", cwd=root)
+        commit["in_force"] = IN_FORCE in _git_output("show", f"{commit['commit']}:{path}", cwd=root)
     in_force = next((commit["commit"] for commit in commits if commit["in_force"]), None)
     run_commits = sorted({run["commit"] for run in runs if run["commit"]})
     return {
@@ -169,7 +170,7 @@ def republish_ledger(published: str | Path, root: str | Path = ".") -> Path:
     ledger[LEDGER_COLUMNS].to_csv(published / "claims.csv", index=False, float_format="%.3f")
     (published / "CLAIMS.md").write_text(ledger_markdown(ledger, provenance["scale"]), encoding="utf-8")
     config = apply_grid({**load_config(root / provenance["config"]), "grid": provenance.get("grid", "default")})
-    provenance["ledger_commit"] = _git("rev-parse", "HEAD", cwd=root)
+    provenance["ledger_commit"] = _git_output("rev-parse", "HEAD", cwd=root)
     provenance["inputs"] = input_hashes(published, root, config)
     (published / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     return published

@@ -163,6 +163,82 @@ def _positive_controls(check: Checker, raw: Any, schema: BenchSchema) -> list[tu
     return cells
 
 
+def _cell_overrides(data: Mapping, path: str, check: Checker, schema: BenchSchema,
+                    bench: str) -> tuple[list[tuple[str, Mapping]], int]:
+    """A study's cells as (name, overrides of the base keys): the grid's combinations or the variants, then
+    the extra cells; and how many of them the grid or the variants planned (the rest are extra cells)."""
+    variants_raw = data.get("variants") or {}
+    grid_raw = data.get("grid") or {}
+    if not isinstance(variants_raw, Mapping):
+        check.fail("variants", variants_raw, "a mapping of variant name → overrides")
+    if not isinstance(grid_raw, Mapping):
+        check.fail("grid", grid_raw, "a mapping of key → list of values")
+    if variants_raw and grid_raw:
+        raise ValueError(f"{path}: give 'variants' or 'grid', not both.")
+    overrides: list[tuple[str, Mapping]] = []
+    for key, values in grid_raw.items():
+        if key in NOT_OVERRIDABLE or key not in schema.keys:
+            raise ValueError(f"{path}: unknown key 'grid.{key}'; allowed keys: {', '.join(schema.overridable)}.")
+        if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+            check.fail(f"grid.{key}", values, "a non-empty list of values")
+    if grid_raw:
+        keys = list(grid_raw)
+        for combination in itertools.product(*(grid_raw[k] for k in keys)):
+            label = ",".join(grid_label(k, v, bench) for k, v in zip(keys, combination))
+            overrides.append((label, dict(zip(keys, combination))))
+    for variant_name, value in variants_raw.items():
+        if not isinstance(variant_name, str) or not variant_name:
+            check.fail("variants", variant_name, "variant names that are non-empty strings")
+        overrides.append((variant_name, value if value is not None else {}))
+    planned = len(overrides)
+    if data.get("extra_cells") is not None:
+        overrides += _extra_cells(check, data["extra_cells"], grid_raw, variants_raw, schema)
+    for variant_name, _ in overrides:
+        if variant_name.startswith(CONTROL_PREFIX):
+            raise ValueError(f"{path}: cell '{variant_name}': the prefix '{CONTROL_PREFIX}' marks positive controls; "
+                             "declare a control under 'positive_controls' or rename the variant.")
+    return overrides, planned
+
+
+def _resolve_cells(overrides: list[tuple[str, Mapping]], planned: int, base: Mapping, path: str,
+                   bench: str) -> list[tuple[str, RunConfig | SequenceRunConfig]]:
+    """Each cell's resolved settings, in order; an extra cell (index ``planned`` on) must differ from every
+    cell before it in name and settings."""
+    variants: list[tuple[str, RunConfig | SequenceRunConfig]] = []
+    for index, (variant_name, override) in enumerate(overrides):
+        variant_check = Checker(path, f" (variant '{variant_name}')")
+        config = resolve(variant_check, apply_overrides(variant_check, base, override, bench), bench)
+        if index >= planned:  # an extra cell: new settings under a new name
+            for other_name, other in variants:
+                if other_name == variant_name or other == config:
+                    what = "name" if other_name == variant_name else "settings"
+                    raise ValueError(f"{path}: extra cell '{variant_name}' has the same {what} as the cell "
+                                     f"'{other_name}'; every extra cell must change its around cell's settings "
+                                     "and differ from every other cell.")
+        variants.append((variant_name, config))
+    return variants
+
+
+def _resolve_controls(raw: Any, variants: list[tuple[str, RunConfig | SequenceRunConfig]], base: Mapping,
+                      path: str, check: Checker, schema: BenchSchema, bench: str) -> list[str]:
+    """Append each positive control's cell to ``variants`` (after every other cell); returns their names."""
+    controls = []
+    for control_name, override in _positive_controls(check, raw, schema):
+        control_check = Checker(path, f" (positive control '{control_name}')")
+        config = resolve(control_check, apply_overrides(control_check, base, override, bench), bench)
+        if config.outcome.kind == "none":
+            raise ValueError(f"{path}: positive control '{control_name}' needs the study to count an outcome "
+                             "(its 'outcome' is none): a positive control shows that the outcome's event can "
+                             "happen.")
+        for other_name, other in variants:
+            if other == config:
+                raise ValueError(f"{path}: positive control '{control_name}' has the same settings as the cell "
+                                 f"'{other_name}'; a control must change the settings of every other cell.")
+        variants.append((control_name, config))
+        controls.append(control_name)
+    return controls
+
+
 def build_study(data: Mapping, path: str, check: Checker, bench: str = "bernoulli") -> Study:
     """The cells of a study of ``bench`` (:data:`gdpo.sim.schema.BENCHES`), the same for both benches: a
     ``name``, then either named ``variants`` or a ``grid`` (every combination of the listed values) of overrides
@@ -201,66 +277,14 @@ def build_study(data: Mapping, path: str, check: Checker, bench: str = "bernoull
     if not isinstance(name, str) or not name:
         raise ValueError(f"{path}: missing or empty key 'name' (the study name, a string).")
     base = {k: v for k, v in data.items() if k not in ("variants", "grid", "extra_cells", "positive_controls")}
-    variants_raw = data.get("variants") or {}
-    grid_raw = data.get("grid") or {}
-    if not isinstance(variants_raw, Mapping):
-        check.fail("variants", variants_raw, "a mapping of variant name → overrides")
-    if not isinstance(grid_raw, Mapping):
-        check.fail("grid", grid_raw, "a mapping of key → list of values")
-    if variants_raw and grid_raw:
-        raise ValueError(f"{path}: give 'variants' or 'grid', not both.")
-    overrides: list[tuple[str, Mapping]] = []
-    for key, values in grid_raw.items():
-        if key in NOT_OVERRIDABLE or key not in schema.keys:
-            raise ValueError(f"{path}: unknown key 'grid.{key}'; allowed keys: {', '.join(schema.overridable)}.")
-        if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-            check.fail(f"grid.{key}", values, "a non-empty list of values")
-    if grid_raw:
-        keys = list(grid_raw)
-        for combination in itertools.product(*(grid_raw[k] for k in keys)):
-            label = ",".join(grid_label(k, v, bench) for k, v in zip(keys, combination))
-            overrides.append((label, dict(zip(keys, combination))))
-    for variant_name, value in variants_raw.items():
-        if not isinstance(variant_name, str) or not variant_name:
-            check.fail("variants", variant_name, "variant names that are non-empty strings")
-        overrides.append((variant_name, value if value is not None else {}))
-    planned = len(overrides)
-    if data.get("extra_cells") is not None:
-        overrides += _extra_cells(check, data["extra_cells"], grid_raw, variants_raw, schema)
-    for variant_name, _ in overrides:
-        if variant_name.startswith(CONTROL_PREFIX):
-            raise ValueError(f"{path}: cell '{variant_name}': the prefix '{CONTROL_PREFIX}' marks positive controls; "
-                             "declare a control under 'positive_controls' or rename the variant.")
+    overrides, planned = _cell_overrides(data, path, check, schema, bench)
     if overrides:
-        variants = []
-        for index, (variant_name, override) in enumerate(overrides):
-            variant_check = Checker(path, f" (variant '{variant_name}')")
-            config = resolve(variant_check, apply_overrides(variant_check, base, override, bench), bench)
-            if index >= planned:  # an extra cell: new settings under a new name
-                for other_name, other in variants:
-                    if other_name == variant_name or other == config:
-                        what = "name" if other_name == variant_name else "settings"
-                        raise ValueError(f"{path}: extra cell '{variant_name}' has the same {what} as the cell "
-                                         f"'{other_name}'; every extra cell must change its around cell's settings "
-                                         "and differ from every other cell.")
-            variants.append((variant_name, config))
+        variants = _resolve_cells(overrides, planned, base, path, bench)
     else:
         variants = [("default", resolve(check, base, bench))]
     controls = []
     if data.get("positive_controls") is not None:
-        for control_name, override in _positive_controls(check, data["positive_controls"], schema):
-            control_check = Checker(path, f" (positive control '{control_name}')")
-            config = resolve(control_check, apply_overrides(control_check, base, override, bench), bench)
-            if config.outcome.kind == "none":
-                raise ValueError(f"{path}: positive control '{control_name}' needs the study to count an outcome "
-                                 "(its 'outcome' is none): a positive control shows that the outcome's event can "
-                                 "happen.")
-            for other_name, other in variants:
-                if other == config:
-                    raise ValueError(f"{path}: positive control '{control_name}' has the same settings as the cell "
-                                     f"'{other_name}'; a control must change the settings of every other cell.")
-            variants.append((control_name, config))
-            controls.append(control_name)
+        controls = _resolve_controls(data["positive_controls"], variants, base, path, check, schema, bench)
     claims = tuple(str(c) for c in (data.get("claims") or []))
     return Study(name=name, description=str(data.get("description", "")), claims=claims, path=path,
                  variants=tuple(variants), controls=tuple(controls))

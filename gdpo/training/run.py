@@ -23,7 +23,6 @@ process runs :func:`train`; only the main process writes the files above. With t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -36,6 +35,7 @@ from pathlib import Path
 import torch
 
 from gdpo.curve_events import detect_divergence
+from gdpo.files import weights_digest
 from gdpo.plan import RunSettings, gpu_only_settings, report_backends
 from gdpo.tasks import get_family
 from gdpo.training.rewards import guard_reward_function
@@ -111,23 +111,6 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
         "kernel_flags": [flag for flag in KERNEL_FLAGS if flag in flags],
         "torch_capability": torch.backends.cpu.get_cpu_capability(),
     }
-
-
-def weights_digest(model_dir: str | Path) -> str | None:
-    """SHA-256 over a model directory's weight files (``*.safetensors``, ``*.bin``, by name), to tell which start
-    model a run trained from (the tool-calling warm-up is rebuilt on each machine and is not committed); None
-    when the directory has none."""
-    files = sorted(p for pattern in ("*.safetensors", "*.bin") for p in Path(model_dir).glob(pattern)
-                   if p.name != "training_args.bin")
-    if not files:
-        return None
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def environment_record() -> dict:
@@ -302,6 +285,46 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
         return _train(settings, model_dir, Path(run_dir), threads, list(log_dirs.values()))
 
 
+def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path,
+                  log_dirs: list[Path]) -> str | None:
+    """The checkpoint to resume from (None: start over), after checking that the launcher's processes train
+    as one run; the main process cuts the live metrics back to that checkpoint (or removes them and the live
+    logs when starting over) and creates the backends' log directories."""
+    if accelerator.num_processes != launched_processes():
+        raise RuntimeError(
+            f"The launcher started {launched_processes()} processes (WORLD_SIZE), but each trains as one of "
+            f"{accelerator.num_processes}: they would train independently and overwrite each other's files. "
+            "Check the accelerate config's distributed_type and device (envs/accelerate/)."
+        )
+    # With several processes (accelerate launch) only the main one touches shared files.
+    checkpoint = last_complete_checkpoint(work_dir, delete_partial=accelerator.is_main_process)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if checkpoint:
+            _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
+        else:
+            # A run that never reached a checkpoint starts over, and so do its live logs.
+            live_metrics.unlink(missing_ok=True)
+            shutil.rmtree(run_logs_dir(run_dir), ignore_errors=True)
+        for directory in log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+    return str(checkpoint) if checkpoint else None
+
+
+def _write_run_dir(run_dir: Path, settings: RunSettings, trl_kwargs: dict, num_processes: int,
+                   model_dir: str | Path, tokenizer, summary: dict, live_metrics: Path) -> None:
+    """The run directory's files beside the saved model: the tokenizer, config.json, env.json, summary.json
+    and metrics.jsonl (main process only)."""
+    tokenizer.save_pretrained(str(run_dir / "model"))
+    resolved = {**settings.to_dict(), "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
+                "num_processes": num_processes}
+    (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
+    env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)}}
+    (run_dir / "env.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
+
+
 def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads: int | None,
            log_dirs: list[Path]) -> dict:
     """:func:`train` once the checks have passed and the backends log into ``log_dirs``."""
@@ -352,25 +375,7 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
                              if os.environ.get(ADVANTAGE_AUDIT_ENV) else None),
     )
     accelerator = trainer.accelerator
-    if accelerator.num_processes != launched_processes():
-        raise RuntimeError(
-            f"The launcher started {launched_processes()} processes (WORLD_SIZE), but each trains as one of "
-            f"{accelerator.num_processes}: they would train independently and overwrite each other's files. "
-            "Check the accelerate config's distributed_type and device (envs/accelerate/)."
-        )
-    # With several processes (accelerate launch) only the main one touches shared files.
-    checkpoint = last_complete_checkpoint(work_dir, delete_partial=accelerator.is_main_process)
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        if checkpoint:
-            _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
-        else:
-            # A run that never reached a checkpoint starts over, and so do its live logs.
-            live_metrics.unlink(missing_ok=True)
-            shutil.rmtree(run_logs_dir(run_dir), ignore_errors=True)
-        for directory in log_dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-    checkpoint = str(checkpoint) if checkpoint else None
+    checkpoint = _resume_point(accelerator, work_dir, live_metrics, run_dir, log_dirs)
     trainer.train(resume_from_checkpoint=checkpoint)
 
     trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
@@ -378,14 +383,8 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     summary["resumed_from"] = checkpoint
     accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:
-        tokenizer.save_pretrained(str(run_dir / "model"))
-        resolved = {**settings.to_dict(), "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
-                    "num_processes": accelerator.num_processes}
-        (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
-        env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)}}
-        (run_dir / "env.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-        shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
+        _write_run_dir(run_dir, settings, trl_kwargs, accelerator.num_processes, model_dir, tokenizer, summary,
+                       live_metrics)
         shutil.rmtree(work_dir)  # checkpoints only serve resuming; the final model is in run_dir/model
     accelerator.wait_for_everyone()
     return summary

@@ -25,6 +25,7 @@ import os
 import time
 from pathlib import Path
 
+from gdpo.files import write_jsonl
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.math import data as math_data
 
@@ -136,13 +137,11 @@ def write_run_task(
     return path
 
 
-def write_jsonl(rows: dict[str, list], path: Path) -> int:
+def write_problems(path: Path, rows: dict[str, list]) -> int:
     """Write column-oriented rows as jsonl (without the chat ``prompt``); returns the row count."""
     keys = [key for key in rows if key != "prompt"]
     count = len(rows["problem"])
-    with path.open("w", encoding="utf-8") as handle:
-        for index in range(count):
-            handle.write(json.dumps({key: rows[key][index] for key in keys}, ensure_ascii=False) + "\n")
+    write_jsonl(path, ({key: rows[key][index] for key in keys} for index in range(count)))
     return count
 
 
@@ -219,18 +218,13 @@ def benchmark_metrics(samples: list[dict], tokenizer, length_limit: int, max_new
     }
 
 
-def evaluate(request) -> dict:
-    """Evaluate a policy on the ``eval_data`` benchmarks with lm-eval; returns the eval.json content."""
-    import lm_eval
-    import torch
-    from lm_eval.tasks import TaskManager
-    from lm_eval.utils import handle_non_serializable
-    from transformers import AutoTokenizer
+def _write_tasks(request, options: dict, work_dir: Path, run_tasks_dir: Path) -> tuple[dict, dict]:
+    """Steps 1-2: each benchmark's data file and per-run task file; returns (tasks, not_run).
 
-    options = math_data.check_options(dict(request.options))
-    work_dir = Path(request.work_dir)
+    ``tasks`` maps each benchmark that could be loaded to its lm-eval task name; ``not_run`` each other one
+    to the reason.
+    """
     (work_dir / "data").mkdir(parents=True, exist_ok=True)
-    run_tasks_dir = work_dir / "lm_eval_tasks"
     gen_kwargs = generation_kwargs(request.temperature, request.top_p, request.max_new_tokens)
     not_run, tasks = {}, {}
     for benchmark in options["eval_data"]:
@@ -240,11 +234,19 @@ def evaluate(request) -> dict:
             not_run[benchmark] = str(error)
             continue
         data_file = work_dir / "data" / f"{benchmark}.jsonl"
-        write_jsonl(rows, data_file)
+        write_problems(data_file, rows)
         write_run_task(run_tasks_dir, benchmark, data_file, request.num_samples, gen_kwargs)
         tasks[benchmark] = task_name(benchmark)
     if not tasks:
         raise ValueError(f"No math benchmark could be loaded: {json.dumps(not_run)}")
+    return tasks, not_run
+
+
+def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tuple[str, dict, dict, float]:
+    """Step 3: lm-eval over the run's tasks, offline; returns (model, model_args, results, seconds)."""
+    import lm_eval
+    import torch
+    from lm_eval.tasks import TaskManager
 
     model, model_args = lm_eval_model_args(
         options["eval_backend"],
@@ -275,13 +277,15 @@ def evaluate(request) -> dict:
             torch_random_seed=request.seed,
             fewshot_random_seed=request.seed,
         )
-    seconds = time.perf_counter() - start
-    samples = results.pop("samples")
-    (work_dir / "lm_eval_results.json").write_text(
-        json.dumps(results, indent=2, default=handle_non_serializable), encoding="utf-8"
-    )
+    return model, model_args, results, time.perf_counter() - start
 
-    tokenizer = AutoTokenizer.from_pretrained(model_args["tokenizer"])
+
+def _score_benchmarks(
+    request, options: dict, tasks: dict, results: dict, samples: dict, tokenizer, work_dir: Path
+) -> dict:
+    """Step 4: each benchmark's metrics (and lm-eval's own acc), writing its logged samples beside them."""
+    from lm_eval.utils import handle_non_serializable
+
     benchmarks = {}
     for benchmark, name in tasks.items():
         task_samples = samples[name]
@@ -292,6 +296,27 @@ def evaluate(request) -> dict:
             task_samples, tokenizer, options["length_limit"], request.max_new_tokens
         )
         benchmarks[benchmark]["lm_eval_acc"] = 100.0 * results["results"][name][f"acc,{FILTER}"]
+    return benchmarks
+
+
+def evaluate(request) -> dict:
+    """Evaluate a policy on the ``eval_data`` benchmarks with lm-eval; returns the eval.json content."""
+    import lm_eval
+    from lm_eval.utils import handle_non_serializable
+    from transformers import AutoTokenizer
+
+    options = math_data.check_options(dict(request.options))
+    work_dir = Path(request.work_dir)
+    run_tasks_dir = work_dir / "lm_eval_tasks"
+    tasks, not_run = _write_tasks(request, options, work_dir, run_tasks_dir)
+    model, model_args, results, seconds = _run_lm_eval(request, options, tasks, run_tasks_dir)
+    samples = results.pop("samples")
+    (work_dir / "lm_eval_results.json").write_text(
+        json.dumps(results, indent=2, default=handle_non_serializable), encoding="utf-8"
+    )
+
+    tokenizer = AutoTokenizer.from_pretrained(model_args["tokenizer"])
+    benchmarks = _score_benchmarks(request, options, tasks, results, samples, tokenizer, work_dir)
     summary = {
         metric: sum(b[metric] for b in benchmarks.values()) / len(benchmarks) for metric in ("acc", "exceed")
     }

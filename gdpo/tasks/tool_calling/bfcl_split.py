@@ -38,6 +38,7 @@ from pathlib import Path
 from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
 from bfcl_eval.model_handler.utils import func_doc_language_specific_pre_processing
 
+from gdpo.files import write_jsonl
 from gdpo.tasks.tool_calling.bfcl_aggregate import LIVE_CATEGORIES
 from gdpo.tasks.tool_calling.output_format import ANSWER_RESPONSE, ANSWER_TOOL_CALL
 
@@ -65,11 +66,6 @@ OPTIONAL_MARK = ""
 def read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def _canonical_value(value):

@@ -20,6 +20,7 @@ from gdpo.tasks.tool_calling.data import (
     select_items,
     validate_options,
 )
+from gdpo.files import write_jsonl
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.tool_calling.diagnostics import calls_offered_tools, parsed_calls
 from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt
@@ -119,11 +120,6 @@ def run_bfcl_score(eval_data: Path, completions: Path, out: Path, work_dir: Path
             f"BFCL scoring failed (exit {process.returncode}): {' '.join(command)}\n{process.stderr[-3000:]}"
         )
     return json.loads(out.read_text(encoding="utf-8"))
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def evaluate(request) -> dict:
