@@ -284,6 +284,8 @@ class EstimatorSpec:
             group only), so that the bench can batch many seeds into one call and whiten per seed.
         grpo_counterpart: for a per-reward (GDPO-family) method, the method a convention with
             ``single_reward="grpo"`` runs instead when there is one reward; None for other methods.
+        group_local: the function's value for a rollout depends on its own group only
+            (:attr:`gdpo.methods.MethodSpec.group_local`), so the bench computes all its seeds in one call.
     """
 
     name: str
@@ -291,6 +293,7 @@ class EstimatorSpec:
     description: str
     batch_step: bool = False
     grpo_counterpart: str | None = None
+    group_local: bool = False
 
     @property
     def per_reward(self) -> bool:
@@ -311,11 +314,12 @@ def _refuse_duplicate(name: str) -> None:
 def _add_estimator(method: MethodSpec, function: Estimator) -> None:
     _refuse_duplicate(method.name)
     _ESTIMATORS[method.name] = EstimatorSpec(method.name, function, method.description, method.batch_step,
-                                             method.grpo_counterpart)
+                                             method.grpo_counterpart, method.group_local)
 
 
 def register_estimator(
-    name: str, description: str = "", batch_step: bool = False, grpo_counterpart: str | None = None
+    name: str, description: str = "", batch_step: bool = False, grpo_counterpart: str | None = None,
+    group_local: bool = False,
 ) -> Callable[[Estimator], Estimator]:
     """Decorator adding an estimator ``f(inputs: AdvantageInputs) -> (B,) tensor`` under ``name``.
 
@@ -328,6 +332,7 @@ def register_estimator(
         description: one line; default the function's docstring.
         batch_step: follow ``f`` by GDPO's batch step (see :class:`EstimatorSpec`).
         grpo_counterpart: mark ``f`` as a per-reward method and name its one-reward GRPO fallback.
+        group_local: ``f``'s value for a rollout depends on its own group only (see :class:`EstimatorSpec`).
 
     Example::
 
@@ -339,7 +344,8 @@ def register_estimator(
 
     def decorate(function: Estimator) -> Estimator:
         _refuse_duplicate(name)
-        method = MethodSpec(name, description or (function.__doc__ or "").strip(), batch_step, grpo_counterpart)
+        method = MethodSpec(name, description or (function.__doc__ or "").strip(), batch_step,
+                            grpo_counterpart, group_local)
         _add_estimator(declare_method(method), function)
         return function
 

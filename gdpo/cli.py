@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from gdpo.methods import Method
+
 DESCRIPTION = """\
 Reproducibility suite for GDPO vs GRPO (multi-reward RL for LLMs).
 
@@ -67,7 +69,7 @@ def _add_advantages(commands: argparse._SubParsersAction) -> None:
                      help="reward matrix: rows (rollouts) separated by ';', rewards by ','; "
                           "nan or empty = no reward. Rows are grouped G at a time. Example: '0,1;1,1'")
     sub.add_argument("-G", "--num-generations", type=int, required=True, help="rollouts per prompt (group size)")
-    sub.add_argument("--method", default="gdpo", help="advantage method (see `gdpo methods`); default gdpo")
+    sub.add_argument("--method", default=Method.GDPO, help="advantage method (see `gdpo methods`); default gdpo")
     sub.add_argument("--weights", help="comma-separated reward weights, one per reward (default all 1)")
     sub.add_argument("--convention", default="trl", help="numeric convention (see `gdpo methods`); default trl")
     sub.add_argument("--lengths", help="comma-separated response lengths in tokens (needed by 'verl')")

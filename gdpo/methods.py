@@ -8,8 +8,9 @@ and explains each convention).
 
 - :class:`Method` names the built-in estimators and gives each its figure label (the paper's name) and
   colour, in the paper's order.
-- :class:`MethodSpec` — a method's name, one-line description, whether GDPO's batch step follows it, and the
-  GRPO method a per-reward method falls back to; :func:`declare_method`, :func:`available_methods`,
+- :class:`MethodSpec` — a method's name, one-line description, whether GDPO's batch step follows it, the
+  GRPO method a per-reward method falls back to, whether it is group-local, and the method it is without the
+  batch step of; :func:`declare_method`, :func:`available_methods`,
   :func:`get_method`. A new estimator registered with :func:`gdpo.advantages.register_estimator` is declared
   here too; to make it nameable in a config (planned without torch), declare it in this module and
   implement it in :mod:`gdpo.advantages` with ``_implements``.
@@ -288,18 +289,27 @@ class MethodSpec:
         batch_step: GDPO's batch step (:func:`gdpo.advantages.batch_whiten`) follows the method's function.
         grpo_counterpart: for a per-reward (GDPO-family) method, the method a convention with
             ``single_reward="grpo"`` runs instead when there is one reward; None for other methods.
+        group_local: a rollout's advantage before any batch step depends on its own group only, so the
+            batches of independent runs can be computed in one call (the bench batches its seeds so, with the
+            batch step per seed); False: one call per batch.
+        without_batch_step_of: the method this one is without GDPO's batch step (``gdpo_nobn``: ``gdpo``):
+            both compute the same advantage before it, so e.g. their distinct advantage groups are the same;
+            None for other methods.
     """
 
     name: str
     description: str
     batch_step: bool = False
     grpo_counterpart: str | None = None
+    group_local: bool = False
+    without_batch_step_of: str | None = None
 
     def __post_init__(self) -> None:
         # A Method member is stored as its plain name.
         object.__setattr__(self, "name", str(self.name))
-        if self.grpo_counterpart is not None:
-            object.__setattr__(self, "grpo_counterpart", str(self.grpo_counterpart))
+        for field in ("grpo_counterpart", "without_batch_step_of"):
+            if getattr(self, field) is not None:
+                object.__setattr__(self, field, str(getattr(self, field)))
 
     @property
     def per_reward(self) -> bool:
@@ -334,12 +344,14 @@ def get_method(name: str) -> MethodSpec:
         ) from None
 
 
-declare_method(MethodSpec(Method.GRPO, "GRPO on the weighted reward sum: (r − group mean) / group std"))
-declare_method(MethodSpec(Method.GRPO_NOSTD, "GRPO without std scaling (Dr.GRPO): r − group mean"))
+declare_method(MethodSpec(Method.GRPO, "GRPO on the weighted reward sum: (r − group mean) / group std",
+                          group_local=True))
+declare_method(MethodSpec(Method.GRPO_NOSTD, "GRPO without std scaling (Dr.GRPO): r − group mean",
+                          group_local=True))
 declare_method(MethodSpec(Method.GDPO, "GDPO: per-reward group normalisation, weighted sum, batch whitening",
-                          batch_step=True, grpo_counterpart=Method.GRPO))
+                          batch_step=True, grpo_counterpart=Method.GRPO, group_local=True))
 declare_method(MethodSpec(Method.GDPO_NOBN, "GDPO without the batch step (App. A ablation)",
-                          grpo_counterpart=Method.GRPO))
+                          grpo_counterpart=Method.GRPO, group_local=True, without_batch_step_of=Method.GDPO))
 declare_method(MethodSpec(Method.GDPO_NOSTD, "GDPO without the per-reward std: centring per reward, weighted "
                                              "sum, batch whitening", batch_step=True,
-                          grpo_counterpart=Method.GRPO_NOSTD))
+                          grpo_counterpart=Method.GRPO_NOSTD, group_local=True))

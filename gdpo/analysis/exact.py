@@ -27,10 +27,12 @@ import pandas as pd
 import torch
 
 from gdpo.advantages import compute_advantages
+from gdpo.methods import Method
 
 #: Methods counted, in the paper's order (then GDPO w/o std, beyond the paper), and the registry method each
 #: is computed with, before any batch step.
-COUNTED_METHODS = {"grpo": "grpo", "grpo_nostd": "grpo_nostd", "gdpo": "gdpo", "gdpo_nostd": "gdpo_nostd"}
+COUNTED_METHODS = {Method.GRPO: Method.GRPO, Method.GRPO_NOSTD: Method.GRPO_NOSTD, Method.GDPO: Method.GDPO,
+                   Method.GDPO_NOSTD: Method.GDPO_NOSTD}
 #: Decimals kept when comparing advantage tuples.
 DEFAULT_DECIMALS = 6
 #: The paper's Fig. 3 grid: rollouts at n = 2 and rewards at G = 4; the paper stops GDPO at G = 11, n = 6.
@@ -179,15 +181,15 @@ def naive_count_distinct(num_rollouts: int, num_rewards: int, method: str, decim
     seen = set()
     for multiset in itertools.combinations_with_replacement(vectors, num_rollouts):
         matrix = np.array(multiset)
-        if method in ("gdpo", "gdpo_nostd"):
+        if method in (Method.GDPO, Method.GDPO_NOSTD):
             std = matrix.std(axis=0, ddof=1)
             centred = matrix - matrix.mean(axis=0)
             per_reward = np.divide(centred, std, out=np.zeros_like(centred), where=std > 0)
-            advantages = (per_reward if method == "gdpo" else centred).sum(axis=1)
+            advantages = (per_reward if method == Method.GDPO else centred).sum(axis=1)
         else:
             totals = matrix.sum(axis=1)
             advantages = totals - totals.mean()
-            if method == "grpo":
+            if method == Method.GRPO:
                 std = totals.std(ddof=1)
                 advantages = advantages / std if std > 0 else np.zeros_like(advantages)
         seen.add(tuple(np.round(np.sort(advantages), decimals) + 0.0))

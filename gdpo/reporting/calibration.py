@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from gdpo.curve_events import detect_divergence, fails_to_converge
+from gdpo.methods import Method
 from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, DECISIVE, IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED,
@@ -60,8 +61,9 @@ PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 2
 #: C7's alternative (the paper gives no numbers): weight 0.25 moves accuracy by twice the "barely" band.
 C7_CHANGE = 2 * BARELY_MARGIN
 _TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
-_METHODS = {"C3": ("gdpo", "grpo"), "C4": ("grpo_nostd", "grpo", "base"), "C6": ("gdpo", "grpo"),
-            "C8": ("gdpo", "grpo"), "C9": ("gdpo", "grpo"), "C7": ("grpo", "gdpo")}
+_METHODS = {"C3": (Method.GDPO, Method.GRPO), "C4": (Method.GRPO_NOSTD, Method.GRPO, "base"),
+            "C6": (Method.GDPO, Method.GRPO), "C8": (Method.GDPO, Method.GRPO),
+            "C9": (Method.GDPO, Method.GRPO), "C7": (Method.GRPO, Method.GDPO)}
 
 
 def _metrics(claim_id: str, setups: Sequence[str]) -> tuple[str, ...]:
@@ -140,15 +142,16 @@ def cell_means(design: TableDesign, effect: bool) -> dict[tuple[str, str, str], 
             shift = C7_CHANGE if effect and setup == "0.25" and metric == "acc" else 0.0
             means[(setup, method, metric)] = reference + shift
             continue
-        reference_key = (setup, "base", metric) if claim == "C4" and metric == "format" else (setup, "grpo", metric)
+        reference_key = ((setup, "base", metric) if claim == "C4" and metric == "format"
+                         else (setup, Method.GRPO, metric))
         reference = design.cells[reference_key].mean
         shift = 0.0
         if effect:
-            if claim == "C4" and method == "grpo_nostd":
+            if claim == "C4" and method == Method.GRPO_NOSTD:
                 shift = -reference if metric == "format" else _c4_accuracy_gap(setup)
-            elif claim in ("C3", "C6", "C9") and method == "gdpo":
+            elif claim in ("C3", "C6", "C9") and method == Method.GDPO:
                 shift = effect_or_zero(claim, setup, metric)
-            elif claim == "C8" and method == "gdpo":
+            elif claim == "C8" and method == Method.GDPO:
                 shift = paper_effect("C8", "", metric)
         means[(setup, method, metric)] = reference + shift
     return {k: float(np.clip(v, 0.0, 100.0)) for k, v in means.items()}
@@ -156,7 +159,7 @@ def cell_means(design: TableDesign, effect: bool) -> dict[tuple[str, str, str], 
 
 def _c4_accuracy_gap(setup: str) -> float:
     try:
-        return paper_effect("C4", setup, "avg", ("grpo_nostd", "grpo"))
+        return paper_effect("C4", setup, "avg", (Method.GRPO_NOSTD, Method.GRPO))
     except KeyError:
         return 0.0
 
@@ -339,7 +342,7 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
     if claim_id in ("C5", "C10"):
         figure = "fig5" if claim_id == "C5" else "fig8"
         task = evidence.figure_task(figure)
-        methods = ("grpo", "gdpo") if claim_id == "C5" else ("gdpo_nobn", "gdpo")
+        methods = (Method.GRPO, Method.GDPO) if claim_id == "C5" else (Method.GDPO_NOBN, Method.GDPO)
         if task is None or evidence.steps is None:
             return None
         runs = evidence.steps[evidence.steps["task"] == task]
@@ -356,7 +359,7 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
     else:
         setups = evidence.tasks(_TABLE_OF[claim_id])
         if claim_id == "C4":
-            setups = {s: t for s, t in setups.items() if evidence.seeds(t, "grpo_nostd")}
+            setups = {s: t for s, t in setups.items() if evidence.seeds(t, Method.GRPO_NOSTD)}
     if not setups:
         return None
     methods = _METHODS[claim_id]
@@ -402,14 +405,14 @@ def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
     pairs within a setup, pooled over setups (C6), or across the weight sweep's tasks (C7)."""
     metrics = _metrics(claim_id, setups)
     if claim_id == "C7":
-        comparisons = [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25") for m in ("grpo", "gdpo")
-                       for r in metrics]
+        comparisons = [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25")
+                       for m in (Method.GRPO, Method.GDPO) for r in metrics]
     elif claim_id == "C6":
-        comparisons = [[((s, "gdpo", r), (s, "grpo", r)) for s in setups] for r in metrics]
+        comparisons = [[((s, Method.GDPO, r), (s, Method.GRPO, r)) for s in setups] for r in metrics]
     elif claim_id == "C4":
-        comparisons = [[((s, "grpo_nostd", r), (s, "grpo", r))] for s in setups for r in metrics]
+        comparisons = [[((s, Method.GRPO_NOSTD, r), (s, Method.GRPO, r))] for s in setups for r in metrics]
     else:
-        comparisons = [[((s, "gdpo", r), (s, "grpo", r))] for s in setups for r in metrics]
+        comparisons = [[((s, Method.GDPO, r), (s, Method.GRPO, r))] for s in setups for r in metrics]
     return seeds_compared(cells, comparisons)
 
 
@@ -536,7 +539,7 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
         else:
             setups = {str(k): v for k, v in (tables.get(table) or {}).items()}
         if claim_id == "C4":
-            setups = {s: t for s, t in setups.items() if "grpo_nostd" in methods_of(t)}
+            setups = {s: t for s, t in setups.items() if Method.GRPO_NOSTD in methods_of(t)}
         if claim_id == "C9" and "3obj" not in setups:  # the rule needs the 3-objective setup (else: not run)
             continue
         methods = _METHODS[claim_id]
@@ -560,7 +563,8 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
         else:
             design = dataclasses.replace(design, seed_sd=seed_sd, spread_source=f"{seed_sd:g} pts, given")
         designs[claim_id] = design
-    for claim_id, figure, methods in (("C5", "fig5", ("grpo", "gdpo")), ("C10", "fig8", ("gdpo_nobn", "gdpo"))):
+    for claim_id, figure, methods in (("C5", "fig5", (Method.GRPO, Method.GDPO)),
+                                      ("C10", "fig8", (Method.GDPO_NOBN, Method.GDPO))):
         task = figures.get(figure)
         if task and all(m in methods_of(task) for m in methods):
             designs[claim_id] = EventDesign(claim_id, seeds_of(task), described[task]["max_steps"],
@@ -650,7 +654,7 @@ def paper_number_cells(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD) ->
     for key, cell in design.cells.items():
         setup, method, metric = key
         mean = _paper_mean(design.claim_id, setup, method, metric) if design.claim_id != "C7" else cell.mean
-        sign = 1.0 if method in ("gdpo", "grpo_nostd") else -1.0
+        sign = 1.0 if method in (Method.GDPO, Method.GRPO_NOSTD) else -1.0
         spread = 0.0 if mean == 0.0 or method == "base" else math.sqrt(2) / 2 * seed_sd
         values = mean + sign * spread * offsets[key]
         cells[key] = Sample(tuple(range(cell.seeds)), values, binomial_variance(values, cell.items),
@@ -793,15 +797,17 @@ def _sim_design(claim_id: str, per_seed: pd.DataFrame):
         decided = [v for v in variants if "conditioning=none" not in v] if claim_id == "C8" else variants
         cells = sim.pair_cells(per_seed, study, decided, rewards)
         effects = _sim_effects(claim_id)
-        shifts = {k: effects[k[2]] if k[1] == "gdpo" else 0.0 for k in cells}
-        reference = {k: (k[0], "grpo", k[2]) for k in cells}
+        shifts = {k: effects[k[2]] if k[1] == Method.GDPO else 0.0 for k in cells}
+        reference = {k: (k[0], Method.GRPO, k[2]) for k in cells}
         return cells, lambda c: decide_sim_pairs(c, decided, rewards).outcome, shifts, reference
     if claim_id == "C4":
         cells = sim.cells_c4(per_seed, study, variants)
-        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", ("grpo_nostd", "grpo"))
+        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", (Method.GRPO_NOSTD, Method.GRPO))
         # Under the claim: w/o std's format at 0 % (the base's is measured), its correctness GRPO's + the gap.
-        reference = {k: ((k[0], "base", "format") if k[2] == "format" else (k[0], "grpo", "avg")) for k in cells}
-        shifts = {k: (-math.inf if k == (k[0], "grpo_nostd", "format") else gap if k[1] == "grpo_nostd" else 0.0)
+        reference = {k: ((k[0], "base", "format") if k[2] == "format" else (k[0], Method.GRPO, "avg"))
+                     for k in cells}
+        shifts = {k: (-math.inf if k == (k[0], Method.GRPO_NOSTD, "format")
+                      else gap if k[1] == Method.GRPO_NOSTD else 0.0)
                   for k in cells}
         return cells, lambda c: over_cells(decide_c4(c, variants).by_setup), shifts, reference
     if claim_id == "C7":
@@ -854,7 +860,7 @@ def sim_power(claim_id: str, per_seed: pd.DataFrame, replicates: int = 400) -> t
         alternative = ("GDPO − GRPO " + ", ".join(f"{reward} {shift:+.2f}" for reward, shift in effects.items())
                        + f" points (Table {'1, 1.5B' if claim_id == 'C3' else '4'})")
     elif claim_id == "C4":
-        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", ("grpo_nostd", "grpo"))
+        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", (Method.GRPO_NOSTD, Method.GRPO))
         alternative = f"w/o std at 0 % format and {gap:+.2f} points of correctness from GRPO's (Table 2)"
     else:
         alternative = f"weight 0.25 moving correctness by {C7_CHANGE:g} points, the others not"

@@ -65,6 +65,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from gdpo.methods import Method
 from gdpo.reporting import paper_numbers as pn
 
 REPRODUCED = "reproduced"
@@ -339,7 +340,7 @@ class Claim:
     minimum: Minimum | None = None
 
 
-def _mean_difference(table: str, model: str, metric: str, a: str = "gdpo", b: str = "grpo",
+def _mean_difference(table: str, model: str, metric: str, a: str = Method.GDPO, b: str = Method.GRPO,
                      setting: str = "", b_setting: str | None = None) -> float:
     """Mean over the paper's benchmarks (those with both numbers) of a − b, from the paper's tables."""
     numbers = pn.paper_numbers()
@@ -354,7 +355,8 @@ def _mean_difference(table: str, model: str, metric: str, a: str = "gdpo", b: st
 
 
 @functools.lru_cache(maxsize=256)
-def paper_effect(claim_id: str, setup: str, metric: str, comparison: tuple[str, str] = ("gdpo", "grpo")) -> float:
+def paper_effect(claim_id: str, setup: str, metric: str,
+                 comparison: tuple[str, str] = (Method.GDPO, Method.GRPO)) -> float:
     """The paper's effect (points, ``comparison[0]`` − ``comparison[1]``, averaged over the paper's benchmarks)
     for one setup label of the config's ``reporting:`` block (a model label, or ``2obj``/``3obj`` in Table 5).
 

@@ -25,7 +25,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from gdpo.methods import method_color, method_label, paper_order
+from gdpo.methods import Method, method_color, method_label, paper_order
 from gdpo.plotting import save_figure
 from gdpo.reporting.stats import mean_ci
 from gdpo.curve_events import detect_divergence, divergence_measures
@@ -42,9 +42,9 @@ MIN_STEPS_FOR_DIVERGENCE = 5
 #: Fig. 6's eval.csv metrics (math family, percent): accuracy and share of responses over the length limit.
 SWEEP_METRICS = ("acc", "exceed")
 #: Fig. 6 compares these two methods.
-SWEEP_METHODS = ("grpo", "gdpo")
+SWEEP_METHODS = (Method.GRPO, Method.GDPO)
 #: Fig. 8 compares GDPO with and without its batch-level normalisation step.
-ABLATION_METHODS = ("gdpo", "gdpo_nobn")
+ABLATION_METHODS = (Method.GDPO, Method.GDPO_NOBN)
 
 STEPS_CSV = "steps.csv"
 EVAL_CSV = "eval.csv"

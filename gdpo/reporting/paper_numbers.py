@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gdpo.methods import Method
+
 PAPER_COLUMNS = ["table", "model", "setting", "method", "benchmark", "metric", "value"]
 
 QWEN25_1_5B = "Qwen2.5-1.5B"
@@ -54,12 +56,12 @@ CODE_METRICS = ("pass", "exceed", "bug")
 # Table 1/2: BFCL-v3, averages of 5 runs; values in TOOL_METRICS order (Live, Multi, Non-live, Avg, Format).
 _TABLE_1_2 = {
     (QWEN25_1_5B, "base"): ("1", (37.89, 0.12, 15.63, 17.88, 4.74)),
-    (QWEN25_1_5B, "grpo"): ("1", (50.63, 2.04, 37.87, 30.18, 76.33)),
-    (QWEN25_1_5B, "grpo_nostd"): ("2", (47.19, 1.47, 39.11, 29.26, 0.00)),
-    (QWEN25_1_5B, "gdpo"): ("1", (55.36, 2.50, 40.58, 32.81, 80.66)),
+    (QWEN25_1_5B, Method.GRPO): ("1", (50.63, 2.04, 37.87, 30.18, 76.33)),
+    (QWEN25_1_5B, Method.GRPO_NOSTD): ("2", (47.19, 1.47, 39.11, 29.26, 0.00)),
+    (QWEN25_1_5B, Method.GDPO): ("1", (55.36, 2.50, 40.58, 32.81, 80.66)),
     (QWEN25_3B, "base"): ("1", (63.57, 1.38, 30.75, 31.90, 58.37)),
-    (QWEN25_3B, "grpo"): ("1", (69.23, 3.14, 45.24, 39.20, 81.64)),
-    (QWEN25_3B, "gdpo"): ("1", (71.22, 4.59, 46.79, 40.87, 82.23)),
+    (QWEN25_3B, Method.GRPO): ("1", (69.23, 3.14, 45.24, 39.20, 81.64)),
+    (QWEN25_3B, Method.GDPO): ("1", (71.22, 4.59, 46.79, 40.87, 82.23)),
 }
 
 # Table 3: (acc, exceed) of base, GRPO, GDPO per benchmark and model.
@@ -102,7 +104,8 @@ _TABLE_4 = {
 
 # Table 5: R1-7B coding; (pass, exceed, bug) of base, GRPO-2obj, GDPO-2obj, GRPO-3obj, GDPO-3obj.
 # Taco: pass only (its exceed and bug ratio are not reliably known).
-TABLE_5_COLUMNS = (("", "base"), ("2obj", "grpo"), ("2obj", "gdpo"), ("3obj", "grpo"), ("3obj", "gdpo"))
+TABLE_5_COLUMNS = (("", "base"), ("2obj", Method.GRPO), ("2obj", Method.GDPO), ("3obj", Method.GRPO),
+                   ("3obj", Method.GDPO))
 _TABLE_5 = {
     "Apps": ((28.1, 73.9, 32.9), (67.2, 5.2, 25.0), (68.3, 5.0, 23.5), (68.1, 11.2, 20.3), (67.8, 8.5, 18.8)),
     "CodeContests": (
@@ -127,10 +130,10 @@ def _records() -> list[dict]:
         add(table, model, "", method, "BFCL-v3", TOOL_METRICS, values)
     for benchmark, by_model in _TABLE_3.items():
         for model, cells in by_model.items():
-            for method, values in zip(("base", "grpo", "gdpo"), cells, strict=True):
+            for method, values in zip(("base", Method.GRPO, Method.GDPO), cells, strict=True):
                 add("3", model, "", method, benchmark, MATH_METRICS, values)
     for benchmark, cells in _TABLE_4.items():
-        for method, values in zip(("grpo", "gdpo"), cells, strict=True):
+        for method, values in zip((Method.GRPO, Method.GDPO), cells, strict=True):
             add("4", R1_7B, "", method, benchmark, MATH_METRICS, values)
     for benchmark, cells in _TABLE_5.items():
         metrics = CODE_METRICS[:1] if benchmark == "Taco" else CODE_METRICS

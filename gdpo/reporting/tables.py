@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gdpo.methods import Method
 from gdpo.reporting.aggregate import COLLAPSED
 from gdpo.reporting.stats import mean_and_half_width
 from gdpo.reporting.paper_numbers import (
@@ -74,8 +75,8 @@ BLOCK_HEADINGS = {
     OURS_ONLY: "Our benchmarks without a paper counterpart: ours only, not comparable to the paper's numbers",
 }
 
-METHOD_LABELS = {"base": "base", "grpo": "GRPO", "grpo_nostd": "GRPO w/o std", "gdpo": "GDPO",
-                 "gdpo_nobn": "GDPO w/o batch step", "gdpo_nostd": "GDPO w/o std"}
+METHOD_LABELS = {"base": "base", Method.GRPO: "GRPO", Method.GRPO_NOSTD: "GRPO w/o std", Method.GDPO: "GDPO",
+                 Method.GDPO_NOBN: "GDPO w/o batch step", Method.GDPO_NOSTD: "GDPO w/o std"}
 METRIC_LABELS = {"live": "Live", "multi_turn": "Multi", "non_live": "Non-live", "avg": "Avg",
                  "format": "Format", "acc": "Acc", "exceed": "Exceed", "pass": "Pass", "bug": "Bug",
                  "calls": "Calls made", "ast_calls": "AST acc. (calls)"}
@@ -421,7 +422,7 @@ def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
     evals = _prepare(evals)
     models = TABLE_KEYS["table3_math"]
     columns = [_Column(f"{model} {_method_label(method, tasks.get(model), starting_points)}", (model,), method,
-                       ("3", model, "")) for model in models for method in ("base", "grpo", "gdpo")]
+                       ("3", model, "")) for model in models for method in ("base", Method.GRPO, Method.GDPO)]
     frame, grids, notes = _benchmark_table(evals, tasks, "math", MATH_METRICS, columns, decimals=1)
     caption = [
         (f"**Table 3. Math accuracy and Exceed (% of responses over the length limit), base / GRPO / GDPO; "
@@ -431,7 +432,7 @@ def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
          "own sampling settings and length limit (see its config)."),
         *_mapping_lines(tasks, models, scale, "Columns"),
         *_starting_point_lines(tasks, starting_points),
-        *_run_lines(evals, tasks, ["base", "grpo", "gdpo"]),
+        *_run_lines(evals, tasks, ["base", Method.GRPO, Method.GDPO]),
     ]
     return frame, _assemble(caption, grids, notes)
 
@@ -447,14 +448,14 @@ def table4_math_conditioned(
     _check_tasks(tasks, "table4_math_conditioned")
     evals = _prepare(evals)
     columns = [_Column(METHOD_LABELS[method], (R1_7B,), method, ("4", R1_7B, ""))
-               for method in ("grpo", "gdpo")]
+               for method in (Method.GRPO, Method.GDPO)]
     frame, grids, notes = _benchmark_table(evals, tasks, "math", MATH_METRICS, columns, decimals=1)
     caption = [
         (f"**Table 4. Length reward conditioned on correctness (R1-7B): Acc / Exceed (%), GRPO vs GDPO; "
          f"scale `{scale}`.**"),
         *_legend(1),
         *_mapping_lines(tasks, (R1_7B,), scale, "Columns"),
-        *_run_lines(evals, tasks, ["grpo", "gdpo"]),
+        *_run_lines(evals, tasks, [Method.GRPO, Method.GDPO]),
     ]
     return frame, _assemble(caption, grids, notes)
 
@@ -475,7 +476,7 @@ def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
     columns = [_Column(_method_label("base", base_task, starting_points), ("2obj", "3obj"), "base",
                        ("5", R1_7B, ""))]
     columns += [_Column(f"{METHOD_LABELS[method]} {setting}", (setting,), method, ("5", R1_7B, setting))
-                for setting in ("2obj", "3obj") for method in ("grpo", "gdpo")]
+                for setting in ("2obj", "3obj") for method in (Method.GRPO, Method.GDPO)]
     frame, grids, notes = _benchmark_table(evals, tasks, "code", CODE_METRICS, columns, decimals=1)
     base_source = next((key for key in ("2obj", "3obj") if key in tasks), None)
     caption = [
@@ -487,7 +488,7 @@ def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
         f"Base column: the base-model evaluation of `{tasks[base_source]}`." if base_source
         else f"Base column: {NO_RUN}.",
         *_starting_point_lines({k: v for k, v in tasks.items() if k == base_source}, starting_points),
-        *_run_lines(evals, tasks, ["base", "grpo", "gdpo"]),
+        *_run_lines(evals, tasks, ["base", Method.GRPO, Method.GDPO]),
     ]
     return frame, _assemble(caption, grids, notes)
 

@@ -38,11 +38,6 @@ from gdpo.sim import rng
 from gdpo.sim.schema import RunConfig
 from gdpo.sim.rewards import RewardModel, build_reward_model
 
-#: Estimators whose advantage of a rollout depends only on its own group; for these one registry call
-#: over all seeds' rows equals a call per seed. An estimator with a batch step (``gdpo``, ``gdpo_nostd``) is
-#: group-local before it, so it is batched too, with the batch step per seed; any other estimator
-#: (including newly registered ones) is called once per seed.
-GROUP_LOCAL_METHODS = frozenset({"grpo", "grpo_nostd", "gdpo_nobn"})
 _ADAM_BETAS = (0.9, 0.999)
 _ADAM_EPS = 1e-8
 
@@ -63,11 +58,13 @@ def seedwise_advantages(
         num_generations: G.
         method, weights, convention: as :func:`gdpo.advantages.compute_advantages`.
         response_lengths: (S, B) token-count proxy (used only by token- or response-weighted conventions).
-        path: ``"batched"``: group-local methods in one registry call over all seeds; a method with a batch
-            step (as the convention resolves it for n rewards, :func:`gdpo.advantages.resolve_estimator`)
-            as one call without it plus :func:`gdpo.advantages.batch_whiten` per seed; other methods one call
-            per seed. ``"per_seed"``: one registry call per seed for every method (the reference the tests
-            compare the batched path with).
+        path: ``"batched"``: a group-local method (its spec's ``group_local``: a rollout's advantage
+            depends on its own group only, so one registry call over all seeds' rows equals a call per
+            seed) in one call over all seeds; a method with a batch step (as the convention resolves it for
+            n rewards, :func:`gdpo.advantages.resolve_estimator`; group-local before it) as one call without
+            it plus :func:`gdpo.advantages.batch_whiten` per seed; other methods (a newly registered one
+            unless it declares itself group-local) one call per seed. ``"per_seed"``: one registry call per
+            seed for every method (the reference the tests compare the batched path with).
 
     Returns:
         (S, B) float64 advantages.
@@ -79,7 +76,7 @@ def seedwise_advantages(
     if path not in ("batched", "per_seed"):
         raise ValueError(f"path must be 'batched' or 'per_seed', got {path!r}.")
     spec = resolve_estimator(method, conv, num_rewards)
-    if path == "batched" and (spec.batch_step or spec.name in GROUP_LOCAL_METHODS):
+    if path == "batched" and (spec.batch_step or spec.group_local):
         flat = compute_advantages(rewards.reshape(-1, num_rewards), num_generations, spec.name, weights, conv,
                                   flat_lengths, batch_step=False).view(num_seeds, batch)
         # The bench has no missing rewards, so every rollout takes part in its seed's batch step.

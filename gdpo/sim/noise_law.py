@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gdpo.methods import Method
 from gdpo.plotting import save_figure  # sets the Agg backend
 from gdpo.sim.config import parse_study
 from gdpo.sim.engine import PolicyGradientBench
@@ -51,7 +52,7 @@ def cell_config(generations: int, correlation: float, replicates: int = REPLICAT
     """The bench configuration of one cell: two binary rewards of step-0 success 0.5, correlation ρ."""
     study = {
         "name": "noise_law", "seeds": replicates, "steps": 1, "prompts": prompts, "generations": generations,
-        "methods": ["gdpo_nobn"], "learning_rate": 0.01, "policy": "tabular", "prompt_spread": 0.0,
+        "methods": [Method.GDPO_NOBN], "learning_rate": 0.01, "policy": "tabular", "prompt_spread": 0.0,
         "rewards": [{"name": "r1", "behaviours": 1, "rule": "all", "scale": "binary", "difficulty": 0.5,
                      "weight": WEIGHTS[0]},
                     {"name": "r2", "behaviours": 1, "rule": "all", "scale": "binary", "difficulty": 0.5,
@@ -71,7 +72,7 @@ def measure_cell(generations: int, correlation: float, replicates: int = REPLICA
         the replicates), ``zero_std_share`` (groups whose advantage is 0 because a reward is equal across them).
     """
     config = cell_config(generations, correlation, replicates, prompts)
-    bench = PolicyGradientBench(config, "gdpo_nobn")
+    bench = PolicyGradientBench(config, Method.GDPO_NOBN)
     logits = bench.logits()
     actions = bench.sample(0, logits)
     _, paid, lengths = bench.score(actions)

@@ -35,6 +35,7 @@ import pandas as pd
 import torch
 
 from gdpo.curve_events import detect_divergence, fails_to_converge, final_window
+from gdpo.methods import get_method
 from gdpo.sim.config import Study, read_study
 from gdpo.sim.engine import BenchTrace, PolicyGradientBench
 from gdpo.sim.rewards import build_reward_model
@@ -93,12 +94,13 @@ def _torch_threads(count: int | None):
 def _exact_distinct_groups(num_generations: int, num_rewards: int, method: str) -> float:
     from gdpo.analysis import exact
 
-    counted = {"grpo": "grpo", "grpo_nostd": "grpo_nostd", "gdpo": "gdpo", "gdpo_nobn": "gdpo",
-               "gdpo_nostd": "gdpo_nostd"}
+    # The count is of the advantages before any batch step: a method without the batch step of a counted
+    # method (gdpo_nobn) has that method's count.
+    counted = get_method(method).without_batch_step_of or method
     enumeration = min(exact.enumeration_size(num_generations, num_rewards).values())
-    if method not in counted or enumeration > EXACT_ENUMERATION_LIMIT:
+    if counted not in exact.COUNTED_METHODS or enumeration > EXACT_ENUMERATION_LIMIT:
         return math.nan
-    return float(exact.count_distinct(num_generations, num_rewards, counted[method]))
+    return float(exact.count_distinct(num_generations, num_rewards, counted))
 
 
 def _outcomes(config: RunConfig, trace: BenchTrace) -> tuple[np.ndarray, np.ndarray]:

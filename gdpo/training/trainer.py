@@ -30,13 +30,14 @@ from trl import GRPOTrainer
 from trl.trainer.utils import split_tensor_dict
 
 from gdpo.advantages import compute_advantages, distinct_advantage_counts, get_convention, get_estimator
+from gdpo.methods import Method
 
 #: TRL's built-in advantage path that matches a registry method (used for TRL's own logged statistics
 #: and by the equivalence test); methods without one run TRL's default path, whose result is replaced.
 TRL_BUILTIN_EQUIVALENT = {
-    "grpo": {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "group"},
-    "grpo_nostd": {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "none"},
-    "gdpo": {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
+    Method.GRPO: {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "group"},
+    Method.GRPO_NOSTD: {"multi_objective_aggregation": "sum_then_normalize", "scale_rewards": "none"},
+    Method.GDPO: {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "group"},
 }
 
 

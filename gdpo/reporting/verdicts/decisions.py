@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
+from gdpo.methods import Method
 from gdpo.reporting.contract import (
     BARELY_MARGIN, INCONCLUSIVE, LEVEL, NO_FORMAT_RATE, NOT_REPRODUCED, PARITY_MARGIN, RATE, REPRODUCED,
     SMALLER, Criterion, Interval, MeasuredInterval, combine, paper_effect, rate_difference_interval,
@@ -102,7 +103,7 @@ def decide_c3(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Deci
     level = part_level(2 * len(setups), level)
     outcomes, texts, verdicts, measured = {}, [], {}, []
     for setup in setups:
-        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)], level), c)
+        parts = [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)], level), c)
                  for m, c in criteria_c3(setup).items()]
         outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
         verdicts.update(part_verdicts)
@@ -129,10 +130,11 @@ def decide_c4(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Deci
     outcomes, texts, verdicts, measured = {}, [], {}, []
     for setup in setups:
         criteria = criteria_c4(setup)
-        nostd = cells[(setup, "grpo_nostd", "format")]
+        nostd = cells[(setup, Method.GRPO_NOSTD, "format")]
         parts = [("format − base", paired(nostd, cells[(setup, "base", "format")], level), criteria["fall"]),
                  (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE, level), criteria["rate"]),
-                 ("avg − GRPO's", paired(cells[(setup, "grpo_nostd", "avg")], cells[(setup, "grpo", "avg")], level),
+                 ("avg − GRPO's",
+                  paired(cells[(setup, Method.GRPO_NOSTD, "avg")], cells[(setup, Method.GRPO, "avg")], level),
                   criteria["parity"])]
         outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
         verdicts.update(part_verdicts)
@@ -150,10 +152,11 @@ def decide_c6(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Deci
     level = part_level(2, level)
     effects = {m: float(np.mean([effect_or_zero("C6", s, m) for s in setups])) for m in ("acc", "exceed")}
     criteria = {"acc": Criterion("better", +1, effects["acc"]), "exceed": Criterion("better", -1, -effects["exceed"])}
-    parts = [(m, pooled([(cells[(s, "gdpo", m)], cells[(s, "grpo", m)]) for s in setups], level), c)
+    parts = [(m, pooled([(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)]) for s in setups], level), c)
              for m, c in criteria.items()]
     outcome, text, verdicts, measured = _decide_parts(parts)
-    reported = {(s, m): paired(cells[(s, "gdpo", m)], cells[(s, "grpo", m)]) for s in setups for m in criteria}
+    reported = {(s, m): paired(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)])
+                for s in setups for m in criteria}
     per_setup = "; ".join(f"{s}: " + ", ".join(f"{m} {interval_text(reported[(s, m)])}" for m in criteria)
                           for s in setups)
     label = "mean over setups" if len(setups) > 1 else setups[0]
@@ -172,7 +175,7 @@ def decide_c8(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Deci
                 "exceed": Criterion("better", -1, -paper_effect("C8", "", "exceed"))}
     outcomes, texts, verdicts, measured = {}, [], {}, []
     for setup in setups:
-        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)], level), c)
+        parts = [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)], level), c)
                  for m, c in criteria.items()]
         outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
         verdicts.update(part_verdicts)
@@ -199,7 +202,7 @@ def decide_c9(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Deci
     level = part_level(sum(len(criteria_c9(s)) for s in setups), level)
     outcomes, texts, verdicts, measured = {}, [], {}, []
     for setup in setups:
-        parts = [(m, paired(cells[(setup, "gdpo", m)], cells[(setup, "grpo", m)], level), c)
+        parts = [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)], level), c)
                  for m, c in criteria_c9(setup).items()]
         outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
         verdicts.update(part_verdicts)
@@ -217,7 +220,7 @@ def decide_c7(cells: Cells, level: float = LEVEL) -> Decision:
     level = part_level(12, level)
     same, changed = Criterion("same", margin=BARELY_MARGIN), Criterion("changed", margin=BARELY_MARGIN)
     outcomes, texts, verdicts, measured = {}, [], {}, []
-    for method in ("grpo", "gdpo"):
+    for method in (Method.GRPO, Method.GDPO):
         intervals = {(w, m): paired(cells[(w, method, m)], cells[("1", method, m)], level)
                      for w in ("0.75", "0.5", "0.25") for m in ("acc", "exceed")}
         measured += [MeasuredInterval.of(f"{method} w{w} {m}", i) for (w, m), i in intervals.items()]
@@ -314,7 +317,8 @@ def decide_sim_pairs(cells: Cells, variants: Sequence[str], rewards: tuple[str, 
     level = bonferroni_level(2 * len(variants))
     outcomes, texts, verdicts, measured = {}, [], {}, []
     for variant in variants:
-        intervals = {r: paired(cells[(variant, "gdpo", r)], cells[(variant, "grpo", r)], level) for r in rewards}
+        intervals = {r: paired(cells[(variant, Method.GDPO, r)], cells[(variant, Method.GRPO, r)], level)
+                     for r in rewards}
         measured += [MeasuredInterval.of(f"{variant} {r}", i) for r, i in intervals.items()]
         cell = {f"{variant} {r}": better.decide(i) for r, i in intervals.items()}
         verdicts.update(cell)

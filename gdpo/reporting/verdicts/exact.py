@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gdpo.methods import Method
 from gdpo.reporting.contract import NOT_REPRODUCED, NOT_RUN, REPRODUCED, Verdict
 from gdpo.reporting.verdicts.registry import Scale, claim_rule
 
@@ -18,7 +19,7 @@ def _count(counts: pd.DataFrame, method: str, rollouts: int, rewards: int) -> in
 def judge_c1(counts: pd.DataFrame, evidence: str) -> Verdict:
     """C1: ``reproduced`` iff at G = 2, n = 2 GRPO has exactly 2 distinct advantage groups and GDPO exactly 3
     (an exact count: no interval); ``not reproduced`` otherwise; ``not run`` if that grid point is absent."""
-    grpo, nostd, gdpo = (_count(counts, m, 2, 2) for m in ("grpo", "grpo_nostd", "gdpo"))
+    grpo, nostd, gdpo = (_count(counts, m, 2, 2) for m in (Method.GRPO, Method.GRPO_NOSTD, Method.GDPO))
     comparison = "exact counts at G = 2, n = 2 must equal the paper's (GRPO 2, GDPO 3)"
     if grpo is None or gdpo is None:
         return Verdict("", comparison, NOT_RUN, f"{evidence} has no G = 2, n = 2 rows")
@@ -45,23 +46,25 @@ def judge_c2(counts: pd.DataFrame, evidence: str) -> Verdict:
     failures, summaries = [], []
     for axis in ("rollouts", "rewards"):
         table = counts[counts["axis"] == axis].pivot_table(index=axis, columns="method", values="distinct_groups")
-        if len(table) < 3 or not {"grpo", "grpo_nostd", "gdpo"} <= set(table.columns):
+        if len(table) < 3 or not {Method.GRPO, Method.GRPO_NOSTD, Method.GDPO} <= set(table.columns):
             return Verdict("", comparison, NOT_RUN, f"{evidence} lacks the {axis} axis (need ≥ 3 points, 3 methods)")
         table = table.sort_index()
-        for method in ("grpo", "grpo_nostd", "gdpo"):
+        for method in (Method.GRPO, Method.GRPO_NOSTD, Method.GDPO):
             if not (table[method].diff().dropna() > 0).all():
                 failures.append(f"{method} does not grow strictly along {axis}")
-        if not ((table["gdpo"] >= table["grpo_nostd"]) & (table["grpo_nostd"] > table["grpo"])).all():
+        grpo, nostd, gdpo = table[Method.GRPO], table[Method.GRPO_NOSTD], table[Method.GDPO]
+        if not ((gdpo >= nostd) & (nostd > grpo)).all():
             failures.append(f"order GDPO ≥ GRPO w/o std > GRPO broken along {axis}")
         last = table.iloc[-1]
-        ratio = last["gdpo"] / last["grpo_nostd"]
+        ratio = last[Method.GDPO] / last[Method.GRPO_NOSTD]
         if ratio < MUCH_GREATER_RATIO:
             failures.append(f"GDPO/GRPO w/o std = {ratio:.2f} at {axis} = {table.index[-1]}")
         fixed = "n = 2" if axis == "rollouts" else "G = 4"
         summaries.append(
-            f"{axis} {table.index[0]}..{table.index[-1]} ({fixed}): GRPO {int(table['grpo'].iloc[0])}→"
-            f"{int(last['grpo'])}, GRPO w/o std {int(table['grpo_nostd'].iloc[0])}→{int(last['grpo_nostd'])}, "
-            f"GDPO {int(table['gdpo'].iloc[0])}→{int(last['gdpo'])} (×{ratio:.1f} over w/o std)"
+            f"{axis} {table.index[0]}..{table.index[-1]} ({fixed}): "
+            f"GRPO {int(grpo.iloc[0])}→{int(grpo.iloc[-1])}, "
+            f"GRPO w/o std {int(nostd.iloc[0])}→{int(nostd.iloc[-1])}, "
+            f"GDPO {int(gdpo.iloc[0])}→{int(gdpo.iloc[-1])} (×{ratio:.1f} over w/o std)"
         )
     measured = "; ".join(summaries)
     run = "exact enumeration of every binary reward combination"

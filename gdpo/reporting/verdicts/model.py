@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gdpo.curve_events import LENGTH_RISE, fails_to_converge
+from gdpo.methods import Method
 from gdpo.reporting import curves
 from gdpo.reporting.aggregate import NOT_JUDGED
 from gdpo.reporting.contract import (
@@ -170,9 +171,10 @@ def judge_c3(evidence: Evidence) -> Verdict:
     design; power 0.77 at paper-tool_calling (5 seeds, 4441 items) with a 0.25-point seed spread, 0.06 at 1
     point; every CPU design is below the minimum (underpowered)."""
     comparison = "GDPO − GRPO paired by seed: BFCL avg and format above 0 (every Table 1 setup)"
-    gathered = gather(evidence, "C3", "table1", ("gdpo", "grpo"), ("avg", "format"))
+    gathered = gather(evidence, "C3", "table1", (Method.GDPO, Method.GRPO), ("avg", "format"))
     verdict = _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
-    return _with_behaviour(verdict, _tool_behaviour(evidence, evidence.tasks("table1"), ("base", "grpo", "gdpo")))
+    return _with_behaviour(verdict, _tool_behaviour(evidence, evidence.tasks("table1"),
+                                                    ("base", Method.GRPO, Method.GDPO)))
 
 
 @claim_rule("C4", Scale.MODEL)
@@ -188,13 +190,15 @@ def judge_c4(evidence: Evidence) -> Verdict:
     if not setups:
         return dataclasses.replace(_not_configured("table1", "tool calling"), comparison=comparison)
     if evidence.evals is not None:
-        setups = {s: t for s, t in setups.items() if evidence.seeds(t, "grpo_nostd")}
+        setups = {s: t for s, t in setups.items() if evidence.seeds(t, Method.GRPO_NOSTD)}
     if not setups:
         return Verdict("", comparison, NOT_RUN, f"{evidence.eval_path}: no Table 1 task trains grpo_nostd "
                                                 "(the paper trains it at 1.5B; add it to the task's methods)")
-    gathered = gather(evidence, "C4", "table1", ("grpo_nostd", "grpo", "base"), ("format", "avg"), setups)
+    gathered = gather(evidence, "C4", "table1", (Method.GRPO_NOSTD, Method.GRPO, "base"), ("format", "avg"),
+                      setups)
     verdict = _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
-    return _with_behaviour(verdict, _tool_behaviour(evidence, setups, ("base", "grpo", "grpo_nostd")))
+    return _with_behaviour(verdict,
+                           _tool_behaviour(evidence, setups, ("base", Method.GRPO, Method.GRPO_NOSTD)))
 
 
 @claim_rule("C6", Scale.MODEL)
@@ -204,9 +208,9 @@ def judge_c6(evidence: Evidence) -> Verdict:
     Calibration: null false ``reproduced`` ≤ 0.002; power 0.97 at paper-math (3 seeds; 0.25-point spread), 0.09
     at 1 point; CPU designs underpowered."""
     comparison = "GDPO − GRPO paired by seed, averaged over Table 3's setups: accuracy above 0, Exceed below 0"
-    gathered = gather(evidence, "C6", "table3", ("gdpo", "grpo"), ("acc", "exceed"))
+    gathered = gather(evidence, "C6", "table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"))
     pooled_pairs = None if isinstance(gathered, Verdict) else [
-        [((s, "gdpo", m), (s, "grpo", m)) for s in gathered.setups] for m in ("acc", "exceed")]
+        [((s, Method.GDPO, m), (s, Method.GRPO, m)) for s in gathered.setups] for m in ("acc", "exceed")]
     return _table_verdict(evidence, "C6", gathered, decide_c6, comparison, pooled_pairs)
 
 
@@ -217,7 +221,7 @@ def judge_c8(evidence: Evidence) -> Verdict:
     Calibration: null false ``reproduced`` ≤ 0.001; power 0.97 at paper-math (0.25-point spread), 0.23 at 1
     point; CPU designs underpowered."""
     comparison = "GDPO − GRPO paired by seed, conditioned length reward: accuracy above 0, Exceed below 0"
-    gathered = gather(evidence, "C8", "table4", ("gdpo", "grpo"), ("acc", "exceed"))
+    gathered = gather(evidence, "C8", "table4", (Method.GDPO, Method.GRPO), ("acc", "exceed"))
     return _table_verdict(evidence, "C8", gathered, decide_c8, comparison)
 
 
@@ -241,7 +245,7 @@ def judge_c9(evidence: Evidence) -> Verdict:
         return Verdict("", comparison, NOT_RUN, "the config's table5 maps no 3obj task (pass, conditioned length and "
                                                 "bug rewards), where the claim's lower exceed and bug ratio are shown")
     metrics = ("pass", "exceed", "bug")
-    gathered = gather(evidence, "C9", "table5", ("gdpo", "grpo"), metrics, setups)
+    gathered = gather(evidence, "C9", "table5", (Method.GDPO, Method.GRPO), metrics, setups)
     return _table_verdict(evidence, "C9", gathered, decide_c9, comparison)
 
 
@@ -261,7 +265,8 @@ def judge_c7(evidence: Evidence) -> Verdict:
     cells, shortfall, labels = {}, [], []
     for weight in ("1", "0.75", "0.5", "0.25"):  # a fixed order: the config's (or a JSON copy's) may differ
         task = plain[weight]
-        gathered = gather(evidence, "C7", "fig6", ("grpo", "gdpo"), ("acc", "exceed"), {weight: task})
+        gathered = gather(evidence, "C7", "fig6", (Method.GRPO, Method.GDPO), ("acc", "exceed"),
+                          {weight: task})
         if isinstance(gathered, Verdict):
             return dataclasses.replace(gathered, comparison=comparison)
         cells.update(gathered.cells)
@@ -273,7 +278,7 @@ def judge_c7(evidence: Evidence) -> Verdict:
     run = "; ".join(labels)
     # The verdict pairs each method across tasks (weight w against weight 1): the seeds those pairs share.
     used = seeds_compared(cells, [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25")
-                                  for m in ("grpo", "gdpo") for r in ("acc", "exceed")])
+                                  for m in (Method.GRPO, Method.GDPO) for r in ("acc", "exceed")])
     if used < MIN_SEEDS:
         shortfall.insert(0, f"≥ {MIN_SEEDS} seeds per method common to each weight and weight 1 (have {used})")
     parts = parts_text(decision.parts)
@@ -345,17 +350,18 @@ def judge_c5(evidence: Evidence) -> Verdict:
     if isinstance(task, Verdict):
         return task
     try:
-        events = curves.divergence_steps(evidence.steps, task, methods=("grpo", "gdpo"))
+        events = curves.divergence_steps(evidence.steps, task, methods=(Method.GRPO, Method.GDPO))
     except ValueError as error:
         return Verdict("", comparison, NOT_RUN, str(error))
     diverged = {m: events[events["method"] == m].set_index("seed")["divergence_step"].notna()
-                for m in ("grpo", "gdpo")}
+                for m in (Method.GRPO, Method.GDPO)}
     if any(s.empty for s in diverged.values()):
         return Verdict("", comparison, NOT_RUN, f"{evidence.steps_path} lacks grpo or gdpo runs of {task}")
     measures_text, measures = _divergence_measures(evidence, task)
-    measured = (f"diverged: GRPO {int(diverged['grpo'].sum())}/{len(diverged['grpo'])} seeds, GDPO "
-                f"{int(diverged['gdpo'].sum())}/{len(diverged['gdpo'])}") + measures_text
-    verdict = _judge_events(evidence, "C5", task, ("grpo", "gdpo"), diverged, comparison, measured, measures)
+    measured = (f"diverged: GRPO {int(diverged[Method.GRPO].sum())}/{len(diverged[Method.GRPO])} seeds, GDPO "
+                f"{int(diverged[Method.GDPO].sum())}/{len(diverged[Method.GDPO])}") + measures_text
+    verdict = _judge_events(evidence, "C5", task, (Method.GRPO, Method.GDPO), diverged, comparison, measured,
+                            measures)
     capped = _runs_at_the_cap(evidence, task)
     if capped and verdict.verdict != UNDERPOWERED:
         return dataclasses.replace(verdict, verdict=UNDERPOWERED, measured_value=(
@@ -372,7 +378,7 @@ def _runs_at_the_cap(evidence: Evidence, task: str) -> str:
     if not cap:
         return ""
     try:
-        table = curves.divergence_measure_table(evidence.steps, task, methods=("grpo", "gdpo"))
+        table = curves.divergence_measure_table(evidence.steps, task, methods=(Method.GRPO, Method.GDPO))
     except ValueError:
         return ""
     over = table[table["peak_max_length"] > cap / (1 + LENGTH_RISE)]
@@ -389,7 +395,7 @@ def _divergence_measures(evidence: Evidence, task: str) -> tuple[str, tuple[Meas
     fall of correctness from its peak and of the log growth of the max length, paired by seed, mean and 95 %
     t-interval, as text and as numbers; empty where the curves are too short or fewer than 2 seeds pair."""
     try:
-        table = curves.divergence_measure_table(evidence.steps, task, methods=("grpo", "gdpo"))
+        table = curves.divergence_measure_table(evidence.steps, task, methods=(Method.GRPO, Method.GDPO))
     except ValueError:
         return "", ()
     texts, intervals = [], []
@@ -397,7 +403,7 @@ def _divergence_measures(evidence: Evidence, task: str) -> tuple[str, tuple[Meas
         by_seed = table.pivot(index="seed", columns="method", values=measure).dropna()
         if len(by_seed) < 2:
             return "", ()
-        mean, low, high = mean_ci((by_seed["grpo"] - by_seed["gdpo"]).to_numpy())
+        mean, low, high = mean_ci((by_seed[Method.GRPO] - by_seed[Method.GDPO]).to_numpy())
         texts.append(f"{label} GRPO − GDPO {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
         intervals.append(MeasuredInterval(f"{label} GRPO − GDPO", mean, low, high, 0.95, unit))
     text = f"; continuous measures over {len(by_seed)} paired seeds (reported, not decided on): " + ", ".join(texts)
@@ -420,9 +426,9 @@ def judge_c10(evidence: Evidence) -> Verdict:
     rows = evidence.steps[evidence.steps["task"] == task]
     metric = next((c for c in ("rewards/correct/mean", "rewards/pass/mean", "reward")
                    if c in rows and rows[c].notna().any()), None)
-    if metric is None or not {"gdpo", "gdpo_nobn"} <= set(rows["method"]):
+    if metric is None or not {Method.GDPO, Method.GDPO_NOBN} <= set(rows["method"]):
         return Verdict("", comparison, NOT_RUN, f"{evidence.steps_path} lacks gdpo and gdpo_nobn runs of {task}")
-    failed: dict[str, dict[int, bool]] = {"gdpo": {}, "gdpo_nobn": {}}
+    failed: dict[str, dict[int, bool]] = {Method.GDPO: {}, Method.GDPO_NOBN: {}}
     short = None
     for (method, seed), run in rows[rows["method"].isin(failed)].groupby(["method", "seed"]):
         try:
@@ -430,14 +436,15 @@ def judge_c10(evidence: Evidence) -> Verdict:
         except ValueError as error:
             short = str(error)
     if short:
-        steps = evidence.num_steps(task, ("gdpo", "gdpo_nobn"))
+        steps = evidence.num_steps(task, (Method.GDPO, Method.GDPO_NOBN))
         return Verdict(f"not judged: {short}", comparison, UNDERPOWERED, evidence.steps_path,
-                       run=evidence.run_label(task, ("gdpo", "gdpo_nobn"), _paper_setup("C10")),
+                       run=evidence.run_label(task, (Method.GDPO, Method.GDPO_NOBN), _paper_setup("C10")),
                        ) if steps is not None else Verdict("", comparison, NOT_RUN, short)
     events = {m: pd.Series(v, dtype=bool) for m, v in failed.items()}
-    measured = (f"{metric}: failed gdpo_nobn {int(events['gdpo_nobn'].sum())}/{len(events['gdpo_nobn'])}, "
-                f"gdpo {int(events['gdpo'].sum())}/{len(events['gdpo'])} seeds")
-    return _judge_events(evidence, "C10", task, ("gdpo_nobn", "gdpo"), events, comparison, measured)
+    nobn, gdpo = events[Method.GDPO_NOBN], events[Method.GDPO]
+    measured = (f"{metric}: failed gdpo_nobn {int(nobn.sum())}/{len(nobn)}, "
+                f"gdpo {int(gdpo.sum())}/{len(gdpo)} seeds")
+    return _judge_events(evidence, "C10", task, (Method.GDPO_NOBN, Method.GDPO), events, comparison, measured)
 
 
 # --------------------------------------------------------------------------------------------------

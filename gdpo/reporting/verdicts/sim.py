@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gdpo.curve_events import final_window
+from gdpo.methods import Method
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, PARITY_MARGIN,
     REPRODUCED, UNDERPOWERED, MeasuredInterval, Verdict, binomial_variance, rate_interval,
@@ -64,8 +65,8 @@ def initial_success_sample(per_seed: pd.DataFrame, study: str, variant: str, met
 
 def pair_cells(per_seed: pd.DataFrame, study: str, variants: Sequence[str], rewards: Sequence[str]) -> dict:
     """The cells GDPO and GRPO are compared on: (variant, method, reward) → :func:`final_success_sample`."""
-    return {(v, m, r): final_success_sample(per_seed, study, v, m, r) for v in variants for m in ("gdpo", "grpo")
-            for r in rewards}
+    return {(v, m, r): final_success_sample(per_seed, study, v, m, r)
+            for v in variants for m in (Method.GDPO, Method.GRPO) for r in rewards}
 
 
 def _seed_events(per_seed: pd.DataFrame, study: str, variant: str, method: str) -> pd.Series:
@@ -156,7 +157,8 @@ def judge_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     variants = study_variants(per_seed, study)
     cells = pair_cells(per_seed, study, variants, ("correctness", "format"))
     decision = decide_sim_pairs(cells, variants, ("correctness", "format"))
-    pairs = min(_paired_seeds(*((cells[(v, "gdpo", r)], cells[(v, "grpo", r)]) for r in ("correctness", "format")))
+    pairs = min(_paired_seeds(*((cells[(v, Method.GDPO, r)], cells[(v, Method.GRPO, r)])
+                                for r in ("correctness", "format")))
                 for v in variants)
     text = f"GDPO − GRPO final success {decision.text}. Cells: {_tally(decision.by_setup)}"
     comparison = "both paired differences above 0, combined over cells (shown in a cell and refuted in none)"
@@ -175,7 +177,7 @@ def cells_c7(per_seed: pd.DataFrame, study: str) -> dict[tuple[str, str, str], S
     """C7's cells: (weight, method, metric) → the final success of the reward standing for the metric in the
     variant ``w<weight>``."""
     return {(weight, method, metric): final_success_sample(per_seed, study, f"w{weight}", method, reward)
-            for weight in ("1", "0.75", "0.5", "0.25") for method in ("grpo", "gdpo")
+            for weight in ("1", "0.75", "0.5", "0.25") for method in (Method.GRPO, Method.GDPO)
             for metric, reward in C7_REWARDS.items()}
 
 
@@ -198,7 +200,7 @@ def judge_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     comparison = f"w 0.75, 0.5 within ±{BARELY_MARGIN:g} pts of w 1; w 0.25 outside it (both methods)"
     run = _bench_run(per_seed, study)
     pairs = _paired_seeds(*((cells[(w, m, r)], cells[("1", m, r)]) for w in ("0.75", "0.5", "0.25")
-                            for m in ("grpo", "gdpo") for r in ("acc", "exceed")))
+                            for m in (Method.GRPO, Method.GDPO) for r in ("acc", "exceed")))
     if pairs < MIN_SEEDS:
         return _underpowered(pairs, text, comparison, evidence, run, intervals)
     return Verdict(text, comparison, outcome, evidence, run=run, parts=parts_text(decision.parts),
@@ -215,10 +217,11 @@ def cells_c4(per_seed: pd.DataFrame, study: str, variants: Sequence[str]) -> dic
     base model's), and its correctness credit against GRPO's (standing for avg accuracy)."""
     cells: dict[tuple[str, str, str], Sample] = {}
     for v in variants:
-        cells[(v, "grpo_nostd", "format")] = final_success_sample(per_seed, study, v, "grpo_nostd", "format")
-        cells[(v, "base", "format")] = initial_success_sample(per_seed, study, v, "grpo_nostd", "format")
-        cells[(v, "grpo_nostd", "avg")] = final_success_sample(per_seed, study, v, "grpo_nostd", "correctness")
-        cells[(v, "grpo", "avg")] = final_success_sample(per_seed, study, v, "grpo", "correctness")
+        nostd, grpo = Method.GRPO_NOSTD, Method.GRPO
+        cells[(v, nostd, "format")] = final_success_sample(per_seed, study, v, nostd, "format")
+        cells[(v, "base", "format")] = initial_success_sample(per_seed, study, v, nostd, "format")
+        cells[(v, nostd, "avg")] = final_success_sample(per_seed, study, v, nostd, "correctness")
+        cells[(v, grpo, "avg")] = final_success_sample(per_seed, study, v, grpo, "correctness")
     return cells
 
 
@@ -234,7 +237,8 @@ def judge_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     decision = decide_c4(cells, variants)  # Bonferroni over every cell's three parts
     outcomes, text = decision.by_setup, decision.text
     outcome = over_cells(outcomes)
-    seeds = _paired_seeds(*((cells[(v, "grpo_nostd", "avg")], cells[(v, "grpo", "avg")]) for v in variants))
+    seeds = _paired_seeds(*((cells[(v, Method.GRPO_NOSTD, "avg")], cells[(v, Method.GRPO, "avg")])
+                            for v in variants))
     measured = (f"per cell ({len(variants)} cells, intervals at {100 * part_level(3 * len(variants)):.2f} %; avg = "
                 "correctness credit): "
                 f"{text.replace('GRPO w/o std', 'w/o std')}. Cells: {_tally(outcomes)}")
@@ -319,7 +323,7 @@ def judge_c5(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     detector on correctness against the maximum response length) of GRPO minus GDPO; see
     :func:`decide_sim_events`. The power column: probability of ``reproduced`` in one cell if GRPO collapsed
     in half its runs and GDPO never (the claim's effect, :data:`EVENT_EFFECTS`)."""
-    return _judge_events("C5", per_seed, evidence, ("grpo", "gdpo"), "collapse")
+    return _judge_events("C5", per_seed, evidence, (Method.GRPO, Method.GDPO), "collapse")
 
 
 @claim_rule("C8", Scale.SIM, study=SEQUENCE_STUDIES["C8"])
@@ -339,12 +343,13 @@ def judge_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
         return Verdict("", comparison, NOT_RUN, f"{evidence}: no cell of {study} conditions the length reward")
     cells = pair_cells(per_seed, study, variants, ("correctness", "length"))
     decision = decide_sim_pairs(cells, conditioned, ("correctness", "length"))
-    reported = {(v, r): paired(cells[(v, "gdpo", r)], cells[(v, "grpo", r)]) for v in variants
+    reported = {(v, r): paired(cells[(v, Method.GDPO, r)], cells[(v, Method.GRPO, r)]) for v in variants
                 if v not in conditioned for r in ("correctness", "length")}
     plain = [f"{v}: " + ", ".join(f"{r} {interval_text(reported[(v, r)])}" for r in ("correctness", "length"))
              for v in variants if v not in conditioned]
     intervals = decision.intervals + tuple(MeasuredInterval.of(f"{v} {r}", i) for (v, r), i in reported.items())
-    pairs = min(_paired_seeds(*((cells[(v, "gdpo", r)], cells[(v, "grpo", r)]) for r in ("correctness", "length")))
+    pairs = min(_paired_seeds(*((cells[(v, Method.GDPO, r)], cells[(v, Method.GRPO, r)])
+                                for r in ("correctness", "length")))
                 for v in conditioned)
     text = (f"GDPO − GRPO final success, conditioned length {decision.text}"
             + ("; plain length (for comparison): " + "; ".join(plain) if plain else "")
@@ -361,4 +366,4 @@ def judge_c10(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     (:func:`gdpo.curve_events.fails_to_converge` on correctness) of gdpo_nobn minus gdpo; see :func:`decide_sim_events`. The
     power column: probability of ``reproduced`` in one cell if gdpo_nobn failed in a fifth of its runs and
     gdpo never."""
-    return _judge_events("C10", per_seed, evidence, ("gdpo_nobn", "gdpo"), "failure to converge")
+    return _judge_events("C10", per_seed, evidence, (Method.GDPO_NOBN, Method.GDPO), "failure to converge")
