@@ -364,6 +364,19 @@ def test_at_a_cpu_scale_no_label_names_a_paper_model_without_ours():
     assert labels_naming_a_paper_model_alone(pd.DataFrame({OURS_COLUMN: ["Qwen2.5-1.5B"]}), SMOL) == ["Qwen2.5-1.5B"]
 
 
+@pytest.mark.parametrize("stem", ["table1_tool_calling", "table3_math", "table4_math_conditioned", "table5_code"])
+def test_the_published_mini_tables_name_what_ran(stem):
+    path = REPO / "paper_figures" / "mini" / f"{stem}.csv"
+    if not path.is_file():
+        pytest.skip("no published mini tables")
+    frame = pd.read_csv(path, keep_default_na=False)
+    assert labels_naming_a_paper_model_alone(frame, SMOL) == []
+    # every row or column says which of the paper's setups it is compared with
+    if stem == "table1_tool_calling":
+        assert list(frame.columns[:2]) == [OURS_COLUMN, PAPER_ROW_COLUMN]
+    else:
+        assert all("(paper" in column for column in frame.columns[3:])
+
 
 # Bad input: (call, match of the error)
 BAD_INPUTS = [
