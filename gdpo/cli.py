@@ -453,7 +453,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 
 def _add_paper_outputs(commands: argparse._SubParsersAction) -> None:
     sub = commands.add_parser("paper-outputs", help="draw the figures and tables named by the config's reporting block")
-    sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, reporting)")
+    sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, training, reporting)")
     sub.add_argument("--steps", required=True, help="steps.csv from `gdpo aggregate`")
     sub.add_argument("--evals", required=True, help="eval.csv from `gdpo aggregate`")
     sub.add_argument("--out-dir", required=True, help="paper_figures/<scale>")

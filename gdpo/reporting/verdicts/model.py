@@ -17,6 +17,7 @@ import pandas as pd
 
 from gdpo.curve_events import LENGTH_RISE, fails_to_converge
 from gdpo.methods import Method
+from gdpo.plan import model_display_name
 from gdpo.reporting import curves
 from gdpo.reporting.aggregate import NOT_JUDGED
 from gdpo.reporting.contract import (
@@ -28,7 +29,7 @@ from gdpo.reporting.verdicts.decisions import (
     EVENT_EFFECTS, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9, decide_events, parts_text,
     smallest_detectable_rate,
 )
-from gdpo.reporting.verdicts.model_evidence import BASE, Evidence, model_name, model_size
+from gdpo.reporting.verdicts.model_evidence import BASE, Evidence, model_size
 from gdpo.reporting.verdicts.registry import Scale, claim_rule
 from gdpo.reporting.verdicts.samples import seeds_compared
 
@@ -461,7 +462,7 @@ def judge_c11(evidence: Evidence, family_verdicts: Mapping[str, str]) -> Verdict
     measured = ", ".join(f"{claim} {verdict}" for claim, verdict in family_verdicts.items())
     tasks = {t for table in ("table1", "table3", "table5") for t in evidence.tasks(table).values()}
     specs = {t: (evidence.runs.get(t) or {}).get("model") for t in tasks}
-    models = sorted({model_name(spec) for spec in specs.values() if spec})
+    models = sorted({model_display_name(spec) for spec in specs.values() if spec})
     sizes = sorted({size for size in (model_size(m) for m in models) if size is not None})
     measured += f"; models: {', '.join(models) or 'none recorded'}"
     verdicts = list(family_verdicts.values())

