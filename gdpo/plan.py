@@ -382,6 +382,14 @@ def _copied_mapping(settings: _Settings, name: str, fix: str) -> None:
     _set_field(settings, name, copy.deepcopy(dict(value)))
 
 
+def _check_data_options(where: str, options: Mapping) -> None:
+    """``ValueError`` naming every key of ``options`` that is not a data option (:data:`DATA_OPTION_KEYS`)."""
+    unknown = sorted(set(options) - set(DATA_OPTION_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: options {unknown} are no data options; the task's data options are "
+                         f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
+
+
 def _whole(value: Any, minimum: int) -> bool:
     """``value`` is an integer (not a bool) ≥ ``minimum``."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
@@ -679,10 +687,7 @@ class EvalSettings(_Settings):
             check_model_spec(self.model)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
-        unknown = sorted(set(self.options) - set(DATA_OPTION_KEYS))
-        if unknown:
-            raise ValueError(f"{where}: options {unknown} are no data options; the task's data options are "
-                             f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
+        _check_data_options(where, self.options)
         if not isinstance(self.fast_generation, bool):
             raise ValueError(f"{where}: fast_generation {self.fast_generation!r} must be true or false; set "
                              "`fast_generation:` (the scale's or the task's).")
@@ -793,10 +798,7 @@ class WarmupSettings(_Settings):
             family_spec(self.family)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
-        unknown = sorted(set(self.options) - set(DATA_OPTION_KEYS))
-        if unknown:
-            raise ValueError(f"{where}: options {unknown} are no data options; the task's data options are "
-                             f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
+        _check_data_options(where, self.options)
         rl_only = sorted(set(self.options) & set(RL_ONLY_OPTIONS))
         if rl_only:
             raise ValueError(f"{where}: options {rl_only} choose the RL training's item mix, not the warm-up's; "
