@@ -95,7 +95,7 @@ class RunKey:
         object.__setattr__(self, "root", Path(self.root))
         for field in ("task", "method"):
             _check_directory_name(field, getattr(self, field))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if not _whole(self.seed, 0):
             raise ValueError(f"seed {self.seed!r} of run {self.task}/{self.method} must be an integer ≥ 0.")
 
     def path(self) -> Path:
@@ -491,7 +491,7 @@ class RunSettings(_Settings):
         if not all(math.isfinite(weight) for weight in self.reward_weights):
             raise ValueError(f"{where}: reward weights {list(self.reward_weights)} must be finite numbers.")
         size = self.train_size
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        if size is not None and not _whole(size, 1):
             raise ValueError(f"{where}: train_size {size!r} must be a positive integer, or left out for the "
                              "family's default.")
         if self.policy_dtype not in POLICY_DTYPES:
