@@ -57,3 +57,14 @@ def test_evals_become_long_rows_with_not_run_columns_kept(tmp_path):
     assert set(evals["health"]) == {"not judged: no health block in eval.json: evaluated before the collapse gate "
                                     "existed; re-run its evaluation"}
     assert set(evals["collapsed"]) == {""}
+
+
+def test_every_eval_row_carries_the_start_models_digest(tmp_path):
+    digest = "0e4e936a" * 8
+    recorded = write_run(tmp_path, "tool", "grpo", 0, evaluation={
+        "model_weights_sha256": digest, "benchmarks": {"bfcl_v3": {"live": 40.0, "n_items": 80}}})
+    unrecorded = write_run(tmp_path, "tool", "gdpo", 0, evaluation={
+        "benchmarks": {"bfcl_v3": {"live": 41.0, "n_items": 80}}})
+    evals = gather_evals([recorded / "eval.json", unrecorded / "eval.json"]).set_index("method")
+    assert evals.loc["grpo", "start_weights_sha256"] == digest
+    assert evals.loc["gdpo", "start_weights_sha256"] == ""

@@ -616,6 +616,45 @@ def test_a_collapsed_and_an_unjudged_run_are_both_named():
     assert f"(not judged, no evidence: grpo_nostd seed 0: {NO_HEALTH})" in verdict.measured_value
 
 
+# --- one start model behind every compared run ------------------------------------------------------------
+
+WARMUP, OTHER_WARMUP = "0e4e936a" + "0" * 56, "7d4eb07a" + "1" * 56
+
+
+def test_c4_compares_runs_and_base_only_from_one_start_model():
+    """The pre-registration's pairing: C4's fall is measured against the base evaluated from the weights the
+    runs started from; a run trained from another warm-up (e.g. made on another machine) gates the claim."""
+    rows = c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])
+    for row in rows:
+        row["start_weights_sha256"] = WARMUP
+    assert verdicts.model.judge_c4(evidence(rows)).verdict == REPRODUCED
+    for row in rows:
+        if (row["method"], row["seed"]) == ("grpo_nostd", 2):
+            row["start_weights_sha256"] = OTHER_WARMUP
+    verdict = verdicts.model.judge_c4(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED
+    assert ("one start model behind every compared run (start weights differ: 0e4e936a0000… for base seed 0, "
+            "grpo seed 0") in verdict.measured_value
+    assert "7d4eb07a1111… for grpo_nostd seed 2)" in verdict.measured_value
+    # not recorded (an eval.json without the digest) is not a difference
+    for row in rows:
+        row["start_weights_sha256"] = "" if row["method"] == "base" else WARMUP
+    assert verdicts.model.judge_c4(evidence(rows)).verdict == REPRODUCED
+
+
+def test_a_comparison_of_runs_from_different_start_models_gives_no_verdict():
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
+    for row in rows:
+        row["start_weights_sha256"] = OTHER_WARMUP if row["method"] == "gdpo" else WARMUP
+    verdict = verdicts.model.judge_c3(evidence(rows))
+    assert verdict.verdict == UNDERPOWERED and "start weights differ" in verdict.measured_value
+    # a method the claim does not compare (here the base) leaves it alone
+    rows += eval_rows("tool", {("base", "avg"): [20.0], ("base", "format"): [40.0]})
+    for row in rows:
+        row["start_weights_sha256"] = OTHER_WARMUP if row["method"] == "base" else WARMUP
+    assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
+
+
 @pytest.mark.parametrize("columns", [("health",), ("health", "collapsed")])
 def test_an_eval_csv_without_the_health_column_is_not_judged(tmp_path, columns):
     """A file made before eval.csv told healthy from not judged: an empty ``collapsed`` proves nothing."""

@@ -17,6 +17,10 @@
   An eval.csv without the ``health`` column (made before it existed) cannot tell a healthy run from one
   that was not judged: :func:`run_health` reads each of its runs without collapse reasons as not judged,
   to be remade with ``gdpo aggregate``.
+
+  Every row also carries ``start_weights_sha256``: the digest of the model the run started from (eval.json's
+  ``model_weights_sha256``, the weights its adapter or fine-tune was evaluated on; the base model's own for
+  method ``base``), empty where eval.json did not record it. The ledger compares only runs of one start model.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ COLLAPSED = "collapsed"
 #: ``f"{NOT_JUDGED}: <why>"``.
 HEALTH = "health"
 HEALTHY = "healthy"
+#: eval.csv's column with the SHA-256 of the weights a run started from (:func:`gdpo.files.weights_digest`).
+START_WEIGHTS = "start_weights_sha256"
 NOT_JUDGED = "not judged"
 #: Why the runs of an eval.csv without the ``health`` column are not judged.
 NO_HEALTH_COLUMN = ("has no 'health' column (made before the gate told a healthy run from one not judged); "
@@ -110,7 +116,8 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
         # Judged again from the health numbers, so the current rule applies to every file, whatever it stored.
         health, reasons = health_value(record.get("family", ""), record.get("health"))
-        identity = {**run_identity(path), HEALTH: health, COLLAPSED: reasons}
+        identity = {**run_identity(path), HEALTH: health, COLLAPSED: reasons,
+                    START_WEIGHTS: record.get("model_weights_sha256") or ""}
         # Samples per item (pass@1 averaged over them): the evaluation's binomial noise is over items × samples.
         n_samples = (record.get("settings") or {}).get("num_samples", 1)
         for benchmark, metrics in record["benchmarks"].items():
@@ -122,5 +129,5 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
         for column, reason in (record.get("not_run") or {}).items():
             rows.append({**identity, "benchmark": column, "metric": "", "value": None, "n_items": None,
                          "note": f"not run: {reason}"})
-    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note", HEALTH, COLLAPSED])
+    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS + ["note", HEALTH, COLLAPSED, START_WEIGHTS])
     return frame.sort_values(["task", "method", "seed", "benchmark", "metric"], ignore_index=True)

@@ -97,6 +97,12 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
         if unjudged:
             shortfall[setup].append(f"every run judged by the collapse gate (not judged, no evidence: "
                                     f"{'; '.join(unjudged)})")
+        # Runs compared (the base model's evaluation among them) must share the start model: a run trained from
+        # other weights (a warm-up made on another machine) measures those weights too.
+        starts = evidence.start_models(task, methods)
+        if len(starts) > 1:
+            shortfall[setup].append("one start model behind every compared run (start weights differ: " + "; ".join(
+                f"{digest[:12]}… for {', '.join(runs)}" for digest, runs in starts.items()) + ")")
         labels.append(evidence.run_label(task, methods, setup))
     return Gathered(cells, setups, shortfall, labels)
 

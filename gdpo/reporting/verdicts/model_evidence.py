@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gdpo.plan import model_display_name
-from gdpo.reporting.aggregate import COLLAPSED, HEALTH, run_health
+from gdpo.reporting.aggregate import COLLAPSED, HEALTH, START_WEIGHTS, run_health
 from gdpo.reporting.contract import binomial_variance
 from gdpo.reporting.verdicts.samples import Sample
 
@@ -131,6 +131,17 @@ class Evidence:
                 named.setdefault(why, []).append(f"{run['method']} seed {int(run['seed'])}")
         return [f"{', '.join(names)}: {why}" for why, names in named.items()]
 
+    def start_models(self, task: str, methods: Sequence[str]) -> dict[str, list[str]]:
+        """Start-weights digest → ``"<method> seed <s>"`` of the runs of (task, one of ``methods``) that
+        eval.csv records it for (its ``start_weights_sha256``; runs without one are left out: not recorded)."""
+        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))
+                          & (self.evals[START_WEIGHTS] != "")]
+        runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
+        named: dict[str, list[str]] = {}
+        for run in runs.to_dict("records"):
+            named.setdefault(run[START_WEIGHTS], []).append(f"{run['method']} seed {int(run['seed'])}")
+        return named
+
     def samples_per_item(self, task: str, method: str, metric: str) -> int:
         """Samples per evaluated item behind (task, method)'s ``metric`` (eval.csv's ``n_samples``; 1 where not
         recorded: greedy or one sample)."""
@@ -183,8 +194,10 @@ def _checked_evals(evals: pd.DataFrame, eval_path: str) -> pd.DataFrame:
     if missing and not evals.empty:
         raise ValueError(f"{eval_path} lacks columns {missing}; it must be eval.csv of `gdpo aggregate`.")
     evals = evals.reindex(columns=list(dict.fromkeys([*evals.columns, "task", "method", "seed", "metric", "value",
-                                                      "n_items", "n_samples", "benchmark", COLLAPSED])))
-    evals[COLLAPSED] = evals[COLLAPSED].astype(object).where(evals[COLLAPSED].notna(), "").astype(str)
+                                                      "n_items", "n_samples", "benchmark", COLLAPSED,
+                                                      START_WEIGHTS])))
+    for column in (COLLAPSED, START_WEIGHTS):
+        evals[column] = evals[column].astype(object).where(evals[column].notna(), "").astype(str)
     for column in ("value", "n_items", "n_samples", "seed"):
         numbers = pd.to_numeric(evals[column], errors="coerce")
         bad = evals[numbers.isna() & evals[column].notna()]
