@@ -110,6 +110,11 @@ def main() -> None:
             start = time.perf_counter()
             run()
             seconds[name].append(time.perf_counter() - start)
+    refresh = []  # once per optimizer step in training: LoRA merged into the weights, cast, prepacked
+    for _ in range(args.rounds):
+        start = time.perf_counter()
+        engine.load_from(policy)
+        refresh.append(time.perf_counter() - start)
     bandwidth = read_bandwidth_gb_s()
 
     tokens = len(batch) * new
@@ -120,6 +125,8 @@ def main() -> None:
     for name, values in seconds.items():
         rates[name] = tokens / statistics.median(values)
         print(f"{name:<22} {statistics.median(values):>9.3f} {rates[name]:>9.1f}")
+    print(f"engine weight refresh (LoRA merge, cast, prepack; once per optimizer step): "
+          f"{statistics.median(refresh):.3f} s median")
     print(f"engine / generate (policy):     {rates['engine'] / rates['generate (policy)']:.2f}x")
     print(f"engine / generate (plain fp32): {rates['engine'] / rates['generate (plain fp32)']:.2f}x")
     steps_per_second = rates["engine"] / len(batch)
