@@ -94,6 +94,31 @@ def test_median_and_iqr_match_a_hand_computation():
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
 
 
+def test_median_and_iqr_of_each_seeds_trailing_mean():
+    # seed 0: 1, 3, 5, 7 → trailing mean over 2 steps 1, 2, 4, 6; seed 1: 3, 3, 3, 3 → 3, 3, 3, 3
+    steps = pd.DataFrame([{"task": "t", "method": "gdpo", "seed": seed, "step": step, "m": value}
+                          for seed, values in enumerate([[1, 3, 5, 7], [3, 3, 3, 3]])
+                          for step, value in enumerate(values, start=1)])
+    table = median_iqr(steps, "t", "m", window=2)
+    assert list(table["median"]) == pytest.approx([2.0, 2.5, 3.5, 4.5])
+    assert list(table["q75"]) == pytest.approx([2.5, 2.75, 3.75, 5.25])
+    pd.testing.assert_frame_equal(median_iqr(steps, "t", "m", window=1), median_iqr(steps, "t", "m"))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="window must be a whole number"):
+            median_iqr(steps, "t", "m", window=bad)
+
+
+@pytest.mark.parametrize(("n_steps", "window"), [(8, 1), (49, 1), (100, 4), (500, 20)])
+def test_curve_figures_smooth_long_runs_and_say_so(tmp_path, captured, n_steps, window):
+    assert curves.smoothing_window(n_steps) == window
+    steps = make_steps(n_steps=n_steps)
+    figure4_tool_calling_curves(steps, "t", tmp_path / "fig4.png", "cpu-evidence")
+    drawn = captured[0]["lines"][0][0][1]  # the correctness panel's first method (grpo)
+    assert list(drawn) == pytest.approx(list(median_iqr(steps, "t", CORRECTNESS, ["grpo"], window)["median"]))
+    said = f"trailing mean over {window} steps"
+    assert (said in captured[0]["texts"][-1]) == (window > 1)
+
+
 def test_per_seed_curves_restrict_to_the_methods_asked_for():
     curves_ = per_seed_curves(make_steps(methods=("grpo", "gdpo", "grpo_nostd"), seeds=(0, 1), n_steps=2),
                               "t", CORRECTNESS, methods=["gdpo"])

@@ -111,8 +111,19 @@ def per_seed_curves(steps: pd.DataFrame, task: str, metric: str,
     return curves.sort_values(["method", "seed", "step"], ignore_index=True)
 
 
+def smoothing_window(n_steps: int) -> int:
+    """Steps of the trailing moving mean a curve figure applies to each seed: 1 (none) below 50 logged steps,
+    then one 25th of the run (20 at 500 steps), so that a step's few rollouts do not hide the trend."""
+    return max(1, n_steps // 25)
+
+
+def smoothing_note(window: int) -> str:
+    """What a figure's note says of its smoothing (nothing when the curves are raw)."""
+    return "" if window == 1 else f" · each seed's trailing mean over {window} steps"
+
+
 def median_iqr(steps: pd.DataFrame, task: str, metric: str,
-               methods: Sequence[str] | None = None) -> pd.DataFrame:
+               methods: Sequence[str] | None = None, window: int = 1) -> pd.DataFrame:
     """Median and interquartile range across seeds of ``metric`` at each step, per method.
 
     Args:
@@ -120,12 +131,19 @@ def median_iqr(steps: pd.DataFrame, task: str, metric: str,
         task: the task whose runs are summarised.
         metric: a metric column, e.g. ``rewards/correct/mean``.
         methods: restrict to these methods (each must exist); default all methods of the task.
+        window: each seed's curve is first replaced by its trailing mean over this many logged steps (1: raw;
+            the first steps average what exists so far).
 
     Returns:
         Columns ``method, step, median, q25, q75, n_seeds`` (``n_seeds``: seeds with a value at that step);
         with one seed q25 = q75 = median.
     """
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        raise ValueError(f"window must be a whole number of steps ≥ 1, got {window!r}.")
     curves = per_seed_curves(steps, task, metric, methods)
+    if window > 1:
+        curves["value"] = curves.groupby(["method", "seed"])["value"].transform(
+            lambda values: values.rolling(window, min_periods=1).mean())
     grouped = curves.groupby(["method", "step"])["value"]
     table = pd.DataFrame({
         "median": grouped.median(),
@@ -270,9 +288,12 @@ def _draw_median_iqr(axis: plt.Axes, table: pd.DataFrame, method: str, label: st
 
 
 def _curve_panels(steps: pd.DataFrame, task: str, panels: Sequence[tuple[str, str]],
-                  methods: Sequence[str] | None) -> tuple[plt.Figure, list[plt.Axes], list[str], dict[str, int]]:
-    """One panel per (metric, title): median + IQR over seeds, one line per method."""
-    tables = [median_iqr(steps, task, metric, methods) for metric, _ in panels]
+                  methods: Sequence[str] | None) -> tuple[plt.Figure, list[plt.Axes], list[str], dict[str, int], int]:
+    """One panel per (metric, title): median + IQR over seeds of each seed's moving mean
+    (:func:`smoothing_window`), one line per method."""
+    curves = per_seed_curves(steps, task, panels[0][0], methods)
+    window = smoothing_window(int(curves.groupby(["method", "seed"]).size().max()))
+    tables = [median_iqr(steps, task, metric, methods, window) for metric, _ in panels]
     order = paper_order(tables[0]["method"])
     figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
     axes = list(axes[0])
@@ -284,7 +305,7 @@ def _curve_panels(steps: pd.DataFrame, task: str, panels: Sequence[tuple[str, st
         axis.set_ylabel(metric, fontsize=8)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(True, alpha=0.3)
-    return figure, axes, order, _seed_counts(per_seed_curves(steps, task, panels[0][0], methods))
+    return figure, axes, order, _seed_counts(curves), window
 
 
 def _finish(figure: plt.Figure, title: str, note: str, out_png: str | Path, legend_handles=None,
@@ -310,16 +331,16 @@ def figure4_tool_calling_curves(steps: pd.DataFrame, task: str, out_png: str | P
     Median across seeds with the IQR as a band, one line per method (every method of the task, or
     ``methods``). Returns the PNG and PDF paths.
     """
-    figure, _, _, counts = _curve_panels(steps, task, [(CORRECTNESS, "Correctness reward (mean, [−3, 3])"),
-                                                       (FORMAT, "Format reward (mean, [0, 1])")], methods)
+    figure, _, _, counts, window = _curve_panels(steps, task, [(CORRECTNESS, "Correctness reward (mean, [−3, 3])"),
+                                                               (FORMAT, "Format reward (mean, [0, 1])")], methods)
     return _finish(figure, f"Fig. 4 — tool calling ({task}): reward curves, median and IQR over seeds",
-                   seeds_note(scale, counts), out_png)
+                   seeds_note(scale, counts) + smoothing_note(window), out_png)
 
 
 def _length_curves(steps: pd.DataFrame, task: str, out_png: str | Path, scale: str, length_metric: str,
                    length_title: str, title: str, methods: Sequence[str] | None) -> list[Path]:
     """Correctness, a length reward and max length over steps, with every seed's divergence step marked."""
-    figure, axes, order, counts = _curve_panels(
+    figure, axes, order, counts, window = _curve_panels(
         steps, task, [(CORRECTNESS, "Correctness reward (mean)"), (length_metric, length_title),
                       (MAX_LENGTH, "Max response length (tokens)")], methods)
     diverged = divergence_steps(steps, task, CORRECTNESS, MAX_LENGTH, methods)
@@ -344,7 +365,8 @@ def _length_curves(steps: pd.DataFrame, task: str, out_png: str | Path, scale: s
                            zip(method_steps["seed"], method_steps["divergence_step"]))
         label = f"{method_label(method)} diverges in {len(method_steps)}/{total} seeds ({listed})"
         statuses.append(Line2D([], [], color=method_color(method), linestyle="--", linewidth=1.0, label=label))
-    note = f"{seeds_note(scale, counts)} · median and IQR over seeds · dashed: a seed's divergence step"
+    note = (f"{seeds_note(scale, counts)} · median and IQR over seeds{smoothing_note(window)} · dashed: a seed's "
+            "divergence step (from the unsmoothed curves)")
     return _finish(figure, title, note, out_png, legend_handles=lines + statuses, columns=2)
 
 
