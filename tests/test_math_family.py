@@ -16,7 +16,7 @@ import pytest
 
 from gdpo.evaluation import EvalRequest
 from gdpo.tasks import math as math_family
-from gdpo.tasks.math import benchmarks, data, evaluation
+from gdpo.tasks.math import benchmarks, data, diagnostics, evaluation
 from gdpo.tasks.math.rewards import (
     REWARD_FUNCTIONS,
     correct_reward,
@@ -71,12 +71,57 @@ CORRECTNESS_CASES = [
     ("\\boxed{x^2 + 1}", "1 + x^2", 1.0),
     # AMC's gold answers are floats in the hub copy
     ("\\boxed{142}", "142.0", 1.0),
+    # only a final-answer form is graded: the question restated, a bare value or a number in prose is not
+    # (the cpu-evidence math runs learned to answer "Calculate 10 - 5." with "10 - 5", which a
+    # last-expression fallback paid as correct)
+    ("10 - 5", "5", 0.0),
+    ("7 + 3 =", "10", 0.0),
+    ("5", "5", 0.0),
+    ("First 3 + 4 = 7, then we divide", "7", 0.0),
+    ("There are 5 apples.", "5", 0.0),
+    # a closing equation and an answer statement are graded
+    ("10 - 5 = 5", "5", 1.0),
+    ("10 - 5 = 4", "5", 0.0),
+    ("The final answer is 4.", "5", 0.0),
+    ("So the result is 5, since 10 - 5 = 5.", "5", 1.0),
+    # the last statement is the final one
+    ("The answer is 4. Wait, no: the answer is 5.", "5", 1.0),
+]
+
+#: Rows of the arithmetic generators (verifier ``number``): the answer must be a number, no operation left.
+NUMBER_CASES = [
+    ("\\boxed{5}", "5", 1.0),
+    ("\\boxed{10 - 5}", "5", 0.0),
+    ("10 - 5 = 10 - 5", "5", 0.0),
+    ("10 - 5 = 5", "5", 1.0),
+    ("The answer is **-4**.", "-4", 1.0),
+    ("The answer is 2^3", "8", 0.0),
+    ("\\boxed{6.5}", "6.5", 1.0),
+    ("\\boxed{6.50}", "6.5", 1.0),
+    ("\\boxed{1,234}", "1234", 1.0),
+    ("The answer is 12, since 3 * 4 = 12.", "12", 1.0),
+    ("$\\boxed{12}$", "12", 1.0),
+    ("\\boxed{13}", "12", 0.0),
 ]
 
 
 @pytest.mark.parametrize("text,gold,expected", CORRECTNESS_CASES)
 def test_correct_reward_table(text, gold, expected):
     assert correct_reward([chat(text)], answer=[gold]) == [expected]
+
+
+@pytest.mark.parametrize("text,gold,expected", NUMBER_CASES)
+def test_number_rows_want_a_plain_number(text, gold, expected):
+    assert correct_reward([chat(text)], answer=[gold], verifier=["number"]) == [expected]
+    if expected:  # what a number row pays, a math-verify row pays too
+        assert correct_reward([chat(text)], answer=[gold]) == [1.0]
+
+
+def test_the_reward_pays_only_what_the_collapse_gate_counts_as_an_answer():
+    texts = [text for text, _, _ in CORRECTNESS_CASES + NUMBER_CASES] + ["42", "The answers are 3", "\\boxed{}"]
+    for text in texts:
+        if not diagnostics.has_final_answer(text):
+            assert not is_correct(text, "42") and not is_correct(text, "5") and not is_correct(text, "3")
 
 
 def test_correct_reward_reads_plain_string_completions_and_the_verifier_column():
@@ -231,7 +276,7 @@ def test_rows_carry_the_prompt_and_reward_columns():
     assert row["prompt"] == [{"role": "user", "content": f"{row['problem']} {data.INSTRUCTION}"}]
     assert "\\boxed{}" in row["prompt"][0]["content"]
     assert dataset["source"] == ["chain_sum", "gcd"] * 4
-    assert set(dataset["length_limit"]) == {48} and set(dataset["verifier"]) == {"math_verify"}
+    assert set(dataset["length_limit"]) == {48} and set(dataset["verifier"]) == {"number"}
     # Every gold answer is accepted by the reward when stated in a box.
     assert (
         correct_reward([f"\\boxed{{{a}}}" for a in dataset["answer"]], answer=dataset["answer"]) == [1.0] * 8
@@ -646,7 +691,7 @@ def test_fast_evaluation_runs_through_the_engine_model(tiny_model, tmp_path, no_
 
 def test_the_evaluations_answers_count_only_final_answer_forms():
     """eval.json's ``answers`` (the collapse gate's indicator) wants a boxed answer or an answer statement; a
-    number in prose, which the reward's last-expression fallback would still grade, is no answer."""
+    number in prose is no answer."""
 
     def tokenizer(text, add_special_tokens=False):
         return {"input_ids": text.split()}
@@ -655,4 +700,4 @@ def test_the_evaluations_answers_count_only_final_answer_forms():
                {"acc": 1.0, "resps": [["so it is \\boxed{7}", "The answer is 7."]]}]
     metrics = evaluation.benchmark_metrics(samples, tokenizer, length_limit=64, max_new_tokens=128)
     assert metrics["answers"] == 50.0 and metrics["n_responses"] == 4
-    assert is_correct("First 3 + 4 = 7, then we divide", "7")  # the reward itself still grades the last number
+    assert not is_correct("First 3 + 4 = 7, then we divide", "7")  # nor does the reward grade it

@@ -41,13 +41,15 @@ class Generator:
     Attributes:
         dataset: reasoning-gym dataset name.
         config: keyword arguments of ``reasoning_gym.create_dataset`` (difficulty).
-        verifier: ``"math_verify"`` when the answer is plain math, else ``"reasoning_gym"``.
+        verifier: ``"number"`` when the answer is a number (the generators' questions are expressions, which
+            math-verify would accept restated as the answer), else ``"reasoning_gym"``
+            (:mod:`gdpo.tasks.math.rewards`).
         solve_rate: measured pass@1 of SmolLM2-135M-Instruct (temperature 1, 128 tokens), in [0, 1].
     """
 
     dataset: str
     config: dict = field(default_factory=dict)
-    verifier: str = "math_verify"
+    verifier: str = "number"
     solve_rate: float | None = None
 
 

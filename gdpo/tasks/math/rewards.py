@@ -2,12 +2,16 @@
 
 All three follow TRL's reward contract ``fn(completions, **columns) -> list[float]`` and return 0/1:
 
-- ``correct``: the completion's final answer equals the row's ``answer``. The final answer is the last
-  ``\\boxed{…}`` when there is one, else the last mathematical expression math-verify finds (so a
-  small model that writes "the answer is 12" still scores). Which checker applies is the row's
-  ``verifier`` column: ``"math_verify"`` (symbolic equivalence: ``1/2``, ``0.5`` and ``\\frac{1}{2}``
-  agree) or ``"reasoning_gym"`` (the generator's own ``score_answer`` on the extracted answer text,
-  for answers that are not plain math, with the generator's entry in ``verifier_data``);
+- ``correct``: the completion states a final answer in a final-answer form (:func:`final_answer`: the last
+  ``\\boxed{…}``, else an answer statement such as "the answer is 12", else a closing equation "7 + 3 = 10")
+  and that answer equals the row's ``answer``. A number or expression elsewhere in the text is never
+  graded: with a last-expression fallback, a policy that restates the question ("Calculate 10 - 5." →
+  "10 - 5") was paid as correct, since math-verify evaluates the restated expression. Which checker applies
+  is the row's ``verifier`` column: ``"math_verify"`` (symbolic equivalence: ``1/2``, ``0.5`` and
+  ``\\frac{1}{2}`` agree), ``"number"`` (the answer must be a plain number, with no operation left to do,
+  then compared as by math-verify: the arithmetic generators, whose questions are expressions) or
+  ``"reasoning_gym"`` (the generator's own ``score_answer`` on the answer, for answers that are not plain
+  math, with the generator's entry in ``verifier_data``);
 - ``length``: the completion has at most ``length_limit`` tokens (counted from ``completion_ids``);
 - ``length_conditioned``: ``length`` paid only when ``correct`` is 1 (Eq. 8 with threshold 1).
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import threading
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
@@ -29,7 +34,7 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 #: Limit per math-verify parse or comparison, in seconds (main thread only; see the module docstring).
 TIMEOUT_SECONDS = 5
 #: Checkers a dataset row can name in its ``verifier`` column.
-VERIFIERS = ("math_verify", "reasoning_gym")
+VERIFIERS = ("math_verify", "number", "reasoning_gym")
 
 # math-verify logs a warning the first time a timeout is disabled; off the main thread that is expected.
 logging.getLogger("math_verify").setLevel(logging.ERROR)
@@ -91,16 +96,78 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
-def _reasoning_gym_score(text: str, verifier_data: str) -> float:
-    """The generator's ``score_answer`` on the boxed answer (the whole text when nothing is boxed)."""
+#: "answer is", "answer:", "result =", "answer, which is" (any case, markdown emphasis allowed), then the
+#: answer.
+_ANSWER_STATEMENT = re.compile(r"\b(?:answer|result)\b[*_\s]*(?:,\s*which\s+)?(?:is\b|:|=)[*_\s:]*",
+                               re.IGNORECASE)
+#: A last line ending with an equation's right-hand side: "7 + 3 = 10", "So 2 * 3 = 6."
+_CLOSING_EQUATION = re.compile(r"=\s*([^=\n]+?)[\s.!]*$")
+#: A word (two letters or more, not a LaTeX command): a right-hand side holding one is prose, not a result.
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+#: What an answer right after the statement starts with: a sign, a digit, ``$``, ``\(``/``\[``, ``(`` or a
+#: LaTeX command such as ``\frac``.
+_EXPRESSION_START = re.compile(r"[-+−]?\s*(?:\d|\.\d|\$|\\[(\[]|\\[A-Za-z]+|\()")
+#: A plain number at the start of an answer, not followed by an operation (``-4``, ``6.5``, ``1,234``; not
+#: ``10 - 5``, ``3 * 4`` or ``2^3``): what ``number`` rows accept.
+_PLAIN_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?=\s*(?:$|[.,;:!?)]|[A-Za-z]))")
+
+
+def final_answer(text: str) -> str | None:
+    """The completion's final answer as written, in a final-answer form, or None.
+
+    - the last ``\\boxed{…}`` (returned with its box), the form the prompt asks for; an empty last box is no
+      answer;
+    - else the last answer statement ("the answer is 12", "Final answer: 12", "**Answer:** $\\frac{1}{2}$",
+      "the final answer, which is 8") followed on its line by an expression math-verify reads (returned:
+      the rest of that line);
+    - else a closing equation: the response's last line ends with ``= <expression>`` without words
+      ("7 + 3 = 10", not "= 5, but then I got lost"; returned: the right-hand side).
+
+    A number in prose ("There are 3 apples"), an expression alone ("10 - 5", "42") or reasoning cut before
+    its conclusion is none.
+    """
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return f"\\boxed{{{boxed}}}" if boxed else None
+    for statement in reversed(list(_ANSWER_STATEMENT.finditer(text))):
+        answer = text[statement.end():].split("\n", 1)[0]
+        if _is_expression(answer):
+            return answer
+    lines = text.strip().splitlines()
+    closing = _CLOSING_EQUATION.search(lines[-1]) if lines else None
+    if closing is not None and not _WORD.search(closing.group(1)) and _is_expression(closing.group(1)):
+        return closing.group(1)
+    return None
+
+
+def _is_expression(answer: str) -> bool:
+    """Whether ``answer`` starts with an expression (:data:`_EXPRESSION_START`) that math-verify reads."""
+    return bool(_EXPRESSION_START.match(answer)) and bool(parse_final_answer(answer))
+
+
+def _answer_text(answer: str) -> str:
+    """A final answer's text without its box, math delimiters, emphasis and closing full stop: what a string
+    checker reads."""
+    boxed = last_boxed(answer)
+    text = boxed if boxed is not None else answer
+    return text.strip().lstrip("$*_ ").rstrip("$*_.! ")
+
+
+def _plain_number(answer: str) -> str | None:
+    """The plain number a final answer states (:data:`_PLAIN_NUMBER`), or None if it leaves an operation."""
+    match = _PLAIN_NUMBER.match(_answer_text(answer))
+    return match.group(0) if match else None
+
+
+def _reasoning_gym_score(answer: str, verifier_data: str) -> float:
+    """The generator's ``score_answer`` on the final answer's text (:func:`_answer_text`)."""
     import reasoning_gym
 
     if not verifier_data:
         raise ValueError("Rows with verifier 'reasoning_gym' need the generator entry in verifier_data.")
     entry = json.loads(verifier_data)
     score_answer = reasoning_gym.get_score_answer_fn(entry["metadata"]["source_dataset"])
-    boxed = last_boxed(text)
-    return float(score_answer(boxed if boxed is not None else text.strip(), entry) >= 1.0)
+    return float(score_answer(_answer_text(answer), entry) >= 1.0)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -110,15 +177,22 @@ def is_correct(text: str, answer: str, verifier: str = "math_verify", verifier_d
     Args:
         text: completion text.
         answer: gold answer (a bare expression such as ``"-4"`` or ``"\\frac{1}{2}"``).
-        verifier: ``"math_verify"`` or ``"reasoning_gym"`` (see the module docstring).
+        verifier: ``"math_verify"``, ``"number"`` or ``"reasoning_gym"`` (see the module docstring).
         verifier_data: JSON of the reasoning-gym entry for ``"reasoning_gym"``; ignored otherwise.
     """
-    if verifier == "reasoning_gym":
-        return _reasoning_gym_score(text, verifier_data) == 1.0
-    if verifier != "math_verify":
+    if verifier not in VERIFIERS:
         raise ValueError(f"Unknown verifier {verifier!r}; use one of {', '.join(VERIFIERS)}.")
+    stated = final_answer(text)
+    if stated is None:
+        return False
+    if verifier == "reasoning_gym":
+        return _reasoning_gym_score(stated, verifier_data) == 1.0
+    if verifier == "number":
+        stated = _plain_number(stated)
+        if stated is None:
+            return False
     gold = parse_gold(str(answer))
-    prediction = parse_final_answer(text)
+    prediction = parse_final_answer(stated)
     if not gold or not prediction:
         return False
     return bool(verify(list(gold), prediction, timeout_seconds=_timeout()))
