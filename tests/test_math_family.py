@@ -102,6 +102,10 @@ NUMBER_CASES = [
     ("The answer is 12, since 3 * 4 = 12.", "12", 1.0),
     ("$\\boxed{12}$", "12", 1.0),
     ("\\boxed{13}", "12", 0.0),
+    # an equation's value is its last right-hand side
+    ("So, the final answer is 3 - 2 = 1.", "1", 1.0),
+    ("\\boxed{x = 13}", "13", 1.0),
+    ("The answer is 3 - 2 = 1 - 0", "1", 0.0),
 ]
 
 

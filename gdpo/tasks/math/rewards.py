@@ -154,8 +154,10 @@ def _answer_text(answer: str) -> str:
 
 
 def _plain_number(answer: str) -> str | None:
-    """The plain number a final answer states (:data:`_PLAIN_NUMBER`), or None if it leaves an operation."""
-    match = _PLAIN_NUMBER.match(_answer_text(answer))
+    """The plain number a final answer states (:data:`_PLAIN_NUMBER`), or None if it leaves an operation; an
+    equation's value is its last right-hand side ("the answer is 3 - 2 = 1", "\\boxed{x = 13}")."""
+    text = _answer_text(answer).rsplit("=", 1)[-1].strip()
+    match = _PLAIN_NUMBER.match(text)
     return match.group(0) if match else None
 
 
