@@ -71,7 +71,8 @@ def test_math_answer_present():
     ("\\boxed{}", False),                                         # an empty box
     ("The answer is not clear, maybe 3 or 4", False),             # the statement is not followed by the answer
     ("The answers are 3", False),
-    ("First \\boxed{5}, then I changed my mind: \\boxed{}", False),  # the last box (the one graded) is empty
+    ("\\boxed{} is where it goes, but I do not know", False),       # an empty box states nothing
+    ("First \\boxed{5}, then I changed my mind: \\boxed{}", True),  # the last box with content is graded
     ("so it is \\boxed{42}", True),
     ("\\boxed{\\frac{1}{2}}", True),
     ("The answer is 12.", True),                                  # the form the reward's docstring names
@@ -86,6 +87,18 @@ def test_math_answer_present():
 ])
 def test_math_answer_needs_a_final_answer_form(text, answered):
     assert math_family.completion_diagnostics([text])["answer_present"] == [float(answered)]
+
+
+@pytest.mark.parametrize("text, answered", [
+    ("\\boxed{10 - 5}", False),     # the question restated in a box: a number row can never pay it
+    ("The answer is 10 - 5", False),
+    ("\\boxed{19, 19}", False),
+    ("\\boxed{5}", True),
+    ("10 - 5 = 5", True),
+])
+def test_on_number_rows_an_answer_is_a_plain_number(text, answered):
+    values = math_family.completion_diagnostics([text, text], verifier=["number", "math_verify"])
+    assert values["answer_present"] == [float(answered), 1.0]
 
 
 def test_code_block_and_parsing_program():

@@ -99,7 +99,26 @@ NUMBER_CASES = [
     ("\\boxed{6.5}", "6.5", 1.0),
     ("\\boxed{6.50}", "6.5", 1.0),
     ("\\boxed{1,234}", "1234", 1.0),
-    ("The answer is 12, since 3 * 4 = 12.", "12", 1.0),
+    # a remark after the number may not state more numbers: "19, 19" and "4 x 1" restate the question
+    ("The answer is 12, since 3 * 4 = 12.", "12", 0.0),
+    ("The answer is 12, the product.", "12", 1.0),
+    ("\\boxed{19, 19}", "19", 0.0),
+    ("Answer: 8, 8", "8", 0.0),
+    ("\\boxed{4 x 1}", "4", 0.0),
+    ("\\boxed{9 minus 0}", "9", 0.0),
+    ("\\boxed{5.5.5}", "5.5", 0.0),
+    ("\\boxed{0x5}", "0", 0.0),
+    ("4 * 1 = 4, 1", "4", 0.0),
+    # LaTeX wrappers, emphasis and signs around an honest number
+    ("The answer is \\( 5 \\).", "5", 1.0),
+    ("\\boxed{\\text{5}}", "5", 1.0),
+    ("\\boxed{\\mathbf{5}}", "5", 1.0),
+    ("\\boxed{\\,5}", "5", 1.0),
+    ("\\boxed{+5}", "5", 1.0),
+    ("\\boxed{−5}", "-5", 1.0),
+    ("10 - 5 = **5**", "5", 1.0),
+    # an empty box (the instruction echoed) states nothing: the statement after it is read
+    ("Output the final answer within \\boxed{}.\n\nSo the answer is 49.", "49", 1.0),
     ("$\\boxed{12}$", "12", 1.0),
     ("\\boxed{13}", "12", 0.0),
     # an equation's value is its last right-hand side
@@ -124,8 +143,9 @@ def test_number_rows_want_a_plain_number(text, gold, expected):
 def test_the_reward_pays_only_what_the_collapse_gate_counts_as_an_answer():
     texts = [text for text, _, _ in CORRECTNESS_CASES + NUMBER_CASES] + ["42", "The answers are 3", "\\boxed{}"]
     for text in texts:
-        if not diagnostics.has_final_answer(text):
-            assert not is_correct(text, "42") and not is_correct(text, "5") and not is_correct(text, "3")
+        for verifier in ("math_verify", "number"):
+            if not diagnostics.has_final_answer(text, verifier):
+                assert not any(is_correct(text, gold, verifier) for gold in ("42", "5", "3", "19", "4", "49"))
 
 
 def test_correct_reward_reads_plain_string_completions_and_the_verifier_column():

@@ -21,17 +21,24 @@ says why. Length and truncation are TRL's own ``completions/*`` metrics.
 
 from __future__ import annotations
 
-from gdpo.tasks.math.rewards import completion_text, final_answer
+from gdpo.tasks.math.rewards import completion_text, final_answer, plain_number
 
 INDICATORS = ("answer_present",)
 
 
-def has_final_answer(text: str) -> bool:
+def has_final_answer(text: str, verifier: str = "math_verify") -> bool:
     """Whether ``text`` states a final answer in a final-answer form (the module docstring;
-    :func:`gdpo.tasks.math.rewards.final_answer`)."""
-    return final_answer(text) is not None
+    :func:`gdpo.tasks.math.rewards.final_answer`); on rows with verifier ``number``, a plain number (a
+    restated question in a box is no answer there, since the reward can never pay it)."""
+    stated = final_answer(text)
+    if stated is None:
+        return False
+    return verifier != "number" or plain_number(stated) is not None
 
 
-def completion_diagnostics(completions, **kwargs) -> dict[str, list[float]]:
-    """``answer_present`` (1.0 / 0.0) for each of the B completions, in TRL's reward-function convention."""
-    return {"answer_present": [1.0 if has_final_answer(completion_text(c)) else 0.0 for c in completions]}
+def completion_diagnostics(completions, verifier=None, **kwargs) -> dict[str, list[float]]:
+    """``answer_present`` (1.0 / 0.0) for each of the B completions, in TRL's reward-function convention
+    (``verifier``: the rows' verifier column, ``math_verify`` where absent)."""
+    verifiers = list(verifier) if verifier is not None else ["math_verify"] * len(completions)
+    return {"answer_present": [1.0 if has_final_answer(completion_text(c), v or "math_verify") else 0.0
+                               for c, v in zip(completions, verifiers)]}

@@ -206,7 +206,8 @@ def benchmark_metrics(samples: list[dict], tokenizer, length_limit: int, max_new
 
     lengths = response_lengths(samples, tokenizer, max_new_tokens)
     responses = [text for sample in samples for text in sample_responses(sample)]
-    answered = completion_diagnostics(responses)["answer_present"]
+    verifiers = [(sample.get("doc") or {}).get("verifier") for sample in samples for _ in sample_responses(sample)]
+    answered = completion_diagnostics(responses, verifier=verifiers)["answer_present"]
     return {
         "acc": 100.0 * sum(sample["acc"] for sample in samples) / len(samples),
         "exceed": 100.0 * sum(length > length_limit for length in lengths) / len(lengths),

@@ -80,11 +80,20 @@ def parse_final_answer(text: str) -> list:
     return parse(text, extraction_config=_ANSWER_EXTRACTION, parsing_timeout=_timeout())
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{…}`` (nested braces allowed), or None."""
-    start = text.rfind("\\boxed")
-    if start < 0:
-        return None
+def last_boxed(text: str, non_empty: bool = False) -> str | None:
+    """Content of the last ``\\boxed{…}`` (nested braces allowed; with ``non_empty``, the last one with
+    content), or None."""
+    end = len(text)
+    while (start := text.rfind("\\boxed", 0, end)) >= 0:
+        content = _box_content(text, start)
+        if content is None or content or not non_empty:
+            return content
+        end = start
+    return None
+
+
+def _box_content(text: str, start: int) -> str | None:
+    """Content of the ``\\boxed{…}`` at ``start``, or None when its braces are missing or unclosed."""
     brace = text.find("{", start)
     if brace < 0:
         return None
@@ -107,37 +116,44 @@ _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 #: What an answer right after the statement starts with: a sign, a digit, ``$``, ``\(``/``\[``, ``(`` or a
 #: LaTeX command such as ``\frac``.
 _EXPRESSION_START = re.compile(r"[-+−]?\s*(?:\d|\.\d|\$|\\[(\[]|\\[A-Za-z]+|\()")
-#: A plain number at the start of an answer, not followed by an operation (``-4``, ``6.5``, ``1,234``; not
-#: ``10 - 5``, ``3 * 4`` or ``2^3``): what ``number`` rows accept.
-_PLAIN_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?=\s*(?:$|[.,;:!?)]|[A-Za-z]))")
+#: The plain number a ``number`` row accepts, as the whole answer: an optional sign, digits (thousands
+#: separated by commas allowed), an optional decimal part.
+_NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+#: A plain-number answer: optionally an equation whose left side is arithmetic ("3 - 2 = 1", "x = 13"), then
+#: the number, then at most a closing remark without digits ("12.", "12, the GCD"): ``19, 19``, ``4 x 1``,
+#: ``9 minus 0``, ``10 - 5`` and ``5.5.5`` state no plain number.
+_PLAIN_ANSWER = re.compile(rf"(?:[\d\s.,+\-*/×÷^()xX]*=\s*)?(?P<number>{_NUMBER})(?:\s*[.!]?\s*|\s*[,;:(]\D*|\s+[A-Za-z]\D*)")
+#: LaTeX wrappers a number may come in: ``\(5\)``, ``\text{5}``, ``\mathbf{5}``, thin spaces.
+_LATEX_WRAPPERS = re.compile(r"\\[()\[\]]|\\(?:text|mathbf|mathrm|textbf)\{([^{}]*)\}|\\[,;!]")
 
 
 def final_answer(text: str) -> str | None:
     """The completion's final answer as written, in a final-answer form, or None.
 
-    - the last ``\\boxed{…}`` (returned with its box), the form the prompt asks for; an empty last box is no
-      answer;
+    - the last non-empty ``\\boxed{…}`` (returned with its box), the form the prompt asks for (an empty box,
+      such as the instruction echoed, states nothing);
     - else the last answer statement ("the answer is 12", "Final answer: 12", "**Answer:** $\\frac{1}{2}$",
       "the final answer, which is 8") followed on its line by an expression math-verify reads (returned:
       the rest of that line);
     - else a closing equation: the response's last line ends with ``= <expression>`` without words
-      ("7 + 3 = 10", not "= 5, but then I got lost"; returned: the right-hand side).
+      ("7 + 3 = 10", "10 - 5 = **5**", not "= 5, but then I got lost"; returned: the right-hand side).
 
     A number in prose ("There are 3 apples"), an expression alone ("10 - 5", "42") or reasoning cut before
     its conclusion is none.
     """
-    boxed = last_boxed(text)
+    boxed = last_boxed(text, non_empty=True)
     if boxed is not None:
-        return f"\\boxed{{{boxed}}}" if boxed else None
+        return f"\\boxed{{{boxed}}}"
     for statement in reversed(list(_ANSWER_STATEMENT.finditer(text))):
         answer = text[statement.end():].split("\n", 1)[0]
         if _is_expression(answer):
             return answer
     lines = text.strip().splitlines()
     closing = _CLOSING_EQUATION.search(lines[-1]) if lines else None
-    if closing is not None and not _WORD.search(closing.group(1)) and _is_expression(closing.group(1)):
-        return closing.group(1)
-    return None
+    if closing is None:
+        return None
+    right = closing.group(1).strip("*_ ")
+    return right if not _WORD.search(right) and _is_expression(right) else None
 
 
 def _is_expression(answer: str) -> bool:
@@ -146,19 +162,20 @@ def _is_expression(answer: str) -> bool:
 
 
 def _answer_text(answer: str) -> str:
-    """A final answer's text without its box, math delimiters, emphasis and closing full stop: what a string
-    checker reads."""
-    boxed = last_boxed(answer)
+    """A final answer's text without its box, math delimiters, LaTeX wrappers, emphasis and closing full stop,
+    with a Unicode minus as ``-`` and no leading ``+``: what a string checker reads."""
+    boxed = last_boxed(answer, non_empty=True)
     text = boxed if boxed is not None else answer
-    return text.strip().lstrip("$*_ ").rstrip("$*_.! ")
+    text = _LATEX_WRAPPERS.sub(lambda match: match.group(1) or "", text).replace("−", "-")
+    return text.replace("**", "").strip().lstrip("$_ +").rstrip("$_.! ")
 
 
-def _plain_number(answer: str) -> str | None:
-    """The plain number a final answer states (:data:`_PLAIN_NUMBER`), or None if it leaves an operation; an
-    equation's value is its last right-hand side ("the answer is 3 - 2 = 1", "\\boxed{x = 13}")."""
-    text = _answer_text(answer).rsplit("=", 1)[-1].strip()
-    match = _PLAIN_NUMBER.match(text)
-    return match.group(0) if match else None
+def plain_number(answer: str) -> str | None:
+    """The plain number a final answer states (:data:`_PLAIN_ANSWER`: the whole answer, or an arithmetic
+    equation's value, with at most a remark without digits after it), or None if it leaves an operation or
+    states more than one number."""
+    match = _PLAIN_ANSWER.fullmatch(_answer_text(answer))
+    return match.group("number") if match else None
 
 
 def _reasoning_gym_score(answer: str, verifier_data: str) -> float:
@@ -190,7 +207,7 @@ def is_correct(text: str, answer: str, verifier: str = "math_verify", verifier_d
     if verifier == "reasoning_gym":
         return _reasoning_gym_score(stated, verifier_data) == 1.0
     if verifier == "number":
-        stated = _plain_number(stated)
+        stated = plain_number(stated)
         if stated is None:
             return False
     gold = parse_gold(str(answer))
