@@ -84,6 +84,12 @@ CORRECTNESS_CASES = [
     ("10 - 5 = 4", "5", 0.0),
     ("The final answer is 4.", "5", 0.0),
     ("So the result is 5, since 10 - 5 = 5.", "5", 1.0),
+    # a statement's answer ends where a hedge or a reason begins: a second guess is never graded
+    ("The answer is 3, not 5", "5", 0.0),
+    ("The answer is 3, not 5", "3", 1.0),
+    ("The answer is 3 but maybe 5", "5", 0.0),
+    ("The answer is 10 - 5 (I think 4)", "4", 0.0),
+    ("The answer is 12 because 3 * 4 = 12", "12", 1.0),
     # the last statement is the final one
     ("The answer is 4. Wait, no: the answer is 5.", "5", 1.0),
 ]
@@ -99,8 +105,10 @@ NUMBER_CASES = [
     ("\\boxed{6.5}", "6.5", 1.0),
     ("\\boxed{6.50}", "6.5", 1.0),
     ("\\boxed{1,234}", "1234", 1.0),
-    # a remark after the number may not state more numbers: "19, 19" and "4 x 1" restate the question
-    ("The answer is 12, since 3 * 4 = 12.", "12", 0.0),
+    # a reason after the answer is not graded; a remark after the number may not state more numbers:
+    # "19, 19" and "4 x 1" restate the question
+    ("The answer is 12, since 3 * 4 = 12.", "12", 1.0),
+    ("The answer is 5. Check: 5 + 5 = 10", "5", 0.0),
     ("The answer is 12, the product.", "12", 1.0),
     ("\\boxed{19, 19}", "19", 0.0),
     ("Answer: 8, 8", "8", 0.0),

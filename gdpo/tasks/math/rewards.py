@@ -109,6 +109,10 @@ def _box_content(text: str, start: int) -> str | None:
 #: answer.
 _ANSWER_STATEMENT = re.compile(r"\b(?:answer|result)\b[*_\s]*(?:,\s*which\s+)?(?:is\b|:|=)[*_\s:]*",
                                re.IGNORECASE)
+#: Where a stated answer's hedge or reason begins ("3, not 5", "3 but maybe 5", "4 (I think 5)", "12 because
+#: …"): the statement's answer is what comes before it, so a second guess is never graded.
+_HEDGE = re.compile(r",?\s+(?:or|but|not|since|because|although|though|maybe|perhaps|unless)\b|\s+\((?=\s*(?:I\b|[A-Za-z]{2,}))",
+                    re.IGNORECASE)
 #: A last line ending with an equation's right-hand side: "7 + 3 = 10", "So 2 * 3 = 6."
 _CLOSING_EQUATION = re.compile(r"=\s*([^=\n]+?)[\s.!]*$")
 #: A word (two letters or more, not a LaTeX command): a right-hand side holding one is prose, not a result.
@@ -134,7 +138,7 @@ def final_answer(text: str) -> str | None:
       such as the instruction echoed, states nothing);
     - else the last answer statement ("the answer is 12", "Final answer: 12", "**Answer:** $\\frac{1}{2}$",
       "the final answer, which is 8") followed on its line by an expression math-verify reads (returned:
-      the rest of that line);
+      the rest of that line up to a hedge or a reason, :data:`_HEDGE`);
     - else a closing equation: the response's last line ends with ``= <expression>`` without words
       ("7 + 3 = 10", "10 - 5 = **5**", not "= 5, but then I got lost"; returned: the right-hand side).
 
@@ -145,7 +149,7 @@ def final_answer(text: str) -> str | None:
     if boxed is not None:
         return f"\\boxed{{{boxed}}}"
     for statement in reversed(list(_ANSWER_STATEMENT.finditer(text))):
-        answer = text[statement.end():].split("\n", 1)[0]
+        answer = _HEDGE.split(text[statement.end():].split("\n", 1)[0], maxsplit=1)[0]
         if _is_expression(answer):
             return answer
     lines = text.strip().splitlines()
