@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from gdpo.files import SAMPLE_FILE
 from gdpo.plan import EVAL_FILE, RunKey
 
 #: The experiment driver's record of its batches, one JSON object per line, beside the runs' evidence
@@ -29,9 +30,8 @@ from gdpo.plan import EVAL_FILE, RunKey
 TIMELINE = "timeline.jsonl"
 #: A trained run's evidence (metrics per step, summary, resolved settings, environment).
 RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "env.json")
-# An evaluation's evidence is its EVAL_FILE.
-#: Completions kept beside eval.json (the first :data:`SAMPLE_ITEMS` items of the evaluator's own file).
-SAMPLE_FILE = "completions_sample.jsonl"
+# An evaluation's evidence is its EVAL_FILE, and SAMPLE_FILE (gdpo.files) holds the first SAMPLE_ITEMS items
+# of the evaluator's own completion file.
 SAMPLE_ITEMS = 50
 #: The evaluator's completion files, per family (tool calling and code; math's lm-eval samples per benchmark).
 _COMPLETION_PATTERNS = ("completions.jsonl", "samples_*.jsonl")

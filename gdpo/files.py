@@ -11,6 +11,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+#: A committed evaluation's sample of items with every response (lm-eval's logged samples), beside eval.json.
+SAMPLE_FILE = "completions_sample.jsonl"
+
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
     """Write ``rows`` to ``path`` as JSON lines (UTF-8, non-ASCII characters kept as they are)."""

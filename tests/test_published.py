@@ -11,13 +11,18 @@ import pytest
 from gdpo.reporting.ledger import LEDGER_COLUMNS
 from gdpo.reporting.publish import rebuild_ledger
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "paper_figures" / "mini"
+FIGURES = Path(__file__).resolve().parents[1] / "paper_figures"
+PUBLISHED = FIGURES / "mini"
 pytestmark = pytest.mark.skipif(not (PUBLISHED / "PROVENANCE.json").is_file(), reason="no published mini results")
+#: Every scale whose results are committed with their provenance (the default run; the cpu-evidence experiment).
+PUBLISHED_SCALES = [path.name for path in sorted(FIGURES.glob("*/PROVENANCE.json")) for path in [path.parent]]
 
 
-def test_committed_ledger_is_the_current_rules_output_on_the_committed_evidence(tmp_path):
-    committed = pd.read_csv(PUBLISHED / "claims.csv", keep_default_na=False)
-    rebuilt = rebuild_ledger(PUBLISHED, tmp_path)
+@pytest.mark.parametrize("scale", PUBLISHED_SCALES)
+def test_committed_ledger_is_the_current_rules_output_on_the_committed_evidence(tmp_path, scale):
+    published = FIGURES / scale
+    committed = pd.read_csv(published / "claims.csv", keep_default_na=False)
+    rebuilt = rebuild_ledger(published, tmp_path)
     rebuilt.to_csv(tmp_path / "claims.csv", index=False, float_format="%.3f")
     rebuilt = pd.read_csv(tmp_path / "claims.csv", keep_default_na=False)
     assert list(committed.columns) == LEDGER_COLUMNS

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.evidence import SAMPLE_FILE
+from gdpo.files import SAMPLE_FILE
 from gdpo.tasks.math.data import GENERATORS
 from gdpo.tasks.math.diagnostics import has_final_answer
 from gdpo.tasks.math.rewards import is_correct
