@@ -48,3 +48,10 @@ def test_the_ledger_rows_name_what_ran():
     for claim in ("C3", "C4", "C5", "C6"):
         assert rows.loc[claim, "run"].startswith("SmolLM2-135M-Instruct, "), rows.loc[claim, "run"]
         assert rows.loc[claim, "verdict"] != "not run"
+
+
+def test_the_registered_codes_ledger_is_the_published_one():
+    """The registered rules' verdicts are the headline (PREREGISTRATION.md): registered/claims.csv, built by the
+    code the runs were made with, must equal claims.csv. If a rule changes, publish both and say so."""
+    registered = (PUBLISHED / "registered" / "claims.csv").read_bytes()
+    assert registered == (PUBLISHED / "claims.csv").read_bytes()
