@@ -187,8 +187,9 @@ def _power_text(power: float) -> str:
 def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
     """A readable CLAIMS.md: what the verdicts mean, a summary table, then each row in full."""
     lines = [f"# Claims ledger — scale `{scale}`", "",
-             "What the verdicts mean (the same at every scale; [low, high] is the 95 % interval of the measured "
-             "effect, oriented so that the paper's direction is up, and δ the paper's effect):", ""]
+             "What the verdicts mean (the same at every scale; [low, high] is the interval of the measured effect, "
+             "95 % for a claim of one part and Bonferroni-adjusted over a claim's parts (97.5 % each for two), "
+             "oriented so that the paper's direction is up, and δ the paper's effect):", ""]
     lines += [f"- **{name}**: {meaning}" for name, meaning in VERDICT_MEANINGS.items()]
     lines += ["", *[f"- {note}" for note in VERDICT_NOTES]]
     lines += [
