@@ -122,10 +122,8 @@ class Evidence:
         gate lacked; :mod:`gdpo.generation.health`), runs with the same why named together. A file without
         the ``health`` column cannot tell a healthy run from one not judged: its runs without collapse
         reasons are all not judged (:func:`gdpo.reporting.aggregate.run_health`)."""
-        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))]
-        runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
         named: dict[str, list[str]] = {}  # why -> the runs
-        for run in runs.to_dict("records"):
+        for run in self._runs(task, methods):
             judged, why = run_health(run.get(HEALTH), run[COLLAPSED], self.eval_path)
             if judged == state:
                 named.setdefault(why, []).append(f"{run['method']} seed {int(run['seed'])}")
@@ -134,13 +132,17 @@ class Evidence:
     def start_models(self, task: str, methods: Sequence[str]) -> dict[str, list[str]]:
         """Start-weights digest → ``"<method> seed <s>"`` of the runs of (task, one of ``methods``) that
         eval.csv records it for (its ``start_weights_sha256``; runs without one are left out: not recorded)."""
-        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))
-                          & (self.evals[START_WEIGHTS] != "")]
-        runs = rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"])
         named: dict[str, list[str]] = {}
-        for run in runs.to_dict("records"):
-            named.setdefault(run[START_WEIGHTS], []).append(f"{run['method']} seed {int(run['seed'])}")
+        for run in self._runs(task, methods):
+            if run[START_WEIGHTS]:
+                named.setdefault(run[START_WEIGHTS], []).append(f"{run['method']} seed {int(run['seed'])}")
         return named
+
+    def _runs(self, task: str, methods: Sequence[str]) -> list[dict]:
+        """One eval.csv row per run of (task, one of ``methods``), sorted by method and seed (the columns that
+        describe the whole run: health, collapse reasons, start weights)."""
+        rows = self.evals[(self.evals["task"] == task) & self.evals["method"].isin(list(methods))]
+        return rows.drop_duplicates(subset=["method", "seed"]).sort_values(["method", "seed"]).to_dict("records")
 
     def samples_per_item(self, task: str, method: str, metric: str) -> int:
         """Samples per evaluated item behind (task, method)'s ``metric`` (eval.csv's ``n_samples``; 1 where not

@@ -111,8 +111,8 @@ _ANSWER_STATEMENT = re.compile(r"\b(?:answer|result)\b[*_\s]*(?:,\s*which\s+)?(?
                                re.IGNORECASE)
 #: Where a stated answer's hedge or reason begins ("3, not 5", "3 but maybe 5", "4 (I think 5)", "12 because
 #: …"): the statement's answer is what comes before it, so a second guess is never graded.
-_HEDGE = re.compile(r",?\s+(?:or|but|not|since|because|although|though|maybe|perhaps|unless)\b|\s+\((?=\s*(?:I\b|[A-Za-z]{2,}))",
-                    re.IGNORECASE)
+_HEDGE = re.compile(r",?\s+(?:or|but|not|since|because|although|though|maybe|perhaps|unless)\b"
+                    r"|\s+\((?=\s*(?:I\b|[A-Za-z]{2,}))", re.IGNORECASE)
 #: A last line ending with an equation's right-hand side: "7 + 3 = 10", "So 2 * 3 = 6."
 _CLOSING_EQUATION = re.compile(r"=\s*([^=\n]+?)[\s.!]*$")
 #: A word (two letters or more, not a LaTeX command): a right-hand side holding one is prose, not a result.
@@ -126,13 +126,16 @@ _NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 #: A plain-number answer: optionally an equation whose left side is arithmetic ("3 - 2 = 1", "x = 13"), then
 #: the number, then at most a closing remark without digits ("12.", "12, the GCD"): ``19, 19``, ``4 x 1``,
 #: ``9 minus 0``, ``10 - 5`` and ``5.5.5`` state no plain number.
-_PLAIN_ANSWER = re.compile(rf"(?:[\d\s.,+\-*/×÷^()xX]*=\s*)?(?P<number>{_NUMBER})(?:\s*[.!]?\s*|\s*[,;:(]\D*|\s+[A-Za-z]\D*)")
+_PLAIN_ANSWER = re.compile(rf"(?:[\d\s.,+\-*/×÷^()xX]*=\s*)?(?P<number>{_NUMBER})"
+                           r"(?:\s*[.!]?\s*|\s*[,;:(]\D*|\s+[A-Za-z]\D*)")
 #: LaTeX wrappers a number may come in: ``\(5\)``, ``\text{5}``, ``\mathbf{5}``, thin spaces.
 _LATEX_WRAPPERS = re.compile(r"\\[()\[\]]|\\(?:text|mathbf|mathrm|textbf)\{([^{}]*)\}|\\[,;!]")
 
 
+@functools.lru_cache(maxsize=8192)
 def final_answer(text: str) -> str | None:
-    """The completion's final answer as written, in a final-answer form, or None.
+    """The completion's final answer as written, in a final-answer form, or None (cached: the correctness
+    reward, the conditioned length reward and the diagnostics each read every completion).
 
     - the last non-empty ``\\boxed{…}`` (returned with its box), the form the prompt asks for (an empty box,
       such as the instruction echoed, states nothing);
