@@ -276,6 +276,10 @@ TABLE_STEMS = {
 }
 
 
+#: File stem (CSV and Markdown) of the IQM / probability-of-improvement summary drawn beside the figures and tables.
+AGGREGATES_STEM = "aggregates"
+
+
 def reporting_block(config: dict) -> dict:
     """The config's ``reporting:`` block, after checking that every task it names is defined."""
     reporting = config.get("reporting") or {}
@@ -296,13 +300,16 @@ def reporting_block(config: dict) -> dict:
 
 
 def planned_outputs(config: dict, out_dir: str) -> list[str]:
-    """PNG, PDF, CSV and Markdown files the config's ``reporting:`` block asks for, under ``out_dir``."""
+    """PNG, PDF, CSV and Markdown files the config's ``reporting:`` block asks for, under ``out_dir``, and the
+    IQM / probability-of-improvement summary beside them (:data:`AGGREGATES_STEM`) where it asks for any."""
     reporting = reporting_block(config)
     files = []
     for key in reporting.get("figures") or {}:
         files += [f"{out_dir}/{FIGURE_STEMS[key]}.{suffix}" for suffix in ("png", "pdf")]
     for key in reporting.get("tables") or {}:
         files += [f"{out_dir}/{TABLE_STEMS[key]}.{suffix}" for suffix in ("csv", "md")]
+    if files:
+        files += [f"{out_dir}/{AGGREGATES_STEM}.{suffix}" for suffix in ("csv", "md")]
     return files
 
 

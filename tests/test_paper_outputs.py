@@ -21,7 +21,7 @@ def test_planned_outputs_are_the_named_figures_and_tables_only():
     assert planned_outputs(CONFIG, "out") == [
         "out/fig4_tool_calling_curves.png", "out/fig4_tool_calling_curves.pdf",
         "out/fig6_length_weight_sweep.png", "out/fig6_length_weight_sweep.pdf",
-        "out/table3_math.csv", "out/table3_math.md"]
+        "out/table3_math.csv", "out/table3_math.md", "out/aggregates.csv", "out/aggregates.md"]
     assert planned_outputs({"scale": "mini", "tasks": {}}, "out") == []
 
 
@@ -49,7 +49,7 @@ def test_the_tables_name_the_configs_model_and_steps(tmp_path):
                                        "m,grpo,0,reasoning_gym,acc,50.0,24,\n"
                                        "m,grpo,0,aime24,,,,not run: no local copy\n")
     written = draw_all(config, tmp_path / "steps.csv", tmp_path / "eval.csv", tmp_path / "out")
-    assert [path.name for path in written] == ["table3_math.csv", "table3_math.md"]
+    assert [path.name for path in written] == ["table3_math.csv", "table3_math.md", "aggregates.csv", "aggregates.md"]
     markdown = (tmp_path / "out" / "table3_math.md").read_text()
     assert "| SmolLM2-135M-Instruct GRPO (paper: R1-1.5B) |" in markdown
     assert "our task `m` (SmolLM2-135M-Instruct, 8 steps)" in markdown

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from gdpo.plan import (
+    AGGREGATES_STEM,
     FIGURE_STEMS,
     TABLE_STEMS,
     describe_runs,
@@ -26,7 +27,7 @@ from gdpo.plan import (
     reporting_block,
     resolve_warmup_settings,
 )
-from gdpo.reporting import curves, tables
+from gdpo.reporting import aggregates, curves, tables
 
 #: Figure key → (drawing function, the CSV it reads); file stems in :data:`gdpo.plan.FIGURE_STEMS`.
 FIGURES = {
@@ -75,4 +76,14 @@ def draw_all(config: dict, steps_csv: str | Path, eval_csv: str | Path, out_dir:
         stem, build = TABLE_STEMS[key], TABLES[key]
         frame, markdown = build(data["evals"], {str(k): v for k, v in spec.items()}, scale, points, runs=runs)
         written += list(tables.write_table(frame, markdown, out_dir / stem))
+    if reporting.get("figures") or reporting.get("tables"):
+        written += [Path(p) for p in write_aggregates(config, data["steps"], data["evals"], out_dir / AGGREGATES_STEM)]
     return written
+
+
+def write_aggregates(config: dict, steps: pd.DataFrame, evals: pd.DataFrame, stem: Path) -> list[str]:
+    """IQM and probability of improvement (:mod:`gdpo.reporting.aggregates`) of the config's runs, each paper
+    table's setups pooled (e.g. Table 3's models)."""
+    families = {task: spec["family"] for task, spec in (config.get("tasks") or {}).items()}
+    groups = {f"{key} setups": list(spec.values()) for key, spec in (reporting_block(config).get("tables") or {}).items()}
+    return aggregates.write_aggregates(evals, steps, families, config["scale"], str(stem), groups)
