@@ -393,7 +393,9 @@ def judge_c5(evidence: Evidence) -> Verdict:
     correctness falls for good while the max length climbs); :func:`decide_events` on GRPO's rate minus
     GDPO's. Needs ≥ 400 steps: the paper's GRPO diverged near step 400. A run whose smoothed max length at its
     correctness peak is above the completion cap / 1.2 cannot show the event, so any such run leaves C5
-    ``underpowered`` (:func:`_runs_at_the_cap`).
+    ``underpowered`` (:func:`_runs_at_the_cap`). Before that, its validity conditions (:func:`c5_conditions`:
+    training signal in the last 40 % of the steps, a cap ≥ 2 × the length limit, lengths reaching the limit);
+    any failed gives ``not tested``.
 
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds, ≤ 0.038 at any seed count;
     power 0.14 at paper-math (3 seeds; GRPO diverging in 55 % of runs, GDPO in 5 %), 80 % needs 12 seeds;
@@ -479,7 +481,8 @@ def _divergence_measures(evidence: Evidence, task: str) -> tuple[str, tuple[Meas
 def judge_c10(evidence: Evidence) -> Verdict:
     """C10 (Fig. 8): per seed, whether the run fails to converge (:func:`gdpo.curve_events.fails_to_converge`
     on its correctness-type reward); :func:`decide_events` on gdpo_nobn's rate minus gdpo's. Needs ≥ 100
-    steps and ≥ 2 prompts per batch (the batch step acts across prompts).
+    steps and ≥ 2 prompts per batch (the batch step acts across prompts). Not tested without training signal on
+    most steps of the run's median run of either method (:func:`.validity.training_signal`).
 
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds; power 0.01 at paper-math
     (failures in 25 % vs 5 % of runs), 80 % needs about 48 seeds."""
