@@ -199,6 +199,11 @@ def _add_power(commands: argparse._SubParsersAction) -> None:
                           "(default: gdpo.reporting.calibration.ASSUMED_SEED_SD)")
     sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
     sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
+    sub.add_argument("--collapse-rate", type=float, default=None,
+                     help="probability that one run collapses (the collapse gate), for the table claims; a collapsed "
+                          "run counts with its scores, and a comparison is not tested where most runs of every arm "
+                          "collapsed (default: gdpo.reporting.verdicts.validity.DEFAULT_COLLAPSE_RATE, 0: the paper "
+                          "reports none)")
     sub.set_defaults(handler=cmd_power)
 
 
@@ -215,7 +220,13 @@ def cmd_power(args: argparse.Namespace) -> int:
     if args.seed_sd is None:
         print("  (pass --seed-sd with the spread measured over your runs' seeds; the ledger's power column uses "
               "the measured one)")
-    print(power_report(config, seed_sd=args.seed_sd, target=args.target).to_string(index=False))
+    from gdpo.reporting.verdicts.validity import DEFAULT_COLLAPSE_RATE, MAX_COLLAPSED_SHARE
+
+    collapse_rate = DEFAULT_COLLAPSE_RATE if args.collapse_rate is None else args.collapse_rate
+    print(f"  run collapse rate {collapse_rate:g} per run (table claims; not tested where more than "
+          f"{100 * MAX_COLLAPSED_SHARE:g} % of every arm's runs collapse; --collapse-rate)")
+    print(power_report(config, seed_sd=args.seed_sd, target=args.target,
+                       collapse_rate=collapse_rate).to_string(index=False))
     if args.parts:
         from gdpo.reporting.calibration import part_power
 

@@ -242,7 +242,8 @@ def plan_evaluations(config: dict) -> list[RunKey]:
 
 def describe_runs(config: dict) -> dict[str, dict]:
     """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
-    "max_steps": int, "prompts_per_batch": int, "max_completion_length": int}`` (prompts in one optimisation
+    "max_steps": int, "prompts_per_batch": int, "max_completion_length": int, "length_limit", "decline_share",
+    "train_data"}`` (the last three as the task sets them, None where it does not; prompts in one optimisation
     batch: per-device batch ×
     gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
     where the config sets none)."""
@@ -254,7 +255,10 @@ def describe_runs(config: dict) -> dict[str, dict]:
                        * processes)
         described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
                            "prompts_per_batch": completions // trl_args.get("num_generations", 8),
-                           "max_completion_length": trl_args.get("max_completion_length", 256)}
+                           "max_completion_length": trl_args.get("max_completion_length", 256),
+                           # the claims' validity conditions (gdpo.reporting.verdicts.validity) read these
+                           "length_limit": spec.get("length_limit"), "decline_share": spec.get("decline_share"),
+                           "train_data": spec.get("train_data")}
     return described
 
 

@@ -139,3 +139,41 @@ def test_run_summary_says_how_many_steps_had_a_signal_and_what_the_policy_did():
     summary = summarise(records, ["correct", "format"])
     assert summary["steps_with_signal"] == 0.5
     assert summary["diagnostics"] == {"diagnostics/call_made": {"first": 0.25, "last": 0.0}}
+
+
+@pytest.mark.parametrize("text", ["12 = 1", "The GCD of 12 and 11 is 1.", "So the GCD is **1**."])
+def test_equivalent_answers_are_judged_alike(text):
+    """The issue's pair: a GDPO run answering "12 = 1" and a GRPO run answering "The GCD of 12 and 11 is 1." state
+    the same answer; both are answers (and graded the same) on every verifier."""
+    for verifier in ("math_verify", "number"):
+        assert math_family.diagnostics.has_final_answer(text, verifier)
+        assert math_family.rewards.is_correct(text, "1", verifier)
+
+
+@pytest.mark.parametrize("text", ["What is 10 - 5?", "x is 10 - 5.", "12, 11", "There is 1 apple here"])
+def test_a_question_or_an_expression_after_is_is_no_answer(text):
+    assert not math_family.diagnostics.has_final_answer(text)
+
+
+def test_the_committed_seed_4_runs_get_one_judgement_from_the_gate():
+    """cpu-evidence math seed 4: GDPO answered GCD items "12 = 1" (passed the gate, 33.5 % answers on 200
+    items), GRPO "The GCD of 12 and 11 is 1." (0.0 %, collapsed). On their committed samples both now answer
+    every GCD item and nothing else, so the gate judges them alike."""
+    from pathlib import Path
+
+    from gdpo.generation.health import collapse_reasons
+
+    runs = Path(__file__).resolve().parents[1] / "paper_figures" / "cpu-evidence" / "evidence" / "runs" / "math"
+    shares = {}
+    for method in ("gdpo", "grpo"):
+        samples = [json.loads(line) for line in (runs / method / "seed4" / "completions_sample.jsonl").open()]
+        texts = [t for s in samples for t in s["resps"][0]]
+        verifiers = [s["doc"]["verifier"] for s in samples for _ in s["resps"][0]]
+        answered = math_family.diagnostics.completion_diagnostics(texts, verifier=verifiers)["answer_present"]
+        sources = [s["doc"]["source"] for s in samples for _ in s["resps"][0]]
+        gcd = [a for a, source in zip(answered, sources) if source == "gcd"]
+        assert gcd and all(gcd), method
+        shares[method] = 100 * sum(answered) / len(answered)
+    assert shares["gdpo"] == shares["grpo"] == pytest.approx(24.0)
+    assert collapse_reasons("math", {"answers": shares["grpo"], "truncated": 0.0}) == collapse_reasons(
+        "math", {"answers": shares["gdpo"], "truncated": 0.0}) == []

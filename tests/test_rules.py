@@ -10,7 +10,7 @@ import pytest
 from gdpo.curve_events import fails_to_converge
 from gdpo.reporting import calibration, ledger, verdicts
 from gdpo.reporting.contract import (
-    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, POINTS, RATE, REPRODUCED, UNDERPOWERED,
+    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, NOT_TESTED, POINTS, RATE, REPRODUCED, UNDERPOWERED,
 )
 from gdpo.reporting.verdicts.model_evidence import Evidence
 
@@ -102,7 +102,7 @@ def test_benchmarks_of_a_task_are_averaged_per_seed_with_their_item_variances():
 
 # --- C4 ---------------------------------------------------------------------------------------------------
 
-def c4_rows(nostd_format, nostd_avg, base_format=40.0):
+def c4_rows(nostd_format, nostd_avg, base_format=4.74):
     return eval_rows("tool", {("base", "format"): [base_format], ("base", "avg"): [20.0], **GRPO_TOOL,
                               ("grpo_nostd", "format"): nostd_format, ("grpo_nostd", "avg"): nostd_avg})
 
@@ -546,74 +546,88 @@ def test_c4_counts_the_base_models_items_in_the_minimum():
     assert verdict.verdict == UNDERPOWERED and "(not recorded)" in verdict.measured_value
 
 
-# --- the collapse gate ------------------------------------------------------------------------------------
+# --- the collapse gate: collapse is an outcome -------------------------------------------------------------
 
-def test_a_comparison_resting_on_a_collapsed_run_gives_no_verdict():
-    """The issue's case: GDPO "wins" BFCL avg because its runs stopped calling tools (irrelevance 100 %)."""
+COLLAPSE_REASON = "tool calls on the held-out items that need one: 0.0 % (below 5 %)"
+
+
+def test_a_collapsed_run_counts_with_its_scores_and_in_its_methods_collapse_rate():
+    """The issue's case: ten tight C8-like pairs stay decided when one GDPO seed is marked collapsed (it used to
+    make the claim underpowered); the row shows each method's collapse rate."""
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
-    healthy = verdicts.model.judge_c3(evidence(rows))
-    assert healthy.verdict == REPRODUCED
-    why = "tool calls on the held-out items that need one: 0.0 % (below 5 %)"
-    for row in rows:
-        row["collapsed"] = why if (row["method"], row["seed"]) == ("gdpo", 2) else ""
-    gated = verdicts.model.judge_c3(evidence(rows))
-    assert gated.verdict == UNDERPOWERED
-    assert f"no collapsed run (collapsed, no evidence: gdpo seed 2: {why})" in gated.measured_value
-    # a collapsed run of a method the claim does not compare leaves it alone
-    for row in rows:
-        row["collapsed"] = why if row["method"] == "base" else ""
     assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
+    for row in rows:
+        row["collapsed"] = COLLAPSE_REASON if (row["method"], row["seed"]) == ("gdpo", 2) else ""
+    counted = verdicts.model.judge_c3(evidence(rows))
+    assert counted.verdict == REPRODUCED
+    assert "collapsed runs (gate): gdpo 1/4, grpo 0/4" in counted.measured_value
+    collapse = next(c for c in counted.conditions if c.name == "collapse leaves a comparison")
+    assert collapse.passed and collapse.measured == 0.0
 
 
-def test_a_collapsed_base_model_gates_c4():
+def test_a_comparison_is_not_tested_only_when_most_runs_of_every_arm_collapsed():
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
+    for row in rows:
+        row["collapsed"] = COLLAPSE_REASON if row["seed"] in (0, 1, 2) else ""
+    verdict = verdicts.model.judge_c3(evidence(rows))
+    assert verdict.verdict == NOT_TESTED
+    assert verdict.measured_value.startswith("not tested: Qwen2.5-1.5B collapsed runs: gdpo 3/4, grpo 3/4; the "
+                                             "comparison needs at most 50 % of the runs collapsed")
+    assert verdict.parts == "Qwen2.5-1.5B avg: not tested; Qwen2.5-1.5B format: not tested"
+    # half of one arm (2/4) leaves a comparison: decided on every run's scores
+    for row in rows:
+        row["collapsed"] = COLLAPSE_REASON if (row["method"] == "gdpo" and row["seed"] < 3) or (
+            row["method"] == "grpo" and row["seed"] < 2) else ""
+    verdict = verdicts.model.judge_c3(evidence(rows))
+    assert verdict.verdict == REPRODUCED and "gdpo 3/4, grpo 2/4" in verdict.measured_value
+
+
+def test_a_collapsed_base_model_is_shown_but_is_no_arm():
     rows = c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])
     assert verdicts.model.judge_c4(evidence(rows)).verdict == REPRODUCED
     for row in rows:
         row["collapsed"] = "responses cut at the token limit: 100.0 % (at least 95 %)" if row["method"] == "base" else ""
     verdict = verdicts.model.judge_c4(evidence(rows))
-    assert verdict.verdict == UNDERPOWERED and "base seed 0: responses cut" in verdict.measured_value
+    assert verdict.verdict == REPRODUCED and "collapsed runs (gate): grpo_nostd 0/4, grpo 0/4, base 1/1" in verdict.measured_value
 
 
 NO_HEALTH = "no health block in eval.json: evaluated before the collapse gate existed; re-run its evaluation"
 
 
-def test_a_run_the_gate_did_not_judge_gates_a_comparison_like_a_collapsed_one():
+def test_a_run_the_gate_did_not_judge_counts_and_is_named():
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
-    assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
     for row in rows:
         if row["method"] == "grpo" and row["seed"] in (1, 3):
             row["health"] = f"not judged: {NO_HEALTH}"
-    gated = verdicts.model.judge_c3(evidence(rows))
-    assert gated.verdict == UNDERPOWERED
-    # the row names the runs not judged and why, together
-    assert (f"every run judged by the collapse gate (not judged, no evidence: grpo seed 1, grpo seed 3: {NO_HEALTH})"
-            in gated.measured_value)
-    assert "no collapsed run" not in gated.measured_value
+    verdict = verdicts.model.judge_c3(evidence(rows))
+    assert verdict.verdict == REPRODUCED
+    assert f"not judged by the gate: grpo seed 1, grpo seed 3: {NO_HEALTH}" in verdict.measured_value
     # an empty health cell, or a value that is none of the gate's verdicts, is not judged either, never healthy
     for value in (None, "", "fine"):
         for row in rows:
             row["health"] = value if (row["method"], row["seed"]) == ("gdpo", 0) else "healthy"
-        gated = verdicts.model.judge_c3(evidence(rows))
-        assert gated.verdict == UNDERPOWERED and "not judged, no evidence: gdpo seed 0: " in gated.measured_value
-    # a run of a method the claim does not compare leaves it alone
-    for row in rows:
-        row["health"] = "healthy"
-    rows += eval_rows("tool", {("base", "avg"): [20.0], ("base", "format"): [40.0]})
-    rows[-1]["health"] = rows[-2]["health"] = f"not judged: {NO_HEALTH}"
-    assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
+        assert "not judged by the gate: gdpo seed 0: " in verdicts.model.judge_c3(evidence(rows)).measured_value
 
 
-def test_a_collapsed_and_an_unjudged_run_are_both_named():
-    rows = c4_rows([0.0, 0.0, 0.0, 0.0], [30.1, 29.8, 30.0, 30.3])
-    for row in rows:
-        if row["method"] == "base":
-            row["health"], row["collapsed"] = "collapsed", "responses cut at the token limit: 100.0 % (at least 95 %)"
-        elif (row["method"], row["seed"]) == ("grpo_nostd", 0):
-            row["health"] = f"not judged: {NO_HEALTH}"
-    verdict = verdicts.model.judge_c4(evidence(rows))
-    assert verdict.verdict == UNDERPOWERED
-    assert "no collapsed run (collapsed, no evidence: base seed 0: responses cut" in verdict.measured_value
-    assert f"(not judged, no evidence: grpo_nostd seed 0: {NO_HEALTH})" in verdict.measured_value
+@pytest.mark.parametrize("columns", [("health",), ("health", "collapsed")])
+def test_an_eval_csv_without_the_health_column_is_not_judged(tmp_path, columns):
+    """A file made before eval.csv told healthy from not judged: an empty ``collapsed`` proves nothing."""
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
+    frame = pd.DataFrame(rows).assign(collapsed="")
+    frame.loc[(frame["method"] == "grpo") & (frame["seed"] == 2), "collapsed"] = "responses cut at the token limit: 100.0 %"
+    path = tmp_path / "eval.csv"
+    frame.drop(columns=list(columns)).to_csv(path, index=False)
+    built = ledger.build_ledger("mini", None, eval_csv=path, reporting=REPORTING, runs=RUNS).set_index("claim_id")
+    c3 = built.loc["C3"]
+    assert c3["verdict"] == REPRODUCED
+    others = "gdpo seed 0, gdpo seed 1, gdpo seed 2, gdpo seed 3, grpo seed 0, grpo seed 1"
+    # without a ``collapsed`` column either, grpo seed 2's collapse is unknown too: not judged
+    not_judged = f"{others}{', grpo seed 2' if 'collapsed' in columns else ''}, grpo seed 3: {path} has no 'health' column"
+    assert f"not judged by the gate: {not_judged}" in c3["measured_value"]
+    assert "remake it with `gdpo aggregate`" in c3["measured_value"]
+    # the collapse reasons such a file does carry still count as collapsed
+    assert ("grpo 1/4" in c3["measured_value"]) == ("collapsed" not in columns)
+    assert "collapse leaves a comparison: passed" in c3["validity"]
 
 
 # --- one start model behind every compared run ------------------------------------------------------------
@@ -653,27 +667,6 @@ def test_a_comparison_of_runs_from_different_start_models_gives_no_verdict():
     for row in rows:
         row["start_weights_sha256"] = OTHER_WARMUP if row["method"] == "base" else WARMUP
     assert verdicts.model.judge_c3(evidence(rows)).verdict == REPRODUCED
-
-
-@pytest.mark.parametrize("columns", [("health",), ("health", "collapsed")])
-def test_an_eval_csv_without_the_health_column_is_not_judged(tmp_path, columns):
-    """A file made before eval.csv told healthy from not judged: an empty ``collapsed`` proves nothing."""
-    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4]})
-    frame = pd.DataFrame(rows).assign(collapsed="")
-    frame.loc[(frame["method"] == "grpo") & (frame["seed"] == 2), "collapsed"] = "responses cut at the token limit: 100.0 %"
-    path = tmp_path / "eval.csv"
-    frame.drop(columns=list(columns)).to_csv(path, index=False)
-    built = ledger.build_ledger("mini", None, eval_csv=path, reporting=REPORTING, runs=RUNS).set_index("claim_id")
-    c3 = built.loc["C3"]
-    assert c3["verdict"] == UNDERPOWERED
-    others = "gdpo seed 0, gdpo seed 1, gdpo seed 2, gdpo seed 3, grpo seed 0, grpo seed 1"
-    # without a ``collapsed`` column either, grpo seed 2's collapse is unknown too: not judged
-    not_judged = f"{others}{', grpo seed 2' if 'collapsed' in columns else ''}, grpo seed 3: {path} has no 'health' column"
-    assert f"(not judged, no evidence: {not_judged}" in c3["measured_value"]
-    assert "remake it with `gdpo aggregate`" in c3["measured_value"]
-    # the collapse reasons such a file does carry still count as collapsed
-    assert ("no collapsed run (collapsed, no evidence: grpo seed 2: responses cut" in c3["measured_value"]) == (
-        "collapsed" not in columns)
 
 
 def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():

@@ -10,13 +10,13 @@ limit. A run is **collapsed** when
   :data:`ACTIVITY` indicator), or
 - at least :data:`MAX_TRUNCATED_PERCENT` % of its responses are cut at the token limit.
 
-A collapsed run's numbers are not a result of the method: the tables mark its cells and the ledger counts a
-comparison resting on it as no evidence (:mod:`gdpo.reporting.verdicts`).
+Collapse is an outcome of the method: the tables mark a collapsed run's cells, and the ledger counts the run
+with its measured scores and in its method's collapse rate; a comparison is ``not tested`` only where most runs
+of every compared method collapsed (:mod:`gdpo.reporting.verdicts.validity`).
 
 A run is **not judged** when the gate lacks the numbers to say (:func:`not_judged_reason`): no ``health``
 block (an eval.json written before the gate existed), or one without the family's activity indicator or the
-truncated share. Not judged is never read as healthy: the ledger gates a comparison resting on such a run
-exactly as one resting on a collapsed run.
+truncated share. Not judged is never read as healthy: the ledger names such runs beside the collapse rates.
 """
 
 from __future__ import annotations

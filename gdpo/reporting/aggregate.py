@@ -10,7 +10,7 @@
 
   - ``health``: ``healthy``; ``collapsed``; or ``not judged: <why>`` (:data:`NOT_JUDGED`, e.g. an eval.json
     without a ``health`` block, evaluated before the gate existed). Not judged is never healthy: the
-    ledger gates it like a collapsed run (:mod:`gdpo.reporting.verdicts`).
+    ledger names such runs beside each method's collapse rate (:mod:`gdpo.reporting.verdicts.validity`).
   - ``collapsed``: why the run collapsed (:func:`gdpo.generation.health.collapse_reasons`), empty
     otherwise.
 

@@ -49,6 +49,7 @@ from gdpo.reporting.verdicts.decisions import (
 )
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence
 from gdpo.reporting.verdicts.samples import Sample, seeds_compared
+from gdpo.reporting.verdicts.validity import DEFAULT_COLLAPSE_RATE, comparable_probability
 
 #: Seed spread (points, beyond the evaluation's binomial noise) at which the paper's own numbers are expanded
 #: into per-seed data (:func:`paper_number_cells`): the paper reports no spread; :func:`break_even_seed_sd`
@@ -572,14 +573,19 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
     return designs
 
 
-def power_of(design: TableDesign | EventDesign, replicates: int = 1000, gated: bool = True) -> float:
+def power_of(design: TableDesign | EventDesign, replicates: int = 1000, gated: bool = True,
+             collapse_rate: float = DEFAULT_COLLAPSE_RATE) -> float:
+    """P(``reproduced``) of the design's rule under the paper's effect. A table claim's runs collapse at
+    ``collapse_rate`` each, counting with their scores: the power is that of the rule times the probability that
+    collapse leaves a comparison (:func:`gdpo.reporting.verdicts.validity.comparable_probability`)."""
     if isinstance(design, EventDesign):
         return event_power(design, gated)
-    return simulate_table(design, effect=True, replicates=replicates, gated=gated).get(REPRODUCED, 0.0)
+    power = simulate_table(design, effect=True, replicates=replicates, gated=gated).get(REPRODUCED, 0.0)
+    return power * comparable_probability(design.seeds, collapse_rate) if collapse_rate else power
 
 
 def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_seeds: int = 64,
-                    replicates: int = 400) -> int | None:
+                    replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE) -> int | None:
     """Fewest seeds per method (≥ the claim's minimum) at which the gated power reaches ``target`` (None if
     not by ``max_seeds``)."""
     minimum = CLAIMS_BY_ID[design.claim_id].minimum
@@ -590,7 +596,7 @@ def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_
         design = dataclasses.replace(design, steps=max(design.steps or 0, minimum.steps),
                                      prompts_per_batch=max(design.prompts_per_batch or 0, minimum.prompts_per_batch))
     for seeds in list(range(low, 11)) + list(range(12, max_seeds + 1, 4)):
-        if power_of(design.with_seeds(seeds), replicates) >= target:
+        if power_of(design.with_seeds(seeds), replicates, collapse_rate=collapse_rate) >= target:
             return seeds
     return None
 
@@ -676,10 +682,11 @@ def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
 
 
 def power_report(config: Mapping, seed_sd: float | None = None, target: float = 0.8,
-                 replicates: int = 400) -> pd.DataFrame:
+                 replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE) -> pd.DataFrame:
     """What `gdpo power` prints: per claim the config can decide, its design, the power of its rule (gated by
-    the claim's minimum), the fewest seeds per method for ``target`` at the design's items, and the fewest
-    evaluated items per run for ``target`` at its seeds (table claims)."""
+    the claim's minimum; table claims at a run collapse rate ``collapse_rate``), the fewest seeds per method for
+    ``target`` at the design's items, and the fewest evaluated items per run for ``target`` at its seeds (table
+    claims)."""
     records = []
     for claim_id, design in designs_from_config(config, seed_sd).items():
         minimum = CLAIMS_BY_ID[claim_id].minimum
@@ -691,11 +698,11 @@ def power_report(config: Mapping, seed_sd: float | None = None, target: float = 
             items = f"{design.items:,.0f}"
             needed = items_for_power(design, target, replicates=replicates)
             items_needed = "not by items alone" if needed is None else f"{needed:,.0f}"
-        seeds_needed = seeds_for_power(design, target, replicates=replicates)
+        seeds_needed = seeds_for_power(design, target, replicates=replicates, collapse_rate=collapse_rate)
         records.append({"claim": claim_id, "seeds": design.seeds, "items/run": items,
                         "spread": f"{design.seed_sd:.2f}" if isinstance(design, TableDesign) else "—",
                         "steps": getattr(design, "steps", None) or "—",
-                        "power": round(power_of(design, replicates), 2),
+                        "power": round(power_of(design, replicates, collapse_rate=collapse_rate), 2),
                         f"seeds for {target:g}": seeds_needed if seeds_needed is not None else "more than 64",
                         f"items for {target:g}": items_needed,
                         "below the minimum": "; ".join(short) or "—"})

@@ -1,6 +1,6 @@
 """The verdict contract of the claims ledger, and the statistics every verdict rests on.
 
-**Verdicts.** Each row of the ledger gets one of seven words, with one meaning at every scale. For a part of a
+**Verdicts.** Each row of the ledger gets one of eight words, with one meaning at every scale. For a part of a
 claim whose paper effect is δ (oriented so that the paper's direction is up, δ ≥ 0) and the 95 % interval
 [low, high] of the measured effect:
 
@@ -13,6 +13,12 @@ claim whose paper effect is δ (oriented so that the paper's direction is up, δ
 - ``inconclusive``: low ≤ 0 and high ≥ δ — the interval holds both no effect and the paper's effect;
 - ``underpowered``: the evidence is below the claim's stated minimum (:class:`Minimum`); the row says what would
   be needed, and no interval is read as a decision;
+- ``not tested``: the design could not have shown the claim either way: a validity condition the claim's rule
+  declares (:mod:`gdpo.reporting.verdicts.validity`: e.g. a start model that already has the format C4 says is
+  never learned, training steps without any reward variance in the window C5 reads, an Exceed at the floor) is
+  checked from the evidence before any interval is read, and failed; the row names the condition, its
+  measured value and its threshold. A condition that gates one part of a claim (C3's format, an Exceed part)
+  makes that part ``not tested`` and the claim is decided on its tested parts (the row says so);
 - ``not run``: the evidence does not exist (a run, a file or a setup is missing);
 - ``not modelled``: at scale sim, the bench has no mechanism through which the claim could show, or it never
   produced the event in any arm and no positive control shows that it can.
@@ -75,7 +81,9 @@ INCONCLUSIVE = "inconclusive"
 UNDERPOWERED = "underpowered"
 NOT_RUN = "not run"
 NOT_MODELLED = "not modelled"
-VERDICTS = (REPRODUCED, SMALLER, NOT_REPRODUCED, INCONCLUSIVE, UNDERPOWERED, NOT_RUN, NOT_MODELLED)
+#: The design could not show the claim either way (a validity condition failed; not decisive).
+NOT_TESTED = "not tested"
+VERDICTS = (REPRODUCED, SMALLER, NOT_REPRODUCED, INCONCLUSIVE, UNDERPOWERED, NOT_TESTED, NOT_RUN, NOT_MODELLED)
 #: The verdicts that state a decision about the claim.
 DECISIVE = (REPRODUCED, SMALLER, NOT_REPRODUCED)
 #: The verdicts that say the effect exists in the paper's direction (a false positive under no difference).
@@ -453,8 +461,10 @@ class MeasuredInterval:
 class Verdict:
     """Outcome of one rule: what was measured (on what), the rule applied, the verdict, the evidence file,
     the design's power (probability of ``reproduced`` if the paper's effect were true; NaN where no design
-    can be read), what was run, the verdict of each part of the claim (``"<part>: <verdict>; ..."``), and the
-    intervals the measured text shows, as numbers (in memory only: the ledger's files keep the text)."""
+    can be read), what was run, the verdict of each part of the claim (``"<part>: <verdict>; ..."``), the
+    intervals the measured text shows, as numbers (in memory only: the ledger's files keep the text), and the
+    validity conditions checked before any interval was read (:class:`gdpo.reporting.verdicts.validity.Condition`,
+    passed or failed; the ledger's ``validity`` column)."""
 
     measured_value: str
     comparison: str
@@ -464,6 +474,7 @@ class Verdict:
     run: str = ""
     parts: str = ""
     intervals: tuple[MeasuredInterval, ...] = ()
+    conditions: tuple = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -17,9 +17,10 @@ from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, LEVEL, NOT_MODELLED, N
 from gdpo.reporting.verdicts import ClaimRule, Scale, rules_of
 from gdpo.reporting.verdicts.decisions import EVENT_BASE_RATE, EVENT_EFFECTS
 from gdpo.reporting.verdicts.model_evidence import Evidence
+from gdpo.reporting.verdicts.validity import conditions_text
 
 LEDGER_COLUMNS = ["claim_id", "scale", "statement", "paper_value", "run", "measured_value", "comparison", "verdict",
-                  "parts", "power", "power_basis", "evidence"]
+                  "parts", "validity", "power", "power_basis", "evidence"]
 
 #: What each verdict means, for the ledger's header and README (one definition at every scale).
 VERDICT_MEANINGS = {
@@ -31,8 +32,13 @@ VERDICT_MEANINGS = {
                       "other side of 0 (high < δ, low ≤ 0)",
     "inconclusive": "the interval holds both no effect and the paper's effect (low ≤ 0, high ≥ δ)",
     "underpowered": "the evidence is below the claim's stated minimum (seeds per compared method in the comparisons "
-                    "the verdict rests on, evaluated items, training steps, prompts per batch, no compared run "
-                    "collapsed or not judged by the collapse gate); the row says what would be needed, and its interval decides nothing",
+                    "the verdict rests on, evaluated items, training steps, prompts per batch); the row says what would "
+                    "be needed, and its interval decides nothing. A collapsed run is an outcome, not a shortfall: it "
+                    "counts with its measured scores and in its method's collapse rate (shown in the row)",
+    "not tested": "the design could not have shown the claim either way: a validity condition of the claim's rule "
+                  "(checked from the evidence before any interval is read; the `validity` column lists each, passed "
+                  "or failed) failed, and the row gives its measured value and threshold; a failed condition of one "
+                  "part leaves that part not tested and the claim decided on its other parts",
     "not run": "the evidence does not exist: a run, a file or a setup is missing (the evidence column says which)",
     "not modelled": "scale sim only: the bench has no mechanism through which the claim could show, or it produced "
                     "the event in no arm and no positive control shows that it can",
@@ -77,6 +83,7 @@ class LedgerRow:
         return {"claim_id": self.claim.claim_id, "scale": self.scale, "statement": self.claim.statement,
                 "paper_value": self.claim.paper_value, "run": verdict.run, "measured_value": verdict.measured_value,
                 "comparison": verdict.comparison, "verdict": verdict.verdict, "parts": verdict.parts,
+                "validity": conditions_text(verdict.conditions),
                 "power": verdict.power, "power_basis": self.power_basis, "evidence": verdict.evidence}
 
 
@@ -221,6 +228,7 @@ def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
             f"- Measured: {row.measured_value if isinstance(row.measured_value, str) and row.measured_value else '—'}",
             f"- Rule: {row.comparison if isinstance(row.comparison, str) and row.comparison else '—'}{minimum}",
             f"- Parts: {row.parts if isinstance(row.parts, str) and row.parts else '—'}",
+            f"- Validity: {row.validity if isinstance(row.validity, str) and row.validity else '—'}",
             f"- Power: {_power_text(row.power)}"
             + (f" ({row.power_basis})" if isinstance(row.power_basis, str) and row.power_basis else ""),
             f"- Evidence: {row.evidence}",

@@ -19,9 +19,8 @@ from gdpo.curve_events import LENGTH_RISE, fails_to_converge
 from gdpo.methods import Method
 from gdpo.plan import model_display_name
 from gdpo.reporting import curves
-from gdpo.reporting.aggregate import NOT_JUDGED
 from gdpo.reporting.contract import (
-    BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_RUN, PARITY_MARGIN, RATE, UNDERPOWERED,
+    BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_RUN, NOT_TESTED, PARITY_MARGIN, RATE, UNDERPOWERED,
     MeasuredInterval, Verdict, combine,
 )
 from gdpo.reporting.stats import mean_ci
@@ -32,6 +31,8 @@ from gdpo.reporting.verdicts.decisions import (
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence, model_size
 from gdpo.reporting.verdicts.registry import Scale, claim_rule
 from gdpo.reporting.verdicts.samples import seeds_compared
+from gdpo.reporting.verdicts import validity
+from gdpo.reporting.verdicts.validity import Condition
 
 
 # --------------------------------------------------------------------------------------------------
@@ -47,12 +48,15 @@ def _not_configured(table_or_figure: str, what: str) -> Verdict:
 
 @dataclasses.dataclass
 class Gathered:
-    """What a table claim's rule read: the cells, the setups with their tasks, and what falls short."""
+    """What a table claim's rule read: the cells, the setups with their tasks, what falls short, the validity
+    conditions checked so far (:mod:`.validity`; the rule adds its own) and each setup's collapse rates."""
 
     cells: dict
     setups: dict[str, str]
     shortfall: dict[str, list[str]]
     labels: list[str]
+    conditions: list[Condition] = dataclasses.field(default_factory=list)
+    collapse: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str], metrics: Sequence[str],
@@ -63,7 +67,7 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
     if not setups:
         return _not_configured(table, CLAIMS_BY_ID[claim_id].family)
     minimum = CLAIMS_BY_ID[claim_id].minimum
-    cells, shortfall, labels = {}, {}, []
+    cells, shortfall, labels, conditions, collapse = {}, {}, [], [], {}
     for setup, task in setups.items():
         reason = evidence.missing(task, methods, metrics)
         if reason:
@@ -87,16 +91,14 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
                 items = math.nan if math.isnan(least) or math.isnan(items) else min(items, least)
         # The minimum counts the seeds every compared method has (the pairs an interval is made of).
         shortfall[setup] = minimum.shortfall(len(paired_seeds or ()), items)
-        # A collapsed run did not do the task: its numbers say nothing about the method, so no comparison
-        # resting on one is decided (dropping it instead would select seeds on their outcome).
-        collapsed = evidence.collapsed(task, methods)
-        if collapsed:
-            shortfall[setup].append(f"no collapsed run (collapsed, no evidence: {'; '.join(collapsed)})")
-        # A run the gate could not judge (no health numbers) may have collapsed: gated the same way.
-        unjudged = evidence.collapsed(task, methods, NOT_JUDGED)
-        if unjudged:
-            shortfall[setup].append(f"every run judged by the collapse gate (not judged, no evidence: "
-                                    f"{'; '.join(unjudged)})")
+        # Collapse is an outcome of the method: a collapsed run counts with its measured scores and in its
+        # method's collapse rate (dropping it would select seeds on their outcome); only where every compared
+        # method collapsed for the most part is there nothing left to compare (a validity condition).
+        counts = validity.collapse_counts(evidence, task, methods)
+        conditions.append(validity.collapse_leaves_comparison(claim_id, counts, setup))
+        unjudged = validity.unjudged_runs(evidence, task, methods)
+        collapse[setup] = f"collapsed runs (gate): {validity.collapse_rates_text(counts)}" + (
+            f"; not judged by the gate: {'; '.join(unjudged)}" if unjudged else "")
         # Runs compared (the base model's evaluation among them) must share the start model: a run trained from
         # other weights (a warm-up made on another machine) measures those weights too.
         starts = evidence.start_models(task, methods)
@@ -104,7 +106,7 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
             shortfall[setup].append("one start model behind every compared run (start weights differ: " + "; ".join(
                 f"{digest[:12]}… for {', '.join(runs)}" for digest, runs in starts.items()) + ")")
         labels.append(evidence.run_label(task, methods, setup))
-    return Gathered(cells, setups, shortfall, labels)
+    return Gathered(cells, setups, shortfall, labels, conditions, collapse)
 
 
 def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdict,
@@ -113,8 +115,15 @@ def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdi
     across setups or tasks (:func:`seeds_compared`); the minimum's seed count applies to them too."""
     if isinstance(gathered, Verdict):
         return dataclasses.replace(gathered, comparison=comparison)
+    # The validity conditions are data checked before any interval: a failed one leaves the claim (or the part
+    # it gates) not tested, whatever the intervals say.
+    conditions = tuple(gathered.conditions)
     decision = decide(gathered.cells, list(gathered.setups))
+    outcome, part_verdicts, note = validity.gated(decision.parts, conditions)
     text = decision.text
+    collapse = "; ".join(f"{s}: {c}" if len(gathered.collapse) > 1 else c for s, c in gathered.collapse.items())
+    if collapse:
+        text += f" [{collapse}]"
     for setup, task in gathered.setups.items():  # name what ran; the paper's setup it stands for beside it
         text = text.replace(f"{setup}: ", f"{task} (as the paper's {setup}): ")
     run = "; ".join(gathered.labels)
@@ -128,13 +137,19 @@ def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdi
         if used < need:
             short.setdefault("pooled", []).append(f"≥ {need} seeds per method common to every pooled comparison "
                                                    f"(have {used})")
-    parts = parts_text(decision.parts)
+    parts = parts_text(part_verdicts)
+    if outcome == NOT_TESTED:
+        return Verdict(f"not tested: {validity.failed_text(conditions)} — measured, not read as a decision: {text}",
+                       comparison, NOT_TESTED, evidence.eval_path, run=run, parts=parts,
+                       intervals=decision.intervals, conditions=conditions)
     if short:
         needs = "; ".join(f"{s} needs " + ", ".join(m) for s, m in short.items())
         return Verdict(f"{text} — not decided: {needs}", comparison, UNDERPOWERED, evidence.eval_path, run=run,
-                       parts=parts, intervals=decision.intervals)
-    return Verdict(text, comparison, decision.outcome, evidence.eval_path, run=run, parts=parts,
-                   intervals=decision.intervals)
+                       parts=parts, intervals=decision.intervals, conditions=conditions)
+    if note:
+        text = f"{text} — {note}: {validity.failed_text(conditions)}"
+    return Verdict(text, comparison, outcome, evidence.eval_path, run=run, parts=parts,
+                   intervals=decision.intervals, conditions=conditions)
 
 
 #: The paper's setups of each table claim (a config that maps fewer is judged on those, and the row says so).
@@ -179,6 +194,11 @@ def judge_c3(evidence: Evidence) -> Verdict:
     point; every CPU design is below the minimum (underpowered)."""
     comparison = "GDPO − GRPO paired by seed: BFCL avg and format above 0 (every Table 1 setup)"
     gathered = gather(evidence, "C3", "table1", (Method.GDPO, Method.GRPO), ("avg", "format"))
+    if not isinstance(gathered, Verdict):
+        for setup, task in gathered.setups.items():
+            ran = evidence.runs.get(task) or {}
+            gathered.conditions.append(validity.declining_trainable(ran.get("decline_share"), ran.get("train_data"),
+                                                                    setup))
     verdict = _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
     return _with_behaviour(verdict, _tool_behaviour(evidence, evidence.tasks("table1"),
                                                     ("base", Method.GRPO, Method.GDPO)))
@@ -203,6 +223,10 @@ def judge_c4(evidence: Evidence) -> Verdict:
                                                 "(the paper trains it at 1.5B; add it to the task's methods)")
     gathered = gather(evidence, "C4", "table1", (Method.GRPO_NOSTD, Method.GRPO, "base"), ("format", "avg"),
                       setups)
+    if not isinstance(gathered, Verdict):
+        for setup in gathered.setups:
+            start = gathered.cells[(setup, "base", "format")].values
+            gathered.conditions.append(validity.start_format(float(start[0]) if len(start) else math.nan, setup))
     verdict = _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
     return _with_behaviour(verdict,
                            _tool_behaviour(evidence, setups, ("base", Method.GRPO, Method.GRPO_NOSTD)))
@@ -218,7 +242,22 @@ def judge_c6(evidence: Evidence) -> Verdict:
     gathered = gather(evidence, "C6", "table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"))
     pooled_pairs = None if isinstance(gathered, Verdict) else [
         [((s, Method.GDPO, m), (s, Method.GRPO, m)) for s in gathered.setups] for m in ("acc", "exceed")]
+    if not isinstance(gathered, Verdict):  # C6 pools its setups: one accuracy part and one Exceed part
+        gathered.conditions += _room_conditions(evidence, "C6", gathered, pooled=True)
     return _table_verdict(evidence, "C6", gathered, decide_c6, comparison, pooled_pairs)
+
+
+def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pooled: bool) -> list[Condition]:
+    """C6 / C8: accuracy off ceiling and floor, and some run exceeding, over each setup (``pooled``: over all
+    setups together, for a rule that pools them into one accuracy and one Exceed part)."""
+    methods = (Method.GDPO, Method.GRPO)
+    groups = {"": list(gathered.setups)} if pooled else {s: [s] for s in gathered.setups}
+    conditions = []
+    for label, setups in groups.items():
+        means = {m: float(np.mean([np.mean(gathered.cells[(s, m, "acc")].values) for s in setups])) for m in methods}
+        top = max(float(np.max(gathered.cells[(s, m, "exceed")].values)) for s in setups for m in methods)
+        conditions += [validity.accuracy_band(claim_id, means, label), validity.exceed_room(claim_id, top, label)]
+    return conditions
 
 
 @claim_rule("C8", Scale.MODEL)
@@ -229,6 +268,8 @@ def judge_c8(evidence: Evidence) -> Verdict:
     point; CPU designs underpowered."""
     comparison = "GDPO − GRPO paired by seed, conditioned length reward: accuracy above 0, Exceed below 0"
     gathered = gather(evidence, "C8", "table4", (Method.GDPO, Method.GRPO), ("acc", "exceed"))
+    if not isinstance(gathered, Verdict):
+        gathered.conditions += _room_conditions(evidence, "C8", gathered, pooled=False)
     return _table_verdict(evidence, "C8", gathered, decide_c8, comparison)
 
 
@@ -316,9 +357,10 @@ _EVENT_NAMES = {"C5": "divergence", "C10": "failure-to-converge"}
 
 def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[str, str],
                   events: Mapping[str, pd.Series], comparison: str, measured: str,
-                  reported: tuple[MeasuredInterval, ...] = ()) -> Verdict:
+                  reported: tuple[MeasuredInterval, ...] = (), conditions: tuple[Condition, ...] = ()) -> Verdict:
     """An event claim's verdict from each seed's event (``events``: method → by seed): :func:`decide_events` on
-    a's rate minus b's, behind the claim's minimum. ``reported``: intervals the measured text shows beside it."""
+    a's rate minus b's, behind the claim's validity ``conditions`` (any failed: ``not tested``) and its minimum.
+    ``reported``: intervals the measured text shows beside it."""
     a, b = methods
     minimum = CLAIMS_BY_ID[claim_id].minimum
     seeds = min(len(events[a]), len(events[b]))
@@ -330,10 +372,15 @@ def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[s
             f"detects a {a} rate ≥ {detectable:.2f} (none for {b}) with 80 % power")
     run = evidence.run_label(task, methods, _paper_setup(claim_id))
     intervals = (MeasuredInterval.of(f"{_EVENT_NAMES[claim_id]} rate {a} − {b}", interval, RATE), *reported)
+    if any(c.passed is False for c in conditions):
+        return Verdict(f"not tested: {validity.failed_text(conditions)} — measured, not read as a decision: {text}",
+                       comparison, NOT_TESTED, evidence.steps_path, run=run, intervals=intervals,
+                       conditions=conditions)
     if shortfall:
         return Verdict(f"{text} — not decided: needs " + ", ".join(shortfall), comparison, UNDERPOWERED,
-                       evidence.steps_path, run=run, intervals=intervals)
-    return Verdict(text, comparison, outcome, evidence.steps_path, run=run, intervals=intervals)
+                       evidence.steps_path, run=run, intervals=intervals, conditions=conditions)
+    return Verdict(text, comparison, outcome, evidence.steps_path, run=run, intervals=intervals,
+                   conditions=conditions)
 
 
 def _paper_setup(claim_id: str) -> str:
@@ -346,7 +393,9 @@ def judge_c5(evidence: Evidence) -> Verdict:
     correctness falls for good while the max length climbs); :func:`decide_events` on GRPO's rate minus
     GDPO's. Needs ≥ 400 steps: the paper's GRPO diverged near step 400. A run whose smoothed max length at its
     correctness peak is above the completion cap / 1.2 cannot show the event, so any such run leaves C5
-    ``underpowered`` (:func:`_runs_at_the_cap`).
+    ``underpowered`` (:func:`_runs_at_the_cap`). Before that, its validity conditions (:func:`c5_conditions`:
+    training signal in the last 40 % of the steps, a cap ≥ 2 × the length limit, lengths reaching the limit);
+    any failed gives ``not tested``.
 
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds, ≤ 0.038 at any seed count;
     power 0.14 at paper-math (3 seeds; GRPO diverging in 55 % of runs, GDPO in 5 %), 80 % needs 12 seeds;
@@ -368,13 +417,24 @@ def judge_c5(evidence: Evidence) -> Verdict:
     measured = (f"diverged: GRPO {int(diverged[Method.GRPO].sum())}/{len(diverged[Method.GRPO])} seeds, GDPO "
                 f"{int(diverged[Method.GDPO].sum())}/{len(diverged[Method.GDPO])}") + measures_text
     verdict = _judge_events(evidence, "C5", task, (Method.GRPO, Method.GDPO), diverged, comparison, measured,
-                            measures)
+                            measures, c5_conditions(evidence, task))
     capped = _runs_at_the_cap(evidence, task)
-    if capped and verdict.verdict != UNDERPOWERED:
+    if capped and verdict.verdict not in (UNDERPOWERED, NOT_TESTED):
         return dataclasses.replace(verdict, verdict=UNDERPOWERED, measured_value=(
             f"{verdict.measured_value} — not decided: {capped} could not show the event (longest responses already "
             f"within ×{1 + LENGTH_RISE:g} of the completion cap at the correctness peak); needs a higher cap"))
     return verdict
+
+
+def c5_conditions(evidence: Evidence, task: str) -> tuple[Condition, ...]:
+    """C5's validity conditions (:mod:`.validity`): training signal in the last 40 % of the steps, a cap well
+    above the length limit, and lengths reaching the limit at some step."""
+    methods = (Method.GRPO, Method.GDPO)
+    shares, window = validity.signal_shares(evidence.steps, task, methods, validity.C5_WINDOW_START)
+    ran = evidence.runs.get(task) or {}
+    return (validity.training_signal("C5", shares, window),
+            validity.length_cap_room(ran.get("max_completion_length"), ran.get("length_limit")),
+            validity.length_reached(validity.max_lengths(evidence.steps, task, methods), ran.get("length_limit")))
 
 
 def _runs_at_the_cap(evidence: Evidence, task: str) -> str:
@@ -421,7 +481,8 @@ def _divergence_measures(evidence: Evidence, task: str) -> tuple[str, tuple[Meas
 def judge_c10(evidence: Evidence) -> Verdict:
     """C10 (Fig. 8): per seed, whether the run fails to converge (:func:`gdpo.curve_events.fails_to_converge`
     on its correctness-type reward); :func:`decide_events` on gdpo_nobn's rate minus gdpo's. Needs ≥ 100
-    steps and ≥ 2 prompts per batch (the batch step acts across prompts).
+    steps and ≥ 2 prompts per batch (the batch step acts across prompts). Not tested without training signal on
+    most steps of the run's median run of either method (:func:`.validity.training_signal`).
 
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds; power 0.01 at paper-math
     (failures in 25 % vs 5 % of runs), 80 % needs about 48 seeds."""
@@ -451,7 +512,10 @@ def judge_c10(evidence: Evidence) -> Verdict:
     nobn, gdpo = events[Method.GDPO_NOBN], events[Method.GDPO]
     measured = (f"{metric}: failed gdpo_nobn {int(nobn.sum())}/{len(nobn)}, "
                 f"gdpo {int(gdpo.sum())}/{len(gdpo)} seeds")
-    return _judge_events(evidence, "C10", task, (Method.GDPO_NOBN, Method.GDPO), events, comparison, measured)
+    shares, window = validity.signal_shares(evidence.steps, task, (Method.GDPO_NOBN, Method.GDPO))
+    conditions = (validity.training_signal("C10", shares, window),)
+    return _judge_events(evidence, "C10", task, (Method.GDPO_NOBN, Method.GDPO), events, comparison, measured,
+                         conditions=conditions)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -463,7 +527,7 @@ def judge_c10(evidence: Evidence) -> Verdict:
 def judge_c11(evidence: Evidence, family_verdicts: Mapping[str, str]) -> Verdict:
     """C11: the gains hold in all three families (C3, C6 and C9 at this scale, combined) and across model
     sizes. The model-size part needs the families' setups to span at least two models; with fewer it is
-    ``not run``. Any family ``not run`` or ``underpowered`` carries over."""
+    ``not run``. Any family ``not run``, ``not tested`` or ``underpowered`` carries over."""
     comparison = "C3, C6 and C9 at this scale combined, over at least two model sizes"
     measured = ", ".join(f"{claim} {verdict}" for claim, verdict in family_verdicts.items())
     tasks = {t for table in ("table1", "table3", "table5") for t in evidence.tasks(table).values()}
@@ -484,6 +548,8 @@ def judge_c11(evidence: Evidence, family_verdicts: Mapping[str, str]) -> Verdict
                        f"runs {', '.join(models) or 'none'}")
     if reasons:
         return Verdict(measured, comparison, NOT_RUN, "; ".join(reasons))
+    if NOT_TESTED in verdicts:  # a family whose design could not show its claim shows nothing of C11 either
+        return Verdict(measured, comparison, NOT_TESTED, "this ledger's C3, C6 and C9 rows")
     if UNDERPOWERED in verdicts:
         return Verdict(measured, comparison, UNDERPOWERED, "this ledger's C3, C6 and C9 rows")
     return Verdict(measured, comparison, combine(verdicts), "this ledger's C3, C6 and C9 rows")

@@ -115,6 +115,9 @@ _HEDGE = re.compile(r",?\s+(?:or|but|not|since|because|although|though|maybe|per
                     r"|\s+\((?=\s*(?:I\b|[A-Za-z]{2,}))", re.IGNORECASE)
 #: A last line ending with an equation's right-hand side: "7 + 3 = 10", "So 2 * 3 = 6."
 _CLOSING_EQUATION = re.compile(r"=\s*([^=\n]+?)[\s.!]*$")
+#: A last line closing with "is <plain number>": "The GCD of 12 and 11 is 1.", "So the total is **12**." (a
+#: question, "What is 10 - 5?", or an expression after "is" is none: only a number is an answer stated so).
+_CLOSING_STATEMENT = re.compile(r"\bis\s+[*_$\s]*(?P<number>[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)[*_$\s]*[.!]?\s*$")
 #: A word (two letters or more, not a LaTeX command): a right-hand side holding one is prose, not a result.
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 #: What an answer right after the statement starts with: a sign, a digit, ``$``, ``\(``/``\[``, ``(`` or a
@@ -143,7 +146,9 @@ def final_answer(text: str) -> str | None:
       "the final answer, which is 8") followed on its line by an expression math-verify reads (returned:
       the rest of that line up to a hedge or a reason, :data:`_HEDGE`);
     - else a closing equation: the response's last line ends with ``= <expression>`` without words
-      ("7 + 3 = 10", "10 - 5 = **5**", not "= 5, but then I got lost"; returned: the right-hand side).
+      ("7 + 3 = 10", "10 - 5 = **5**", not "= 5, but then I got lost"; returned: the right-hand side);
+    - else a closing statement: the last line ends with "is <plain number>" ("The GCD of 12 and 11 is 1.";
+      returned: the number). It states an answer as plainly as "12 = 1" does, so the two are judged alike.
 
     A number in prose ("There are 3 apples"), an expression alone ("10 - 5", "42") or reasoning cut before
     its conclusion is none.
@@ -157,10 +162,12 @@ def final_answer(text: str) -> str | None:
             return answer
     lines = text.strip().splitlines()
     closing = _CLOSING_EQUATION.search(lines[-1]) if lines else None
-    if closing is None:
-        return None
-    right = closing.group(1).strip("*_ ")
-    return right if not _WORD.search(right) and _is_expression(right) else None
+    if closing is not None:
+        right = closing.group(1).strip("*_ ")
+        if not _WORD.search(right) and _is_expression(right):
+            return right
+    statement = _CLOSING_STATEMENT.search(lines[-1]) if lines else None
+    return statement.group("number").replace("−", "-") if statement else None
 
 
 def _is_expression(answer: str) -> bool:

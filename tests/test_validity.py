@@ -1,0 +1,213 @@
+"""Validity before verdicts (gdpo.reporting.verdicts.validity): each condition trips and passes, the paper's own
+setup passes every one, and the committed cpu-evidence experiment trips C4, C5 and C6 as measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gdpo.config import load_config
+from gdpo.plan import describe_runs
+from gdpo.reporting import ledger, paper_numbers as pn
+from gdpo.reporting.calibration import TableDesign, designs_from_config, power_of
+from gdpo.reporting.contract import (
+    DECISIVE, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, VERDICTS,
+)
+from gdpo.reporting.verdicts import model, validity
+from gdpo.reporting.verdicts.model_evidence import Evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU = ROOT / "paper_figures" / "cpu-evidence"
+
+
+def test_not_tested_is_a_verdict_that_decides_nothing_and_the_ledger_explains_it():
+    assert NOT_TESTED in VERDICTS and NOT_TESTED not in DECISIVE
+    assert NOT_TESTED in ledger.VERDICT_MEANINGS and "validity" in ledger.LEDGER_COLUMNS
+    assert "| `not tested` |" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+# --- each condition: a case that trips it and one that passes ---------------------------------------------
+
+@pytest.mark.parametrize(("condition", "passed"), [
+    (validity.start_format(47.3), False),
+    (validity.start_format(4.74), True),
+    (validity.training_signal("C5", {"grpo": [0.0, 0.025], "gdpo": [0.23, 0.0]}, "steps 301–500"), False),
+    (validity.training_signal("C5", {"grpo": [0.9, 0.6], "gdpo": [0.7, 0.95]}, "steps 301–500"), True),
+    (validity.training_signal("C10", {"gdpo_nobn": [0.2, 0.3, 0.9], "gdpo": [0.9, 0.9, 0.9]}, "steps 1–100"), False),
+    (validity.length_cap_room(96, 64), False),
+    (validity.length_cap_room(8000, 4000), True),
+    (validity.length_reached({"grpo": 40, "gdpo": 128}, 64), False),
+    (validity.length_reached({"grpo": 64, "gdpo": 128}, 64), True),
+    (validity.accuracy_band("C6", {"gdpo": 99.0, "grpo": 97.5}), False),
+    (validity.accuracy_band("C6", {"gdpo": 2.0, "grpo": 30.0}), False),
+    (validity.accuracy_band("C6", {"gdpo": 74.4, "grpo": 72.8}), True),
+    (validity.exceed_room("C6", 0.0), False),
+    (validity.exceed_room("C8", 6.2), True),
+    (validity.declining_trainable(0.0, "bfcl_v3_split"), False),
+    (validity.declining_trainable(0.2, "bfcl_v3_split"), True),
+    (validity.declining_trainable(None, "bfcl_v3_split"), True),
+    (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (6, 6)}), False),
+    (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (3, 6)}), True),
+])
+def test_each_condition_trips_and_passes(condition, passed):
+    assert condition.passed is passed
+    assert condition.summary().split(": ", 1)[1].startswith("passed" if passed else "failed")
+
+
+def test_a_value_the_evidence_does_not_record_is_not_checked_and_never_fails():
+    for condition in (validity.start_format(float("nan")), validity.length_cap_room(None, 64),
+                      validity.length_reached({}, 64), validity.training_signal("C5", {}, "the window"),
+                      validity.declining_trainable(None, "toolrl")):
+        assert condition.passed is None and condition.status == validity.NOT_CHECKED
+    assert validity.gated({"acc": REPRODUCED}, [validity.start_format(float("nan"))])[0] == REPRODUCED
+
+
+def test_the_failed_text_names_the_measured_value_and_the_threshold():
+    text = validity.failed_text([validity.start_format(47.29), validity.start_format(3.0)])
+    assert text == ("the RL start's format is 47.3 %; the claim needs a start below 10 % (else it tests whether a "
+                    "format is kept, not learned)")
+
+
+def test_a_failed_part_condition_leaves_the_claim_decided_on_its_other_parts():
+    parts = {"R1-7B acc": REPRODUCED, "R1-7B exceed": NOT_REPRODUCED}
+    exceed = validity.exceed_room("C8", 0.0, "R1-7B")
+    outcome, gated, note = validity.gated(parts, [exceed])
+    assert outcome == REPRODUCED and gated == {"R1-7B acc": REPRODUCED, "R1-7B exceed": NOT_TESTED}
+    assert note == "decided on R1-7B acc only (R1-7B exceed not tested)"
+    # a condition on another setup leaves these parts alone
+    assert validity.gated(parts, [validity.exceed_room("C8", 0.0, "R1-1.5B")])[0] == NOT_REPRODUCED
+    # every part untested, or a whole-claim condition failed: the claim is not tested, and so is every part
+    assert validity.gated({"exceed": INCONCLUSIVE}, [validity.exceed_room("C6", 0.0)])[0] == NOT_TESTED
+    outcome, gated, _ = validity.gated(parts, [validity.start_format(47.3)])
+    assert outcome == NOT_TESTED and set(gated.values()) == {NOT_TESTED}
+
+
+# --- the paper's own setup passes every condition ---------------------------------------------------------
+
+def _paper_means(table: str, model_name: str, metric: str) -> dict[str, float]:
+    numbers = pn.paper_numbers()
+    rows = numbers[(numbers["table"] == table) & (numbers["model"] == model_name) & (numbers["metric"] == metric)
+                   & numbers["method"].isin(["gdpo", "grpo"])]
+    return rows.groupby("method")["value"].mean().to_dict()
+
+
+def _paper_largest(table: str, model_name: str, metric: str) -> float:
+    numbers = pn.paper_numbers()
+    rows = numbers[(numbers["table"] == table) & (numbers["model"] == model_name) & (numbers["metric"] == metric)
+                   & numbers["method"].isin(["gdpo", "grpo"])]
+    return float(rows["value"].max())
+
+
+def paper_like_steps(rng: np.random.Generator, seeds: int = 3, steps: int = 500) -> pd.DataFrame:
+    """A synthetic paper-like math run: an update on about 90 % of the steps (DAPO-style groups with differing
+    rewards), max lengths wandering up to the 8,000-token cap past the 4,000-token limit."""
+    rows = []
+    for method in ("grpo", "gdpo"):
+        for seed in range(seeds):
+            grad = np.where(rng.random(steps) < 0.9, rng.uniform(0.05, 0.5, steps), 0.0)
+            length = np.clip(rng.normal(3500, 900, steps), 500, 8000)
+            rows += [{"task": "math_1.5b", "method": method, "seed": seed, "step": s + 1, "grad_norm": grad[s],
+                      "completions/max_length": length[s]} for s in range(steps)]
+    return pd.DataFrame(rows)
+
+
+def test_the_papers_own_numbers_pass_every_condition():
+    numbers = pn.paper_numbers()
+    base = numbers[(numbers["table"] == "1") & (numbers["model"] == "Qwen2.5-1.5B") & (numbers["method"] == "base")
+                   & (numbers["metric"] == "format")]["value"]
+    conditions = [validity.start_format(float(base.iloc[0]))]
+    for table, models in (("3", ("R1-1.5B", "R1-7B", "Qwen3-4B")), ("4", ("R1-7B",))):
+        for name in models:
+            conditions += [validity.accuracy_band("C6", _paper_means(table, name, "acc"), name),
+                           validity.exceed_room("C6", _paper_largest(table, name, "exceed"), name)]
+    tool_runs = describe_runs(load_config(ROOT / "config" / "paper-tool_calling.yaml"))
+    conditions += [validity.declining_trainable(r["decline_share"], r["train_data"]) for r in tool_runs.values()]
+    math_run = describe_runs(load_config(ROOT / "config" / "paper-math.yaml"))["math_r1_1.5b"]
+    steps = paper_like_steps(np.random.default_rng(0))
+    shares, window = validity.signal_shares(steps, "math_1.5b", ("grpo", "gdpo"), validity.C5_WINDOW_START)
+    assert window == "steps 301–500 (gradient norm > 0)"
+    conditions += [validity.training_signal("C5", shares, window),
+                   validity.length_cap_room(math_run["max_completion_length"], math_run["length_limit"]),
+                   validity.length_reached(validity.max_lengths(steps, "math_1.5b", ("grpo", "gdpo")),
+                                           math_run["length_limit"]),
+                   validity.collapse_leaves_comparison("C6", {"gdpo": (0, 1), "grpo": (0, 1)})]
+    failed = [c.summary() for c in conditions if c.passed is False]
+    assert not failed, failed
+    # ToolRL's training mix: its share of items that expect no call is not recorded here, so not checked
+    assert {c.status for c in conditions} <= {validity.PASSED, validity.NOT_CHECKED}
+    assert conditions[0].measured == pytest.approx(4.74)
+
+
+# --- the committed cpu-evidence experiment ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cpu_evidence() -> Evidence:
+    config = load_config(ROOT / "config" / "cpu-evidence.yaml")
+    return Evidence(pd.read_csv(CPU / "evidence" / "eval.csv"), pd.read_csv(CPU / "evidence" / "steps.csv"),
+                    config["reporting"], "cpu-evidence", runs=describe_runs(config))
+
+
+def _condition(verdict, name: str) -> validity.Condition:
+    return next(c for c in verdict.conditions if c.name == name)
+
+
+def test_cpu_evidence_c4_is_not_tested_from_a_start_that_had_the_format(cpu_evidence):
+    verdict = model.judge_c4(cpu_evidence)
+    assert verdict.verdict == NOT_TESTED
+    start = _condition(verdict, "start's format")
+    assert start.passed is False and start.measured == pytest.approx(47.29, abs=0.01)
+    assert verdict.measured_value.startswith("not tested: Qwen2.5-1.5B the RL start's format is 47.3 %; the claim "
+                                             "needs a start below 10 %")
+
+
+def test_cpu_evidence_c5_is_not_tested_without_training_signal_after_step_300(cpu_evidence):
+    verdict = model.judge_c5(cpu_evidence)
+    assert verdict.verdict == NOT_TESTED
+    signal = _condition(verdict, "training signal")
+    assert signal.passed is False and signal.measured == pytest.approx(0.0075)
+    assert "steps 301–500 (gradient norm > 0): grpo 0.0–2.5 %, gdpo 0.0–23.0 %" in signal.text
+    # the length had room: the cap is twice the limit and lengths reached it early on
+    assert _condition(verdict, "cap over the length limit").passed
+    assert _condition(verdict, "lengths reach the limit").measured == 128
+
+
+def test_cpu_evidence_c6_is_not_tested_collapsed_in_both_arms_and_at_the_exceed_floor(cpu_evidence):
+    verdict = model.judge_c6(cpu_evidence)
+    assert verdict.verdict == NOT_TESTED
+    collapse = _condition(verdict, "collapse leaves a comparison")
+    assert collapse.passed is False and collapse.text.startswith("collapsed runs: gdpo 4/6, grpo 6/6")
+    exceed = _condition(verdict, "some run exceeds")
+    assert exceed.passed is False and exceed.measured == 0.0
+    band = _condition(verdict, "accuracy off ceiling and floor")
+    assert band.passed and "gdpo 74.4 %, grpo 72.8 %" in band.text
+
+
+def test_cpu_evidence_c3_decides_on_accuracy_only_since_declining_was_never_trained(cpu_evidence):
+    verdict = model.judge_c3(cpu_evidence)
+    declining = _condition(verdict, "declining trained")
+    assert declining.passed is False and declining.measured == 0.0
+    assert verdict.parts == "Qwen2.5-1.5B avg: inconclusive; Qwen2.5-1.5B format: not tested"
+    assert verdict.verdict == INCONCLUSIVE and "decided on Qwen2.5-1.5B avg only" in verdict.measured_value
+
+
+# --- collapse in the power plan ----------------------------------------------------------------------------
+
+def test_comparable_probability():
+    assert validity.comparable_probability(6, 0.0) == 1.0
+    assert validity.comparable_probability(6, 1.0) == 0.0
+    # 3 seeds: more than half is 2 or 3 of 3, probability 0.5 at rate 0.5 in each of two arms
+    assert validity.comparable_probability(3, 0.5) == pytest.approx(0.75)
+    assert validity.comparable_probability(8, 0.2) > validity.comparable_probability(8, 0.4)
+    with pytest.raises(ValueError, match="collapse rate"):
+        validity.comparable_probability(3, 1.5)
+
+
+def test_the_power_plan_counts_a_stated_collapse_rate():
+    design = designs_from_config(load_config(ROOT / "config" / "paper-math.yaml"))["C8"]
+    assert isinstance(design, TableDesign) and design.seeds == 3
+    plain = power_of(design, 200)
+    assert power_of(design, 200, collapse_rate=0.5) == pytest.approx(plain * 0.75)
+    assert power_of(design, 200, collapse_rate=validity.DEFAULT_COLLAPSE_RATE) == plain
