@@ -451,6 +451,51 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_item_pairing(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "item-pairing",
+        help="per-item correlation of two methods' outcomes on committed completion samples, and paired vs "
+             "independent variance of their difference",
+    )
+    sub.add_argument("--published", required=True,
+                     help="a published folder (e.g. paper_figures/cpu-evidence) or its evidence/runs tree")
+    sub.add_argument("--methods", nargs=2, default=["gdpo", "grpo"], metavar=("A", "B"),
+                     help="the two methods compared, a - b (default: gdpo grpo)")
+    sub.add_argument("--bfcl-split", default=None,
+                     help="the BFCL split the tool-calling runs were evaluated on (its eval.jsonl), to score "
+                          "BFCL correctness with the BFCL environment; without it tool calling pairs format only")
+    sub.add_argument("--work-dir", default=None, help="directory for the BFCL scorer's files (with --bfcl-split)")
+    sub.add_argument("--regrade", action="store_true",
+                     help="also grade every math response again with today's grader (acc_regraded), beside the "
+                          "item accuracies logged when the runs were evaluated")
+    sub.add_argument("--out", default=None, help="also write the rows as CSV here")
+    sub.set_defaults(handler=cmd_item_pairing)
+
+
+def cmd_item_pairing(args: argparse.Namespace) -> int:
+    import csv
+
+    from gdpo.reporting.item_pairing import COLUMNS, format_table, pairing_table
+
+    rows = pairing_table(args.published, *args.methods, bfcl_split=args.bfcl_split, work_dir=args.work_dir,
+                         regrade=args.regrade)
+    if not rows:
+        raise ValueError(f"No seed of {args.published} has completion samples of both {' and '.join(args.methods)}.")
+    print(format_table(rows))
+    print("a %, b %: the methods' scores on the sampled items; rho: Pearson correlation of the items' outcomes; "
+          "variances of the difference a - b in points^2: paired = var(d_i)/n over items, independent = two "
+          "Agresti-Coull binomials (the ledger's floor), adjusted = Agresti-Min half-counts; a>b, b>a: "
+          "discordant items; McNemar p: exact, two-sided.")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        print(f"wrote {args.out} ({len(rows)} rows)")
+    return 0
+
+
 def _add_paper_outputs(commands: argparse._SubParsersAction) -> None:
     sub = commands.add_parser("paper-outputs", help="draw the figures and tables named by the config's reporting block")
     sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, training, reporting)")
@@ -649,6 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_warmup_model,
         _add_evaluate,
         _add_aggregate,
+        _add_item_pairing,
         _add_paper_outputs,
         _add_sim_run,
         _add_sim_summary,

@@ -137,3 +137,44 @@ def test_old_evaluations_say_no_per_item_outcomes_were_recorded():
     assert "has bench" in items.item_outcomes_missing(new, "reasoning_gym", "acc")
     with pytest.raises(items.ItemOutcomesMissing, match="share no item"):
         items.paired_items(new, record([1], {"acc": [[1]]}), "bench", "acc")
+
+
+def write_sample(root: Path, task: str, method: str, seed: int, lines: list[dict]) -> None:
+    run = root / "evidence" / "runs" / task / method / f"seed{seed}"
+    run.mkdir(parents=True)
+    (run / "completions_sample.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_item_pairing_reads_committed_completion_samples(tmp_path):
+    from gdpo.reporting.item_pairing import pairing_table
+
+    doc = {"answer": "5"}
+    write_sample(tmp_path, "math", "gdpo", 0, [{"doc_id": i, "doc": doc, "resps": [["x", "y"]], "acc": acc}
+                                               for i, acc in enumerate([1.0, 0.5, 0.0, 1.0])])
+    write_sample(tmp_path, "math", "grpo", 0, [{"doc_id": i, "doc": doc, "resps": [["x", "y"]], "acc": acc}
+                                               for i, acc in enumerate([1.0, 0.0, 0.0, 0.0])])
+    call = '<think>t</think>\n<tool_call>\n{"name": "f", "parameters": {}}\n</tool_call>'
+    decline = "<think>t</think>\n<response>No tool fits.</response>"
+    write_sample(tmp_path, "tool_calling", "gdpo", 1, [{"id": "simple_0", "category": "simple", "samples": [call]},
+                                                       {"id": "irrelevance_0", "category": "irrelevance",
+                                                        "samples": [decline]}])
+    write_sample(tmp_path, "tool_calling", "grpo", 1, [{"id": "simple_0", "category": "simple", "samples": [call]},
+                                                       {"id": "irrelevance_0", "category": "irrelevance",
+                                                        "samples": [call]}])
+    write_sample(tmp_path, "tool_calling", "grpo", 2, [{"id": "simple_0", "category": "simple", "samples": [call]}])
+    rows = {(r["task"], r["metric"], r["seed"]): r for r in pairing_table(tmp_path)}
+    assert set(rows) == {("math", "acc", 0), ("tool_calling", "format", 1)}  # seed 2 has one method only
+    math = rows[("math", "acc", 0)]
+    # d = 0, 0.5, 0, 1: mean 0.375, var(d, ddof=1) = 0.229167, / 4.
+    assert math["mean_a"] == pytest.approx(0.625) and math["var_paired"] == pytest.approx(0.6875 / 3 / 4)
+    assert (math["a_only"], math["b_only"]) == (2, 0)
+    tool = rows[("tool_calling", "format", 1)]
+    assert (tool["mean_a"], tool["mean_b"], tool["a_only"], tool["b_only"]) == (1.0, 0.5, 1, 0)
+
+
+def test_item_pairing_command_on_the_committed_cpu_evidence(capsys):
+    from gdpo.cli import main
+
+    assert main(["item-pairing", "--published", str(CPU_EVIDENCE.parent.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "math" in out and "tool_calling" in out and "McNemar p" in out
