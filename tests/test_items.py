@@ -178,3 +178,12 @@ def test_item_pairing_command_on_the_committed_cpu_evidence(capsys):
     assert main(["item-pairing", "--published", str(CPU_EVIDENCE.parent.parent)]) == 0
     out = capsys.readouterr().out
     assert "math" in out and "tool_calling" in out and "McNemar p" in out
+
+
+def test_planned_paired_variance_shrinks_with_the_items_correlation():
+    # p = 0.3 both: sigma^2 = 0.21; rho = 0.75 leaves (0.42 - 0.315) / 100.
+    assert items.planned_paired_variance(0.3, 0.3, 0.75, 100) == pytest.approx(0.105 / 100)
+    assert items.planned_paired_variance(0.3, 0.5, 0.0, 50) == pytest.approx((0.21 + 0.25) / 50)
+    assert items.planned_paired_variance(0.4, 0.4, 1.0, 10) == 0.0
+    with pytest.raises(ValueError, match="correlation"):
+        items.planned_paired_variance(0.3, 0.3, 1.5, 10)

@@ -267,6 +267,18 @@ def compare_items(a: np.ndarray, b: np.ndarray, weights: Sequence[float] | None 
     )
 
 
+def planned_paired_variance(p_a: float, p_b: float, correlation: float, n_items: int) -> float:
+    """Variance (fraction²) of a − b on n shared items for planning (``gdpo power``), before any outcome is
+    recorded: (σ_a² + σ_b² − 2ρ σ_a σ_b) / n with σ² = p(1 − p), the largest variance an item score in [0, 1]
+    with mean p can have (exact for one 0/1 sample per item), and ρ the items' correlation between the
+    methods (measured: ``gdpo item-pairing``). ρ = 0 gives the independent-binomial variance over n items."""
+    if not (0 <= p_a <= 1 and 0 <= p_b <= 1 and -1 <= correlation <= 1 and n_items >= 1):
+        raise ValueError(f"Need p_a, p_b in [0, 1], correlation in [-1, 1], n_items >= 1; got "
+                         f"{p_a}, {p_b}, {correlation}, {n_items}.")
+    sd_a, sd_b = np.sqrt(p_a * (1 - p_a)), np.sqrt(p_b * (1 - p_b))
+    return float(max(0.0, sd_a**2 + sd_b**2 - 2 * correlation * sd_a * sd_b) / n_items)
+
+
 def item_outcomes_missing(record: Mapping, benchmark: str, metric: str) -> str | None:
     """Why ``record`` (one eval.json) has no per-item ``metric`` on ``benchmark``; None when it has them."""
     items = record.get(ITEMS_KEY)
