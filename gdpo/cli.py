@@ -480,7 +480,8 @@ def cmd_item_pairing(args: argparse.Namespace) -> int:
     rows = pairing_table(args.published, *args.methods, bfcl_split=args.bfcl_split, work_dir=args.work_dir,
                          regrade=args.regrade)
     if not rows:
-        raise ValueError(f"No seed of {args.published} has completion samples of both {' and '.join(args.methods)}.")
+        raise ValueError(f"No seed of {args.published} has completion samples of both "
+                         f"{' and '.join(args.methods)}.")
     print(format_table(rows))
     print("a %, b %: the methods' scores on the sampled items; rho: Pearson correlation of the items' outcomes; "
           "variances of the difference a - b in points^2: paired = var(d_i)/n over items, independent = two "

@@ -55,7 +55,8 @@ def decode_sample_scores(encoded: str | list) -> list[float]:
     """Inverse of :func:`encode_sample_scores`; ``ValueError`` on anything else."""
     if isinstance(encoded, str):
         if set(encoded) - {"0", "1"}:
-            raise ValueError(f"Per-sample scores {encoded!r} are not a string of 0/1; eval.json's items are corrupt.")
+            raise ValueError(f"Per-sample scores {encoded!r} are not a string of 0/1; "
+                             "eval.json's items are corrupt.")
         return [float(char) for char in encoded]
     if isinstance(encoded, list):
         return [float(value) for value in encoded]
@@ -80,8 +81,8 @@ def item_outcomes(ids: list, scores: dict[str, list], groups: list[str] | None =
             raise ValueError(f"Metric {metric!r} has scores for {len(per_item)} items, ids name {len(ids)}.")
     if len(set(ids)) != len(ids):
         raise ValueError("Item ids repeat; give each evaluated item its own id.")
-    record = {"ids": list(ids),
-              "scores": {metric: [encode_sample_scores(item) for item in per_item] for metric, per_item in scores.items()}}
+    encoded = {metric: [encode_sample_scores(item) for item in per_item] for metric, per_item in scores.items()}
+    record = {"ids": list(ids), "scores": encoded}
     if groups is not None:
         if len(groups) != len(ids):
             raise ValueError(f"{len(groups)} groups for {len(ids)} items.")

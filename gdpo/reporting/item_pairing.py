@@ -86,7 +86,8 @@ def tool_calling_sample_outcomes(lines: list[dict], bfcl_rows: dict[str, dict] |
         else:
             write_jsonl(work_dir / "eval_items.jsonl", [bfcl_rows[item] for item in ids])
             write_jsonl(work_dir / "completions.jsonl", lines)
-            scores = run_bfcl_score(work_dir / "eval_items.jsonl", work_dir / "completions.jsonl", scores_path, work_dir)
+            scores = run_bfcl_score(work_dir / "eval_items.jsonl", work_dir / "completions.jsonl", scores_path,
+                                    work_dir)
         verdicts = {item["id"]: item["correct"] for item in scores["items"]}
         outcomes["correct"] = (ids, [[float(v) for v in verdicts[item]] for item in ids])
     return outcomes
@@ -159,7 +160,8 @@ def pairing_table(published: str | Path, a: str = "gdpo", b: str = "grpo", bfcl_
 def format_table(rows: list[dict]) -> str:
     """A plain-text table of :func:`pairing_table`'s rows (percent, points² for variances)."""
     header = (f"{'task':<13}{'metric':<13}{'seed':>5}{'n':>4}{'m':>3}{'a %':>7}{'b %':>7}{'rho':>7}"
-              f"{'var paired':>12}{'var indep':>11}{'ratio':>7}{'var adj':>9}{'a>b':>5}{'b>a':>5}{'McNemar p':>11}")
+              f"{'var paired':>12}{'var indep':>11}{'ratio':>7}{'var adj':>9}{'a>b':>5}{'b>a':>5}"
+              f"{'McNemar p':>11}")
     lines = [header]
     for r in rows:
         lines.append(f"{r['task']:<13}{r['metric']:<13}{r['seed']:>5}{r['n']:>4}{r['samples']:>3}"

@@ -261,7 +261,8 @@ def compare_items(a: np.ndarray, b: np.ndarray, weights: Sequence[float] | None 
         correlation=correlation,
         decoding_a=decoding_a, decoding_b=decoding_b,
         decoding_estimable=samples_a >= 2 and samples_b >= 2,
-        item_population=max(0.0, var_paired - decoding_a - decoding_b) if var_paired == var_paired else float("nan"),
+        item_population=(max(0.0, var_paired - decoding_a - decoding_b) if var_paired == var_paired
+                         else float("nan")),
         binary=binary, a_only=a_only, b_only=b_only, both_right=both_right, both_wrong=both_wrong,
         p_value=p_value,
     )

@@ -225,8 +225,8 @@ def response_verdicts(sample: dict) -> list[bool]:
     from gdpo.tasks.math.rewards import is_correct
 
     doc = sample.get("doc") or {}
-    return [is_correct(text, str(doc["answer"]), doc.get("verifier") or "math_verify", doc.get("verifier_data") or "")
-            for text in sample_responses(sample)]
+    verifier, verifier_data = doc.get("verifier") or "math_verify", doc.get("verifier_data") or ""
+    return [is_correct(text, str(doc["answer"]), verifier, verifier_data) for text in sample_responses(sample)]
 
 
 def benchmark_items(samples: list[dict], tokenizer, length_limit: int, max_new_tokens: int) -> dict:
