@@ -438,16 +438,27 @@ def _add_aggregate(commands: argparse._SubParsersAction) -> None:
     sub.add_argument("--evals", nargs="*", default=[], help="eval.json files (runs and base models)")
     sub.add_argument("--out-steps", required=True, help="output steps.csv")
     sub.add_argument("--out-eval", required=True, help="output eval.csv")
+    sub.add_argument("--out-items", default=None,
+                     help="also write the evaluations' per-item outcomes here (items.json)")
     sub.set_defaults(handler=cmd_aggregate)
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    from gdpo.reporting.aggregate import gather_evals, gather_steps
+    from gdpo.reporting.aggregate import gather_evals, gather_items, gather_steps
 
     for frame, out in ((gather_steps(args.metrics), args.out_steps), (gather_evals(args.evals), args.out_eval)):
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(out, index=False)
         print(f"wrote {out} ({len(frame)} rows)")
+    if args.out_items:
+        items = gather_items(args.evals)
+        Path(args.out_items).parent.mkdir(parents=True, exist_ok=True)
+        # One line per run: compact, and a diff shows which runs changed.
+        lines = ",\n".join(json.dumps(run, separators=(",", ":")) for run in items["runs"])
+        Path(args.out_items).write_text(
+            f'{{"without_items": {json.dumps(items["without_items"])},\n"runs": [\n{lines}\n]}}\n', encoding="utf-8")
+        print(f"wrote {args.out_items} ({len(items['runs'])} runs with per-item outcomes, "
+              f"{len(items['without_items'])} without)")
     return 0
 
 
