@@ -449,16 +449,73 @@ def _add_aggregate(commands: argparse._SubParsersAction) -> None:
     sub.add_argument("--evals", nargs="*", default=[], help="eval.json files (runs and base models)")
     sub.add_argument("--out-steps", required=True, help="output steps.csv")
     sub.add_argument("--out-eval", required=True, help="output eval.csv")
+    sub.add_argument("--out-items", default=None,
+                     help="also write the evaluations' per-item outcomes here (items.json)")
     sub.set_defaults(handler=cmd_aggregate)
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    from gdpo.reporting.aggregate import gather_evals, gather_steps
+    from gdpo.reporting.aggregate import gather_evals, gather_items, gather_steps
 
     for frame, out in ((gather_steps(args.metrics), args.out_steps), (gather_evals(args.evals), args.out_eval)):
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(out, index=False)
         print(f"wrote {out} ({len(frame)} rows)")
+    if args.out_items:
+        items = gather_items(args.evals)
+        Path(args.out_items).parent.mkdir(parents=True, exist_ok=True)
+        # One line per run: compact, and a diff shows which runs changed.
+        lines = ",\n".join(json.dumps(run, separators=(",", ":")) for run in items["runs"])
+        Path(args.out_items).write_text(
+            f'{{"without_items": {json.dumps(items["without_items"])},\n"runs": [\n{lines}\n]}}\n', encoding="utf-8")
+        print(f"wrote {args.out_items} ({len(items['runs'])} runs with per-item outcomes, "
+              f"{len(items['without_items'])} without)")
+    return 0
+
+
+def _add_item_pairing(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "item-pairing",
+        help="per-item correlation of two methods' outcomes on committed completion samples, and paired vs "
+             "independent variance of their difference",
+    )
+    sub.add_argument("--published", required=True,
+                     help="a published folder (e.g. paper_figures/cpu-evidence) or its evidence/runs tree")
+    sub.add_argument("--methods", nargs=2, default=["gdpo", "grpo"], metavar=("A", "B"),
+                     help="the two methods compared, a - b (default: gdpo grpo)")
+    sub.add_argument("--bfcl-split", default=None,
+                     help="the BFCL split the tool-calling runs were evaluated on (its eval.jsonl), to score "
+                          "BFCL correctness with the BFCL environment; without it tool calling pairs format only")
+    sub.add_argument("--work-dir", default=None, help="directory for the BFCL scorer's files (with --bfcl-split)")
+    sub.add_argument("--regrade", action="store_true",
+                     help="also grade every math response again with today's grader (acc_regraded), beside the "
+                          "item accuracies logged when the runs were evaluated")
+    sub.add_argument("--out", default=None, help="also write the rows as CSV here")
+    sub.set_defaults(handler=cmd_item_pairing)
+
+
+def cmd_item_pairing(args: argparse.Namespace) -> int:
+    import csv
+
+    from gdpo.reporting.item_pairing import COLUMNS, format_table, pairing_table
+
+    rows = pairing_table(args.published, *args.methods, bfcl_split=args.bfcl_split, work_dir=args.work_dir,
+                         regrade=args.regrade)
+    if not rows:
+        raise ValueError(f"No seed of {args.published} has completion samples of both "
+                         f"{' and '.join(args.methods)}.")
+    print(format_table(rows))
+    print("a %, b %: the methods' scores on the sampled items; rho: Pearson correlation of the items' outcomes; "
+          "variances of the difference a - b in points^2: paired = var(d_i)/n over items, independent = two "
+          "Agresti-Coull binomials (the ledger's floor), adjusted = Agresti-Min half-counts; a>b, b>a: "
+          "discordant items; McNemar p: exact, two-sided.")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        print(f"wrote {args.out} ({len(rows)} rows)")
     return 0
 
 
@@ -660,6 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_warmup_model,
         _add_evaluate,
         _add_aggregate,
+        _add_item_pairing,
         _add_paper_outputs,
         _add_sim_run,
         _add_sim_summary,

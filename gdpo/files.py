@@ -36,3 +36,55 @@ def weights_digest(model_dir: str | Path) -> str | None:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+#: eval.json's key for the per-item outcomes (:func:`item_outcomes`); absent in evaluations made before it.
+ITEMS_KEY = "items"
+
+
+def encode_sample_scores(scores: Iterable[float | bool]) -> str | list[float]:
+    """One item's per-sample scores, compact: a string of ``"0"``/``"1"`` (character k = sample k) when every
+    score is 0 or 1, else the list of floats. eval.json is indented, so a string keeps an item on one line."""
+    values = [float(score) for score in scores]
+    if all(value in (0.0, 1.0) for value in values):
+        return "".join("1" if value else "0" for value in values)
+    return values
+
+
+def decode_sample_scores(encoded: str | list) -> list[float]:
+    """Inverse of :func:`encode_sample_scores`; ``ValueError`` on anything else."""
+    if isinstance(encoded, str):
+        if set(encoded) - {"0", "1"}:
+            raise ValueError(f"Per-sample scores {encoded!r} are not a string of 0/1; "
+                             "eval.json's items are corrupt.")
+        return [float(char) for char in encoded]
+    if isinstance(encoded, list):
+        return [float(value) for value in encoded]
+    raise ValueError(f"Per-sample scores must be a 0/1 string or a list of numbers, got {type(encoded).__name__}.")
+
+
+def item_outcomes(ids: list, scores: dict[str, list], groups: list[str] | None = None, **extra) -> dict:
+    """One benchmark's per-item outcomes as stored in eval.json under ``items[benchmark]``.
+
+    Args:
+        ids: the n item ids, stable across runs and methods (the benchmark's own id or the data file's row
+            index); ints or strings.
+        scores: metric → n lists of per-sample scores (0/1 or a fraction), in sample order.
+        groups: optional n group names (e.g. BFCL's category) that a metric's aggregate weights by.
+        extra: other JSON data kept beside them (e.g. ``weights``: metric → group → weight).
+
+    Returns:
+        ``{"ids": [...], "scores": {metric: [encoded per item, ...]}, "groups"?: [...], **extra}``.
+    """
+    for metric, per_item in scores.items():
+        if len(per_item) != len(ids):
+            raise ValueError(f"Metric {metric!r} has scores for {len(per_item)} items, ids name {len(ids)}.")
+    if len(set(ids)) != len(ids):
+        raise ValueError("Item ids repeat; give each evaluated item its own id.")
+    encoded = {metric: [encode_sample_scores(item) for item in per_item] for metric, per_item in scores.items()}
+    record = {"ids": list(ids), "scores": encoded}
+    if groups is not None:
+        if len(groups) != len(ids):
+            raise ValueError(f"{len(groups)} groups for {len(ids)} items.")
+        record["groups"] = list(groups)
+    return {**record, **extra}

@@ -68,3 +68,26 @@ def test_every_eval_row_carries_the_start_models_digest(tmp_path):
     evals = gather_evals([recorded / "eval.json", unrecorded / "eval.json"]).set_index("method")
     assert evals.loc["grpo", "start_weights_sha256"] == digest
     assert evals.loc["gdpo", "start_weights_sha256"] == ""
+
+
+def test_items_json_gathers_per_item_outcomes_and_names_runs_without(tmp_path, capsys):
+    from gdpo.cli import main
+    from gdpo.reporting.verdicts.items import compare_evaluations
+
+    outcomes = {"bench": {"ids": [0, 1, 2], "scores": {"acc": ["1", "1", "0"]}}}
+    a = write_run(tmp_path, "math", "gdpo", 0, steps=[{"step": 1}],
+                  evaluation={"family": "math", "benchmarks": {}, "items": outcomes})
+    b = write_run(tmp_path, "math", "grpo", 0, steps=[{"step": 1}], evaluation={
+        "family": "math", "benchmarks": {}, "items": {"bench": {"ids": [0, 1, 2], "scores": {"acc": ["1", "0", "0"]}}}})
+    old = write_run(tmp_path, "math", "base", 0, evaluation={"family": "math", "benchmarks": {}})
+    out = tmp_path / "summary"
+    assert main(["aggregate", "--metrics", str(a / "metrics.jsonl"), str(b / "metrics.jsonl"),
+                 "--evals", *(str(run / "eval.json") for run in (a, b, old)), "--out-steps", str(out / "steps.csv"),
+                 "--out-eval", str(out / "eval.csv"), "--out-items", str(out / "items.json")]) == 0
+    assert "2 runs with per-item outcomes, 1 without" in capsys.readouterr().out
+    items = json.loads((out / "items.json").read_text())
+    assert items["without_items"] == ["math/base/seed0"]
+    runs = {run["method"]: run for run in items["runs"]}
+    assert runs["gdpo"]["items"] == outcomes and runs["gdpo"]["seed"] == 0
+    # an entry pairs as its eval.json would
+    assert compare_evaluations(runs["gdpo"], runs["grpo"], "bench", "acc").a_only == 1

@@ -330,6 +330,10 @@ def test_evaluate_metrics_with_scripted_completions(tmp_path, monkeypatch):
     lines = (tmp_path / "completions.jsonl").read_text().splitlines()
     assert len(lines) == 8 and {json.loads(line)["status"] for line in lines} == {"ok", "runtime_error"}
     assert len((tmp_path / "items.jsonl").read_text().splitlines()) == 4
+    # Per-item outcomes: sample 0 passes, sample 1 crashes (a bug) and runs long, on every problem.
+    outcomes = result["items"]["procedural"]
+    assert len(outcomes["ids"]) == 4 and "apps" not in result["items"]
+    assert outcomes["scores"] == {"pass": ["10"] * 4, "exceed": ["01"] * 4, "bug": ["01"] * 4}
 
 
 def test_evaluate_end_to_end_with_tiny_model(tmp_path):

@@ -179,6 +179,13 @@ def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model_dir, tmp_pat
     # Every percentage is recomputed from the completions the evaluator kept.
     assert metrics["acc"] == pytest.approx(100 * sum(l["correct"][0] for l in lines) / 5)
     assert metrics["exceed"] == pytest.approx(100 * sum(l["num_tokens"][0] > 6 for l in lines) / 5)
+    # Per-item outcomes come last, one 0/1 character per sample; ids name the evaluation seed's problems.
+    assert list(written)[-1] == "items"
+    outcomes = written["items"]["arithmetic"]
+    assert outcomes["ids"] == [f"3/{index}" for index in range(5)]
+    assert outcomes["scores"]["acc"] == ["1" if l["correct"][0] else "0" for l in lines]
+    assert outcomes["scores"]["format"] == ["1" if l["format"][0] else "0" for l in lines]
+    assert outcomes["scores"]["exceed"] == ["1" if l["num_tokens"][0] > 6 else "0" for l in lines]
 
 
 def test_evaluate_run_needs_an_adapter_exactly_for_trained_methods(tiny_model_dir, tmp_path):

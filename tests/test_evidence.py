@@ -24,7 +24,8 @@ def finished_run(run_dir: Path, settings: dict, completions: int = 80) -> Path:
         (run_dir / name).write_text("{}\n")
     # as train() writes it: the settings, with TRL's arguments completed at run time
     (run_dir / "config.json").write_text(json.dumps({**settings, "trl": {**settings.get("trl", {}), "seed": 0}}))
-    (run_dir / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 277}, "benchmarks": {}}))
+    (run_dir / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 277}, "benchmarks": {},
+                                                 "items": {"bfcl_v3": {"ids": ["simple_0"], "scores": {"format": ["1"]}}}}))
     (run_dir / "eval").mkdir()
     (run_dir / "eval" / "completions.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(completions)))
     return run_dir
@@ -43,6 +44,8 @@ def test_save_then_restore_round_trips_and_keeps_a_sample(tmp_path):
     restore(dest, restored, [EVAL_FILE], {"eval_size": 277})
     assert (restored / "metrics.jsonl").read_text() == (run / "metrics.jsonl").read_text()
     assert json.loads((restored / EVAL_FILE).read_text())["settings"]["eval_size"] == 277
+    # the per-item outcomes travel with eval.json into the evidence and back
+    assert json.loads((restored / EVAL_FILE).read_text())["items"] == json.loads((run / EVAL_FILE).read_text())["items"]
 
 
 def test_unfinished_runs_are_not_saved_and_other_settings_are_not_restored(tmp_path):

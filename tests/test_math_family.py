@@ -645,6 +645,11 @@ def test_evaluate_end_to_end_offline_matches_its_logged_samples(tiny_model, tmp_
     ]
     assert metrics["exceed"] == pytest.approx(100 * sum(n > 10 for n in lengths) / 6)
     assert result["summary"] == {"acc": metrics["acc"], "exceed": metrics["exceed"]}
+    # Per-item outcomes, by lm-eval's doc_id: the same verdicts and lengths, sample by sample.
+    outcomes = result["items"]["reasoning_gym"]
+    assert outcomes["ids"] == [s["doc_id"] for s in samples] and outcomes["acc_regraded_differs"] == []
+    assert "".join(outcomes["scores"]["acc"]) == "".join("1" if v else "0" for v in verdicts)
+    assert "".join(outcomes["scores"]["exceed"]) == "".join("1" if n > 10 else "0" for n in lengths)
     assert result["settings"]["num_samples"] == 2 and result["settings"]["backend"] == "hf"
     # Two samples per problem really are separate samples (not one response copied).
     assert all(len(s["resps"][0]) == 2 for s in samples)
@@ -733,3 +738,19 @@ def test_the_evaluations_answers_count_only_final_answer_forms():
     metrics = evaluation.benchmark_metrics(samples, tokenizer, length_limit=64, max_new_tokens=128)
     assert metrics["answers"] == 50.0 and metrics["n_responses"] == 4
     assert not is_correct("First 3 + 4 = 7, then we divide", "7")  # nor does the reward grade it
+
+
+def test_per_item_outcomes_grade_every_response_and_count_its_tokens():
+    def tokenizer(text, add_special_tokens=False):
+        return {"input_ids": text.split()}
+
+    doc = {"answer": "7", "verifier": "math_verify", "verifier_data": ""}
+    samples = [{"doc_id": 4, "doc": doc, "acc": 0.5, "resps": [["so it is \\boxed{7}", "one two three four 8"]]},
+               {"doc_id": 9, "doc": doc, "acc": 0.0, "resps": [["The answer is 8.", "no"]]},
+               {"doc_id": 2, "doc": doc, "acc": 1.0, "resps": [["a b c d e f \\boxed{7}", "The answer is 7."]]}]
+    outcomes = evaluation.benchmark_items(samples, tokenizer, length_limit=4, max_new_tokens=128)
+    assert outcomes == {"ids": [4, 9, 2], "scores": {"acc": ["10", "00", "11"], "exceed": ["01", "00", "10"]},
+                        "acc_regraded_differs": []}
+    # A logged acc the responses do not give back is named, not hidden.
+    samples[1]["acc"] = 0.5
+    assert evaluation.benchmark_items(samples, tokenizer, 4, 128)["acc_regraded_differs"] == [9]

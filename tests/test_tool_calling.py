@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gdpo.tasks.tool_calling import REWARD_FUNCTIONS, build_dataset
@@ -514,6 +515,23 @@ def test_bfcl_score_hand_written_completions(bfcl_split_dir, tmp_path):
     assert metrics["format"] == pytest.approx(100 * 6 / 7)
     assert "multi_turn" in scores["not_run"]
 
+    # eval.json's per-item outcomes give back the summary scores: non_live weighs its three categories
+    # equally here (no live item scored), format pools every sample.
+    from gdpo.reporting.verdicts.items import item_means, paired_items
+    from gdpo.tasks.tool_calling.evaluation import bfcl_item_outcomes
+
+    outcomes = bfcl_item_outcomes(scores)
+    assert outcomes["ids"] == ["simple_0", "irrelevance_0", "parallel_0"]
+    assert outcomes["scores"] == {"correct": ["100", "10", "10"], "format": ["111", "10", "11"]}
+    assert outcomes["groups"] == ["simple", "irrelevance", "parallel"]
+    assert outcomes["weights"]["non_live"] == pytest.approx({"simple": 1 / 3, "irrelevance": 1 / 3, "parallel": 1 / 3})
+    assert outcomes["weights"]["live"] == {}
+    record = {"items": {"bfcl_v3": outcomes}}
+    paired = paired_items(record, record, "bfcl_v3", "correct", weights_metric="non_live")
+    assert 100 * float(paired.weights @ item_means(paired.a)) == pytest.approx(metrics["non_live"])
+    formats = paired_items(record, record, "bfcl_v3", "format").a
+    assert 100 * np.nanmean(formats) == pytest.approx(metrics["format"])
+
 
 # ---------------------------------------------------------------- evaluate() end to end
 
@@ -537,6 +555,8 @@ def test_evaluate_end_to_end_with_tiny_model(bfcl_split_dir, tmp_path):
     assert len(completions) == 4 and all(len(c["samples"]) == 1 for c in completions)
     # a random tiny model does not produce the tag format
     assert bench["format"] == 0.0
+    outcomes = result["items"]["bfcl_v3"]
+    assert outcomes["ids"] == [c["id"] for c in completions] and outcomes["scores"]["format"] == ["0"] * 4
 
 
 def test_missing_bfcl_environment_says_how_to_make_it(monkeypatch, tmp_path):

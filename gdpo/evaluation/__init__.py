@@ -7,7 +7,13 @@ Each family's ``evaluate(request)`` receives an :class:`EvalRequest` and returns
      "benchmarks": {bench: {metric: percent, ..., "n_items": int}},
      "summary": {metric: percent},
      "not_run": {column: reason},
-     "settings": {...}}
+     "settings": {...},
+     "items": {bench: {"ids": [id, ...],                       # per-item outcomes (gdpo.files.item_outcomes)
+                       "scores": {metric: ["0110", ...]},       # one 0/1 character per sample, in sample order
+                       "groups": [...], "weights": {...}}}}     # optional (BFCL: category, weight per metric)
+
+``items`` is absent in evaluations made before it was recorded; readers say so
+(:func:`gdpo.reporting.verdicts.items.paired_items`).
 
 :func:`gdpo.evaluation.run.evaluate_run` builds the request from the job's settings (:class:`gdpo.plan.EvalSettings`)
 and writes the file.

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gdpo.evaluation import EvalRequest
-from gdpo.files import weights_digest
+from gdpo.files import ITEMS_KEY, weights_digest
 from gdpo.plan import BASE_METHOD, EvalSettings
 from gdpo.tasks import get_family
 
@@ -60,6 +60,8 @@ def evaluate_run(
     )
     started = time.perf_counter()
     result = get_family(settings.family).evaluate(request)
+    # Per-item outcomes go last: the long part of eval.json, after what a reader looks at first.
+    items = result.pop(ITEMS_KEY, None)
     record = {
         "task": settings.task,
         "method": settings.method,
@@ -69,6 +71,7 @@ def evaluate_run(
         **result,
         "settings": {**settings.to_dict(), **(result.get("settings") or {})},
         "eval_seconds": round(time.perf_counter() - started, 2),
+        **({ITEMS_KEY: items} if items is not None else {}),
     }
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -105,6 +105,25 @@ def gather_steps(metrics_files: list[str | Path]) -> pd.DataFrame:
     return steps[STEP_KEYS + metrics].sort_values(STEP_KEYS, ignore_index=True)
 
 
+def gather_items(eval_files: list[str | Path]) -> dict:
+    """Every evaluation's per-item outcomes (eval.json's ``items``), for items.json beside eval.csv.
+
+    Returns ``{"runs": [{"task", "method", "seed", "family", "items"}, ...]}``: each entry is eval.json
+    cut to what :func:`gdpo.reporting.verdicts.items.paired_items` reads, so two entries pair as two eval.json
+    would. Evaluations made before per-item outcomes were kept are listed in ``"without_items"``
+    (``"<task>/<method>/seed<k>"``), not left out silently.
+    """
+    runs, without = [], []
+    for path in eval_files:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        identity = run_identity(path)
+        if record.get("items"):
+            runs.append({**identity, "family": record.get("family", ""), "items": record["items"]})
+        else:
+            without.append(f"{identity['task']}/{identity['method']}/seed{identity['seed']}")
+    return {"runs": runs, "without_items": without}
+
+
 def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
     """Every metric of every evaluation, long format (:data:`EVAL_COLUMNS`).
 

@@ -23,6 +23,7 @@ EVIDENCE = {
     "results/sim/per_seed.csv": "sim_per_seed.csv",
     "results/{scale}/summary/eval.csv": "eval.csv",
     "results/{scale}/summary/steps.csv": "steps.csv",
+    "results/{scale}/summary/items.json": "items.json",
 }
 
 
@@ -149,7 +150,7 @@ def _sha256(path: Path) -> str:
 def input_hashes(published: Path, root: Path, config: dict) -> dict[str, str]:
     """SHA-256 of every input of the published ledger: each evidence file, the config, and the sim study
     files the bench ran (``config/sim/<study>.yaml``), by path relative to the repository."""
-    files = sorted((published / "evidence").glob("*.csv"))
+    files = sorted((published / "evidence").glob("*.csv")) + sorted((published / "evidence").glob("items.json"))
     files += [root / "config" / "sim" / f"{study}.yaml" for study in (config.get("sim") or {}).get("studies", [])]
     return {path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix(): _sha256(path)
             for path in files if path.is_file()}

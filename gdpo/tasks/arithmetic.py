@@ -101,9 +101,13 @@ def evaluate(request) -> dict:
     Returns eval.json content (:mod:`gdpo.evaluation`) with one benchmark ``arithmetic``: ``acc``
     (correct answers), ``format`` (format reward 1) and ``exceed`` (completions over ``length_limit`` tokens),
     each averaged over every sample of every problem. Completions go to ``work_dir/completions.jsonl``.
+    ``items`` (:func:`gdpo.files.item_outcomes`) keeps each problem's per-sample ``acc``, ``format`` and
+    ``exceed``; the problems are drawn from the evaluation seed, so an id (``"<seed>/<index>"``) pairs only
+    runs evaluated with the same seed.
     """
     import json
 
+    from gdpo.files import ITEMS_KEY, item_outcomes
     from gdpo.generation.generate import generate_for_request, load_policy
     from gdpo.generation.health import TRUNCATED, health_record
 
@@ -115,6 +119,7 @@ def evaluate(request) -> dict:
     model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
     samples = generate_for_request(model, tokenizer, dataset["prompt"], request)
     correct, formatted, exceeded = [], [], []
+    per_item = {"acc": [], "format": [], "exceed": []}
     with open(request.work_dir / "completions.jsonl", "w", encoding="utf-8") as out:
         for row, completions in zip(dataset, samples):
             texts = [c.text for c in completions]
@@ -124,6 +129,8 @@ def evaluate(request) -> dict:
             correct += item_correct
             formatted += item_format
             exceeded += item_exceed
+            for metric, values in zip(per_item, (item_correct, item_format, item_exceed)):
+                per_item[metric].append(values)
             record = {"answer": row["answer"], "samples": texts, "num_tokens": [c.num_tokens for c in completions],
                       "correct": item_correct, "format": item_format}
             out.write(json.dumps(record) + "\n")
@@ -137,4 +144,6 @@ def evaluate(request) -> dict:
     health = {"answers": percent([1.0 if _ANSWER.search(c.text) else 0.0 for c in every]),
               TRUNCATED: percent([1.0 if c.truncated else 0.0 for c in every])}
     return {"family": "arithmetic", "benchmarks": {"arithmetic": metrics}, "summary": dict(metrics), "not_run": {},
-            "health": health_record("arithmetic", health), "settings": {"length_limit": length_limit}}
+            "health": health_record("arithmetic", health), "settings": {"length_limit": length_limit},
+            ITEMS_KEY: {"arithmetic": item_outcomes([f"{request.seed}/{index}" for index in range(len(dataset))],
+                                                    per_item)}}

@@ -1,5 +1,5 @@
 # Aggregation: every run's per-step metrics and every evaluation gathered into two tidy CSVs, which are
-# all that figures and tables read.
+# all that figures and tables read, and the evaluations' per-item outcomes into items.json (paired comparisons).
 
 
 rule aggregate:
@@ -9,10 +9,11 @@ rule aggregate:
     output:
         steps=f"results/{SCALE}/summary/steps.csv",
         evals=f"results/{SCALE}/summary/eval.csv",
+        item_outcomes=f"results/{SCALE}/summary/items.json",
     log:
         f"results/{SCALE}/logs/aggregate.log",
     conda:
         "../../envs/analysis.yaml"
     shell:
         "python -m gdpo aggregate --metrics {input.metrics} --evals {input.evals} "
-        "--out-steps {output.steps} --out-eval {output.evals} > {log} 2>&1"
+        "--out-steps {output.steps} --out-eval {output.evals} --out-items {output.item_outcomes} > {log} 2>&1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from statistics import mean
 
+from gdpo.files import ITEMS_KEY, item_outcomes
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.code.data import load_benchmark, resolve_options
 from gdpo.tasks.code.diagnostics import program_parses
@@ -30,7 +31,8 @@ def score_benchmark(
     Returns:
         (metrics, completion records, item records). Metrics in percent: ``pass`` = problems whose program
         passes every test, averaged over samples; ``exceed`` = completions over ``length_limit`` tokens;
-        ``bug`` = completions whose program hit a compile or runtime error; plus ``n_items``.
+        ``bug`` = completions whose program hit a compile or runtime error; plus ``n_items``. Each item
+        record has those metrics for the problem and ``samples``: metric → its S per-sample 0/1 outcomes.
     """
     jobs = [
         make_job(extract_code(c.text), p["tests"], p["time_limit"], p["code_prefix"])
@@ -60,7 +62,8 @@ def score_benchmark(
                 }
             )
         item = {name: 100.0 * mean(o[i] for o in outcomes) for i, name in enumerate(METRICS)}
-        item_rows.append({"benchmark": problem["benchmark"], "problem_id": problem["problem_id"], **item})
+        item_rows.append({"benchmark": problem["benchmark"], "problem_id": problem["problem_id"], **item,
+                          "samples": {name: [int(o[i]) for o in outcomes] for i, name in enumerate(METRICS)}})
     metrics = {name: mean(row[name] for row in item_rows) for name in METRICS} if item_rows else {}
     return {**metrics, "n_items": len(item_rows)}, completion_rows, item_rows
 
@@ -68,7 +71,9 @@ def score_benchmark(
 def evaluate(request) -> dict:
     """Sample ``request.num_samples`` completions per item of every configured benchmark, score them in the
     sandbox, write ``completions.jsonl`` and ``items.jsonl`` to ``request.work_dir`` and return eval.json's
-    content. Benchmarks whose data is missing go to ``not_run`` with the reason."""
+    content, with each benchmark's per-item ``pass``/``exceed``/``bug`` under ``items``
+    (:func:`gdpo.files.item_outcomes`, ids = problem ids). Benchmarks whose data is missing go to ``not_run``
+    with the reason."""
     from gdpo.generation.generate import generate_for_request, load_policy
 
     options = resolve_options(request.options)
@@ -80,14 +85,16 @@ def evaluate(request) -> dict:
         except (DataUnavailable, FileNotFoundError) as error:
             not_run[name] = str(error)
     model = tokenizer = None
-    completion_rows, item_rows = [], []
+    completion_rows, item_rows, items = [], [], {}
     for name, problems in loaded.items():
         if model is None:
             model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
         samples = generate_for_request(model, tokenizer, [p["prompt"] for p in problems], request)
-        benchmarks[name], completions, items = score_benchmark(problems, samples, length_limit)
+        benchmarks[name], completions, scored = score_benchmark(problems, samples, length_limit)
         completion_rows += completions
-        item_rows += items
+        item_rows += scored
+        items[name] = item_outcomes([row["problem_id"] for row in scored],
+                                    {metric: [row["samples"][metric] for row in scored] for metric in METRICS})
     for filename, rows in (("completions.jsonl", completion_rows), ("items.jsonl", item_rows)):
         with open(request.work_dir / filename, "w", encoding="utf-8") as handle:
             handle.writelines(json.dumps(row) + "\n" for row in rows)
@@ -111,4 +118,5 @@ def evaluate(request) -> dict:
             "sandbox_limits": limits_mode(),
             "sandbox_python": sandbox_python()[0],
         },
+        ITEMS_KEY: items,
     }

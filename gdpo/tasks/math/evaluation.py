@@ -25,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from gdpo.files import write_jsonl
+from gdpo.files import ITEMS_KEY, item_outcomes, write_jsonl
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.math import data as math_data
 
@@ -219,6 +219,38 @@ def benchmark_metrics(samples: list[dict], tokenizer, length_limit: int, max_new
     }
 
 
+def response_verdicts(sample: dict) -> list[bool]:
+    """Whether each of one logged sample's responses is correct, as the task's ``process_results`` grades
+    them (lm-eval logs only their mean, ``acc``)."""
+    from gdpo.tasks.math.rewards import is_correct
+
+    doc = sample.get("doc") or {}
+    verifier, verifier_data = doc.get("verifier") or "math_verify", doc.get("verifier_data") or ""
+    return [is_correct(text, str(doc["answer"]), verifier, verifier_data) for text in sample_responses(sample)]
+
+
+def benchmark_items(samples: list[dict], tokenizer, length_limit: int, max_new_tokens: int) -> dict:
+    """One benchmark's per-item outcomes for eval.json's ``items`` (:func:`gdpo.files.item_outcomes`):
+    ids = lm-eval's ``doc_id`` (the row of the benchmark's data file, which depends on the benchmark and
+    eval_size only, never on the run), per-sample ``acc`` (correct) and ``exceed`` (over ``length_limit``
+    tokens, counted as :func:`response_lengths` does).
+
+    The responses are graded again (lm-eval logs only their mean per item); an item whose regraded mean
+    differs from lm-eval's logged ``acc`` (a verifier that timed out once and not the other time) is listed
+    in ``acc_regraded_differs`` rather than failing an evaluation that took hours.
+    """
+    lengths = iter(response_lengths(samples, tokenizer, max_new_tokens))
+    ids, acc, exceed, differs = [], [], [], []
+    for sample in samples:
+        verdicts = response_verdicts(sample)
+        if abs(sum(verdicts) / len(verdicts) - float(sample["acc"])) > 1e-9:
+            differs.append(int(sample["doc_id"]))
+        ids.append(int(sample["doc_id"]))
+        acc.append(verdicts)
+        exceed.append([next(lengths) > length_limit for _ in verdicts])
+    return item_outcomes(ids, {"acc": acc, "exceed": exceed}, acc_regraded_differs=differs)
+
+
 def _write_tasks(request, options: dict, work_dir: Path, run_tasks_dir: Path) -> tuple[dict, dict]:
     """Steps 1-2: each benchmark's data file and per-run task file; returns (tasks, not_run).
 
@@ -283,11 +315,12 @@ def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tu
 
 def _score_benchmarks(
     request, options: dict, tasks: dict, results: dict, samples: dict, tokenizer, work_dir: Path
-) -> dict:
-    """Step 4: each benchmark's metrics (and lm-eval's own acc), writing its logged samples beside them."""
+) -> tuple[dict, dict]:
+    """Step 4: each benchmark's metrics (and lm-eval's own acc) and per-item outcomes
+    (:func:`benchmark_items`), writing its logged samples beside them; returns (metrics, items)."""
     from lm_eval.utils import handle_non_serializable
 
-    benchmarks = {}
+    benchmarks, items = {}, {}
     for benchmark, name in tasks.items():
         task_samples = samples[name]
         with (work_dir / f"samples_{benchmark}.jsonl").open("w", encoding="utf-8") as handle:
@@ -297,7 +330,8 @@ def _score_benchmarks(
             task_samples, tokenizer, options["length_limit"], request.max_new_tokens
         )
         benchmarks[benchmark]["lm_eval_acc"] = 100.0 * results["results"][name][f"acc,{FILTER}"]
-    return benchmarks
+        items[benchmark] = benchmark_items(task_samples, tokenizer, options["length_limit"], request.max_new_tokens)
+    return benchmarks, items
 
 
 def evaluate(request) -> dict:
@@ -317,7 +351,7 @@ def evaluate(request) -> dict:
     )
 
     tokenizer = AutoTokenizer.from_pretrained(model_args["tokenizer"])
-    benchmarks = _score_benchmarks(request, options, tasks, results, samples, tokenizer, work_dir)
+    benchmarks, items = _score_benchmarks(request, options, tasks, results, samples, tokenizer, work_dir)
     summary = {
         metric: sum(b[metric] for b in benchmarks.values()) / len(benchmarks) for metric in ("acc", "exceed")
     }
@@ -347,4 +381,5 @@ def evaluate(request) -> dict:
             "summary": "unweighted mean over benchmarks",
             "seconds": round(seconds, 1),
         },
+        ITEMS_KEY: items,
     }

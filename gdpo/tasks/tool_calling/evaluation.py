@@ -20,7 +20,8 @@ from gdpo.tasks.tool_calling.data import (
     select_items,
     validate_options,
 )
-from gdpo.files import write_jsonl
+from gdpo.files import ITEMS_KEY, item_outcomes, write_jsonl
+from gdpo.tasks.tool_calling.bfcl_aggregate import aggregate
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.tool_calling.diagnostics import calls_offered_tools, parsed_calls
 from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt
@@ -72,6 +73,39 @@ def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str,
 
     return {"calls": percent(needs_call), "ast_calls": percent(correct), "declined": percent(declines),
             "n_need_call": len({row["id"] for row in rows if row["answer_type"] in (ANSWER_TOOL_CALL, ANSWER_BOTH)})}
+
+
+#: BFCL's summary scores that are linear in the per-category accuracies, whose item weights eval.json keeps.
+WEIGHTED_METRICS = ("live", "non_live", "avg")
+
+
+def category_weights(category_sizes: dict[str, int]) -> dict[str, dict[str, float]]:
+    """Metric → category → the category accuracy's weight in that BFCL summary score, for the categories
+    evaluated (:func:`gdpo.tasks.tool_calling.bfcl_aggregate.aggregate` is linear in them, so the weight is
+    the score of a unit accuracy in that category alone). An item of category c counts ``weight / n_c``
+    in the score, n_c the evaluated items of c; a metric's weights sum to 1 (``avg``: 2/3, multi-turn 0)."""
+    zero = {category: 0.0 for category in category_sizes}
+    weights: dict[str, dict[str, float]] = {metric: {} for metric in WEIGHTED_METRICS}
+    for category in category_sizes:
+        unit = aggregate({**zero, category: 1.0}, category_sizes)
+        for metric in WEIGHTED_METRICS:
+            if unit[metric] is not None and unit[metric] != 0:
+                weights[metric][category] = unit[metric]
+    return weights
+
+
+def bfcl_item_outcomes(scores: dict) -> dict:
+    """eval.json's ``items["bfcl_v3"]`` from the scorer's per-item verdicts (:func:`gdpo.files.item_outcomes`):
+    ``correct`` (BFCL's per-sample verdict, the accuracy of the item's category) and ``format`` per sample,
+    ``groups`` = each item's category and ``weights`` = :func:`category_weights` (live, non_live and avg are
+    weighted means of the categories, not plain means over items)."""
+    scored = scores["items"]
+    sizes = {category: record["category_size"] for category, record in scores["categories"].items()}
+    return item_outcomes([item["id"] for item in scored],
+                         {"correct": [item["correct"] for item in scored],
+                          "format": [item["format"] for item in scored]},
+                         groups=[item["category"] for item in scored],
+                         weights=category_weights(sizes))
 
 
 def bfcl_python() -> Path:
@@ -179,6 +213,7 @@ def evaluate(request) -> dict:
         "benchmarks": {"bfcl_v3": {**metrics, "n_items": scores["n_items"]}},
         "summary": {name: metrics[name] for name in SUMMARY_METRICS if name in metrics},
         "not_run": not_run,
+        ITEMS_KEY: {"bfcl_v3": bfcl_item_outcomes(scores)},
         "health": health_record("tool_calling", {"calls": _or_none(behaviour["calls"]), TRUNCATED: truncated_percent,
                                                  "items_needing_a_call": behaviour["n_need_call"]}),
         "settings": {

@@ -1,0 +1,189 @@
+"""Per-item outcomes: eval.json's compact record and the paired statistics of two runs on the same items
+(gdpo.reporting.verdicts.items), checked against hand-computed values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gdpo.files import decode_sample_scores, encode_sample_scores, item_outcomes
+from gdpo.reporting.verdicts import items
+
+Z = 1.959963984540054
+CPU_EVIDENCE = Path(__file__).resolve().parents[1] / "paper_figures" / "cpu-evidence" / "evidence" / "runs"
+
+
+def agresti_coull(successes: float, n: float) -> float:
+    adjusted = (successes + Z**2 / 2) / (n + Z**2)
+    return adjusted * (1 - adjusted) / (n + Z**2)
+
+
+def test_sample_scores_are_a_0_1_string_or_a_list():
+    assert encode_sample_scores([True, False, 1.0, 0]) == "1010"
+    assert encode_sample_scores([0.5, 1]) == [0.5, 1.0]
+    assert decode_sample_scores("1010") == [1.0, 0.0, 1.0, 0.0]
+    assert decode_sample_scores([0.5, 1]) == [0.5, 1.0]
+    with pytest.raises(ValueError, match="0/1"):
+        decode_sample_scores("10x")
+
+
+def test_item_outcomes_refuse_mismatched_or_repeated_ids():
+    with pytest.raises(ValueError, match="3 items"):
+        item_outcomes(["a", "b"], {"acc": [[1], [0], [1]]})
+    with pytest.raises(ValueError, match="repeat"):
+        item_outcomes(["a", "a"], {"acc": [[1], [0]]})
+    assert item_outcomes([0, 1], {"acc": [[1, 0], [1, 1]]}) == {"ids": [0, 1], "scores": {"acc": ["10", "11"]}}
+
+
+def test_hand_computed_paired_statistics():
+    # Items: (a, b) = (1,1) (1,0) (0,0) (0,1) (1,0): d = 0, 1, 0, -1, 1.
+    a, b = [[1], [1], [0], [0], [1]], [[1], [0], [0], [1], [0]]
+    c = items.compare_items(a, b)
+    assert c.mean_difference == pytest.approx(0.2)
+    # var(d, ddof=1) = 2.8 / 4 = 0.7; / n = 0.14.
+    assert c.var_paired == pytest.approx(0.14)
+    assert c.var_independent == pytest.approx(agresti_coull(3, 5) + agresti_coull(2, 5))
+    # Agresti-Min: p10 = 2.5/7, p01 = 1.5/7; ((p10 + p01) - (p10 - p01)^2) / 7 = 27/343.
+    assert c.var_adjusted == pytest.approx(27 / 343)
+    assert (c.a_only, c.b_only, c.both_right, c.both_wrong) == (2, 1, 1, 1)
+    assert c.p_value == pytest.approx(1.0)  # 2 of 3 discordant: exact McNemar p = 1
+    assert c.binary and not c.decoding_estimable and c.decoding_a == c.decoding_b == 0.0
+    assert c.item_population == pytest.approx(0.14)
+
+
+def test_runs_that_agree_on_every_item_keep_a_nonzero_variance():
+    same = [[1], [0], [1], [1]]
+    c = items.compare_items(same, same)
+    assert c.var_paired == 0.0 and c.mean_difference == 0.0 and c.correlation == pytest.approx(1.0)
+    # Half-counts: p10 = p01 = 0.5/6, variance (1/6) / 6 = 1/(n+2)^2.
+    assert c.var_adjusted == pytest.approx(1 / 36)
+    assert (c.a_only, c.b_only, c.p_value) == (0, 0, 1.0)
+    assert c.var_independent > 0
+
+
+def test_runs_that_disagree_on_every_item():
+    # One direction: d = 1 everywhere, no spread, yet McNemar's 3 of 3 discordant gives p = 0.25.
+    c = items.compare_items([[1], [1], [1]], [[0], [0], [0]])
+    assert c.mean_difference == 1.0 and c.var_paired == 0.0
+    assert (c.a_only, c.b_only) == (3, 0) and c.p_value == pytest.approx(0.25)
+    # p10 = 3.5/5, p01 = 0.5/5: (0.8 - 0.36) / 5.
+    assert c.var_adjusted == pytest.approx(0.088)
+    # Both directions: d = 1, 1, -1, -1: var(d, ddof=1) / 4 = (4/3) / 4.
+    c = items.compare_items([[1], [1], [0], [0]], [[0], [0], [1], [1]])
+    assert c.mean_difference == 0.0 and c.var_paired == pytest.approx(1 / 3)
+    assert c.correlation == pytest.approx(-1.0) and c.ratio > 1
+    assert c.var_adjusted == pytest.approx((5 / 6) / 6)  # p10 = p01 = 2.5/6
+    assert (c.a_only, c.b_only, c.p_value) == (2, 2, 1.0)
+
+
+def test_decoding_part_is_the_within_item_sample_variance():
+    a = [[1, 0], [1, 1]]  # item 1: p = 1/2 over 2 samples, unbiased s^2 = 1/2, / m = 1/4; item 2: 0
+    b = [[0, 0], [1, 1]]
+    c = items.compare_items(a, b)
+    assert c.decoding_a == pytest.approx(0.25 / 4) and c.decoding_b == 0.0 and c.decoding_estimable
+    # d = 0.5, 0: var(d, ddof=1) / 2 = 0.125 / 2; the item part is what the decoding part leaves.
+    assert c.var_paired == pytest.approx(0.0625)
+    assert c.item_population == pytest.approx(0.0625 - 0.0625)
+    assert not c.binary and (c.a_only, c.b_only) == (1, 0)
+
+
+def test_weighted_mean_reduces_to_the_plain_one_with_equal_weights():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 2, (30, 1)), rng.integers(0, 2, (30, 1))
+    plain, weighted = items.compare_items(a, b), items.compare_items(a, b, weights=np.full(30, 7.0))
+    assert weighted.var_paired == pytest.approx(plain.var_paired)
+    assert weighted.var_adjusted == pytest.approx(plain.var_adjusted)
+    d = (a - b).ravel()
+    assert plain.var_paired == pytest.approx(np.var(d, ddof=1) / 30)
+
+
+def record(ids, scores, **extra):
+    return {"task": "t", "method": "m", "seed": 0, "items": {"bench": item_outcomes(ids, scores, **extra)}}
+
+
+def test_runs_pair_on_their_common_item_ids():
+    a = record(["x", "y", "z"], {"acc": [[1], [0], [1]]})
+    b = record(["z", "y", "w"], {"acc": [[0], [0], [1]]})
+    paired = items.paired_items(a, b, "bench", "acc")
+    assert list(paired.ids) == ["y", "z"] and paired.only_a == 1 and paired.only_b == 1
+    assert paired.a.ravel().tolist() == [0, 1] and paired.b.ravel().tolist() == [0, 0]
+    assert items.compare_evaluations(a, b, "bench", "acc").a_only == 1
+
+
+def test_group_weights_leave_out_items_that_do_not_count():
+    weights = {"live": {"live_simple": 1.0}, "avg": {"live_simple": 0.5, "simple": 0.25}}
+    a = record(["l1", "l2", "s1"], {"correct": [[1], [0], [1]]}, groups=["live_simple", "live_simple", "simple"],
+               weights=weights)
+    b = record(["l1", "l2", "s1"], {"correct": [[0], [0], [0]]}, groups=["live_simple", "live_simple", "simple"],
+               weights=weights)
+    live = items.compare_evaluations(a, b, "bench", "correct", weights_metric="live")
+    assert live.n == 2 and live.mean_difference == pytest.approx(0.5)
+    avg = items.paired_items(a, b, "bench", "correct", weights_metric="avg")
+    # live_simple items weigh 0.5/2 each and the simple item 0.25, rescaled to sum 1.
+    assert avg.weights.tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+
+
+def test_old_evaluations_say_no_per_item_outcomes_were_recorded():
+    old = json.loads((CPU_EVIDENCE / "math" / "gdpo" / "seed0" / "eval.json").read_text())
+    assert "items" not in old
+    reason = items.item_outcomes_missing(old, "reasoning_gym", "acc")
+    assert reason.startswith(items.NO_ITEM_OUTCOMES) and "math/gdpo seed 0" in reason
+    with pytest.raises(items.ItemOutcomesMissing, match=items.NO_ITEM_OUTCOMES):
+        items.compare_evaluations(old, old, "reasoning_gym", "acc")
+    new = record([0], {"acc": [[1]]})
+    assert "has bench" in items.item_outcomes_missing(new, "reasoning_gym", "acc")
+    with pytest.raises(items.ItemOutcomesMissing, match="share no item"):
+        items.paired_items(new, record([1], {"acc": [[1]]}), "bench", "acc")
+
+
+def write_sample(root: Path, task: str, method: str, seed: int, lines: list[dict]) -> None:
+    run = root / "evidence" / "runs" / task / method / f"seed{seed}"
+    run.mkdir(parents=True)
+    (run / "completions_sample.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_item_pairing_reads_committed_completion_samples(tmp_path):
+    from gdpo.reporting.item_pairing import pairing_table
+
+    doc = {"answer": "5"}
+    write_sample(tmp_path, "math", "gdpo", 0, [{"doc_id": i, "doc": doc, "resps": [["x", "y"]], "acc": acc}
+                                               for i, acc in enumerate([1.0, 0.5, 0.0, 1.0])])
+    write_sample(tmp_path, "math", "grpo", 0, [{"doc_id": i, "doc": doc, "resps": [["x", "y"]], "acc": acc}
+                                               for i, acc in enumerate([1.0, 0.0, 0.0, 0.0])])
+    call = '<think>t</think>\n<tool_call>\n{"name": "f", "parameters": {}}\n</tool_call>'
+    decline = "<think>t</think>\n<response>No tool fits.</response>"
+    write_sample(tmp_path, "tool_calling", "gdpo", 1, [{"id": "simple_0", "category": "simple", "samples": [call]},
+                                                       {"id": "irrelevance_0", "category": "irrelevance",
+                                                        "samples": [decline]}])
+    write_sample(tmp_path, "tool_calling", "grpo", 1, [{"id": "simple_0", "category": "simple", "samples": [call]},
+                                                       {"id": "irrelevance_0", "category": "irrelevance",
+                                                        "samples": [call]}])
+    write_sample(tmp_path, "tool_calling", "grpo", 2, [{"id": "simple_0", "category": "simple", "samples": [call]}])
+    rows = {(r["task"], r["metric"], r["seed"]): r for r in pairing_table(tmp_path)}
+    assert set(rows) == {("math", "acc", 0), ("tool_calling", "format", 1)}  # seed 2 has one method only
+    math = rows[("math", "acc", 0)]
+    # d = 0, 0.5, 0, 1: mean 0.375, var(d, ddof=1) = 0.229167, / 4.
+    assert math["mean_a"] == pytest.approx(0.625) and math["var_paired"] == pytest.approx(0.6875 / 3 / 4)
+    assert (math["a_only"], math["b_only"]) == (2, 0)
+    tool = rows[("tool_calling", "format", 1)]
+    assert (tool["mean_a"], tool["mean_b"], tool["a_only"], tool["b_only"]) == (1.0, 0.5, 1, 0)
+
+
+def test_item_pairing_command_on_the_committed_cpu_evidence(capsys):
+    from gdpo.cli import main
+
+    assert main(["item-pairing", "--published", str(CPU_EVIDENCE.parent.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "math" in out and "tool_calling" in out and "McNemar p" in out
+
+
+def test_planned_paired_variance_shrinks_with_the_items_correlation():
+    # p = 0.3 both: sigma^2 = 0.21; rho = 0.75 leaves (0.42 - 0.315) / 100.
+    assert items.planned_paired_variance(0.3, 0.3, 0.75, 100) == pytest.approx(0.105 / 100)
+    assert items.planned_paired_variance(0.3, 0.5, 0.0, 50) == pytest.approx((0.21 + 0.25) / 50)
+    assert items.planned_paired_variance(0.4, 0.4, 1.0, 10) == 0.0
+    with pytest.raises(ValueError, match="correlation"):
+        items.planned_paired_variance(0.3, 0.3, 1.5, 10)
