@@ -349,14 +349,17 @@ def _vllm_cache_check(dims: ModelDims, reservation: int, max_model_len: int, whe
     return problems, note
 
 
-def plan_training(config: Mapping, task: str, base_dir: Path | None = None) -> JobPlan:
-    """The per-GPU memory of one training job of ``task`` (see the module docstring)."""
+def plan_training(config: Mapping, task: str, base_dir: Path | None = None, dims: ModelDims | None = None) -> JobPlan:
+    """The per-GPU memory of one training job of ``task`` (see the module docstring); ``dims``: other shapes
+    than the task's model's (a benchmark's tiny stand-in)."""
     spec = config["tasks"][task]
     trl = {**(config.get("training") or {}), **(spec.get("training") or {})}
-    dims = model_dims(spec["model"])
+    dims = dims or model_dims(spec["model"])
     gpus = int((config.get("launch") or {}).get("num_processes", 1))
     stage, offload = _zero_stage(config, base_dir)
     params, largest = dims.parameters(), dims.largest_layer_parameters()
+    # The trained weights' dtype (gdpo.plan.RunSettings.policy_dtype: bfloat16 with bf16 unless set).
+    policy_dtype = spec.get("policy_dtype", config.get("policy_dtype")) or ("bfloat16" if trl.get("bf16") else "float32")
     micro_batch = int(trl.get("per_device_train_batch_size", 8))
     tokens, prompt_budget = _context(trl)
     rows = micro_batch * tokens
@@ -367,15 +370,21 @@ def plan_training(config: Mapping, task: str, base_dir: Path | None = None) -> J
                                                     cpu_offload_params=False)
         lines.append(Line("model states", states, f"DeepSpeed ZeRO-3 estimate, {params / 1e9:.2f}B parameters × 18 B "
                                                   f"/ {gpus} GPUs + largest layer in fp32"))
+    elif policy_dtype == "bfloat16":
+        # accelerate's estimator assumes float32 master weights; with bfloat16 weights torch's AdamW keeps its two
+        # moments in bfloat16 too: 2 + 2 + 4 bytes per parameter.
+        lines.append(Line("model states", params * (BF16 + BF16 + 2 * BF16),
+                          "bf16 weights + gradients + AdamW moments (bf16), one GPU"))
     else:
         precision = "bfloat16" if trl.get("bf16") else "float32"
         usage = training_usage(params * FP32, precision)
         lines.append(Line("model states", usage["model"] + usage["gradients"] + usage["optimizer"],
                           f"accelerate's estimate ({precision}): weights + gradients + Adam states, one GPU"))
     if float(trl.get("beta", 0.0)) > 0:
-        reference = params * BF16 // (gpus if stage == 3 else 1) + (largest * BF16 if stage == 3 else 0)
-        lines.append(Line("reference model", reference, "bf16 weights" + (f" / {gpus} GPUs + gathered largest layer"
-                                                                         if stage == 3 else "")))
+        reference = (params * BF16 // gpus + largest * BF16 if stage == 3
+                     else params * (BF16 if policy_dtype == "bfloat16" else FP32))
+        lines.append(Line("reference model", reference, (f"bf16 weights / {gpus} GPUs + gathered largest layer"
+                                                          if stage == 3 else f"{policy_dtype} weights")))
     checkpointing = trl.get("gradient_checkpointing", True)  # TRL's default
     per_layer = dims.layer_activation_bytes_per_token() + dims.layer_backward_bytes_per_token()
     if checkpointing:
@@ -388,10 +397,12 @@ def plan_training(config: Mapping, task: str, base_dir: Path | None = None) -> J
                           + rows * dims.layer_backward_bytes_per_token(),
                           f"no gradient checkpointing: {dims.layers} layers × {micro_batch} × {tokens:,} tokens"))
     head_weight = dims.vocab * dims.hidden
-    head = (TRL_HEAD_TOKEN_TILE * TRL_HEAD_VOCAB_TILE * BF16 + head_weight * FP32 + rows * dims.hidden * (FP32 + BF16)
+    # The tile holds at most the micro-batch's completion tokens (TRL scores those alone).
+    tile_tokens = min(TRL_HEAD_TOKEN_TILE, micro_batch * int(trl.get("max_completion_length", 512)))
+    head = (tile_tokens * TRL_HEAD_VOCAB_TILE * BF16 + head_weight * FP32 + rows * dims.hidden * (FP32 + BF16)
             + (head_weight * BF16 if stage == 3 else 0))
     lines.append(Line("LM head (TRL's fused head)", head,
-                      "4096×32768 logit tile + fp32 head-weight gradient + fp32/bf16 hidden states"
+                      f"{tile_tokens}×32768 logit tile + fp32 head-weight gradient + fp32/bf16 hidden states"
                       + (" + gathered head" if stage == 3 else "")))
     lines.append(Line("runtime overhead", int(RUNTIME_OVERHEAD_GIB * GIB), "CUDA context, NCCL/DeepSpeed buffers"))
     gpu_bytes = gpu_memory_bytes(config)
@@ -416,12 +427,13 @@ def plan_training(config: Mapping, task: str, base_dir: Path | None = None) -> J
     return JobPlan(task, "train", spec["model"], gpu_bytes, tuple(lines), tuple(problems), tuple(notes))
 
 
-def plan_evaluation(config: Mapping, task: str) -> JobPlan:
-    """The memory of one evaluation job of ``task`` on one GPU (see the module docstring)."""
+def plan_evaluation(config: Mapping, task: str, dims: ModelDims | None = None) -> JobPlan:
+    """The memory of one evaluation job of ``task`` on one GPU (see the module docstring); ``dims`` as for
+    :func:`plan_training`."""
     spec = config["tasks"][task]
     trl = {**(config.get("training") or {}), **(spec.get("training") or {})}
     evaluation = {**(config.get("evaluation") or {}), **(spec.get("evaluation") or {})}
-    dims = model_dims(spec["model"])
+    dims = dims or model_dims(spec["model"])
     _, prompt_budget = _context(trl)
     length = prompt_budget + int(evaluation.get("max_new_tokens", 128))
     gpu_bytes = gpu_memory_bytes(config)
