@@ -263,3 +263,29 @@ def test_bfcl_items_power_counts_are_the_evaluated_split():
     assert held_out_items() == 729
     design = designs_from_config(paper_config("paper-tool_calling"))["C3"]
     assert design.items == 729
+
+
+def test_runs_log_once_per_generation_batch_and_pass_steps_per_generation_to_trl():
+    """TRL logs the rewards only at the first update after a generation; the run logs every that many updates, and
+    TRL's GRPOConfig receives steps_per_generation as the config sets it."""
+    from gdpo.plan import resolve_run_settings
+    from gdpo.training.run import trl_arguments
+
+    config = paper_config("paper-math")
+    settings = resolve_run_settings(config, "math_r1_1.5b", "gdpo", 0)
+    arguments = trl_arguments(settings, "work")
+    assert arguments["logging_steps"] == 8 and arguments["steps_per_generation"] == 1024
+    assert arguments["gradient_accumulation_steps"] == 128 and arguments["max_steps"] == 4000
+    config["training"]["save_steps"] = 60  # not a multiple of the 8 updates per generation batch
+    with pytest.raises(ValueError, match="save_steps 60 must be a multiple of the 8"):
+        resolve_run_settings(config, "math_r1_1.5b", "gdpo", 0)
+
+
+def test_an_unset_vllm_context_is_the_models_own():
+    """Without vllm_max_model_length, vLLM serves the model's full context: Qwen3-4B's 262,144 tokens do not fit
+    TRL's default 30 % share, as the issue found."""
+    config = paper_config("paper-math")
+    for key in ("vllm_max_model_length", "vllm_gpu_memory_utilization"):
+        del config["training"][key]
+    plan = plan_training(config, "math_qwen3_4b")
+    assert any("fewer than one sequence of 262,144" in problem for problem in plan.problems)

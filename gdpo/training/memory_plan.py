@@ -416,7 +416,9 @@ def plan_training(config: Mapping, task: str, base_dir: Path | None = None, dims
         utilization = float(trl.get("vllm_gpu_memory_utilization", 0.3))  # TRL's default
         reservation = int(utilization * gpu_bytes)
         lines.append(Line("colocated vLLM", reservation, f"vllm_gpu_memory_utilization {utilization} × GPU"))
-        vllm_problems, note = _vllm_cache_check(dims, reservation, tokens, "colocated vLLM")
+        # Unset, vLLM's context is the model's own (TRL passes max_model_len=None).
+        vllm_context = int(trl.get("vllm_max_model_length") or dims.max_positions)
+        vllm_problems, note = _vllm_cache_check(dims, reservation, vllm_context, "colocated vLLM")
         problems += vllm_problems
         generation_batch = micro_batch * int(trl.get("steps_per_generation") or trl.get("gradient_accumulation_steps", 1))
         notes.append(f"{note}; {generation_batch} completions per GPU per generation batch")
