@@ -35,7 +35,8 @@ The formulas are those of DeepSpeed (``deepspeed.runtime.zero.stage3.estimate_ze
 accelerate (``accelerate.commands.estimate.estimate_training_usage``), written out here because the check runs
 while Snakemake parses the workflow, where importing either would load torch (seconds per parse), and DeepSpeed is
 not installed in the CPU environment at all; ``tests/test_memory_plan.py`` holds them equal to the libraries'
-functions where those import. This module imports the standard library and :mod:`gdpo.plan` only.
+functions where those import. This module imports the standard library, :mod:`gdpo.config` (PyYAML) and
+:mod:`gdpo.plan` only: no torch.
 """
 
 from __future__ import annotations
