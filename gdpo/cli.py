@@ -23,6 +23,7 @@ can also run them by hand. Typical uses:
                                                 advantages of one batch of rollouts
   gdpo exact-counts --out counts.csv            the exact collapse analysis (claims C1, C2)
   gdpo validate-config config/mini.yaml         check a config file against the schema
+  gdpo memory-plan --config config/paper-math.yaml   per-GPU memory of each GPU job, checked
 """
 
 
@@ -685,11 +686,40 @@ def _add_validate_config(commands: argparse._SubParsersAction) -> None:
 
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
+    from gdpo.training.memory_plan import check_memory_plan
 
     for file in args.files:
-        load_config(file)
-        print(f"{file}: valid")
+        config = load_config(file)
+        plans = check_memory_plan(config, config_name=file)  # GPU configs: every job fits its GPU
+        print(f"{file}: valid" + (f"; {len(plans)} GPU jobs fit their memory plan" if plans else ""))
     return 0
+
+
+def _add_memory_plan(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "memory-plan", help="per-GPU memory of each GPU job of a config (training and evaluation), checked"
+    )
+    sub.add_argument("--config", required=True, nargs="+", help="config YAML file(s)")
+    sub.add_argument("--details", action="store_true", help="every job's sum, term by term")
+    sub.set_defaults(handler=cmd_memory_plan)
+
+
+def cmd_memory_plan(args: argparse.Namespace) -> int:
+    from gdpo.config import load_config
+    from gdpo.training.memory_plan import format_table, plan_config
+
+    failed = 0
+    for file in args.config:
+        plans = plan_config(load_config(file))
+        if not plans:
+            print(f"{file}: no GPU jobs (a CPU-scale config)")
+            continue
+        print(f"{file}:\n{format_table(plans)}")
+        for plan in plans:
+            if args.details or not plan.fits:
+                print(plan.describe())
+        failed += sum(not plan.fits for plan in plans)
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -726,6 +756,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_write_miniature_data,
         _add_check_data,
         _add_validate_config,
+        _add_memory_plan,
     ):
         add(commands)
     return parser

@@ -28,7 +28,7 @@ from pathlib import Path, PurePath
 from typing import Any, Self
 
 from gdpo.methods import available_conventions, available_methods
-from gdpo.tasks import DATA_OPTION_KEYS, family_spec
+from gdpo.tasks import DATA_OPTION_KEYS, check_required_options, family_spec
 
 # --------------------------------------------------------------------------------------------------
 # Where files go
@@ -211,7 +211,7 @@ def plan_runs(config: dict) -> list[RunKey]:
     for task, spec in (config.get("tasks") or {}).items():
         try:
             check_model_spec(spec["model"])
-            family_spec(spec["family"])
+            check_required_options(spec["family"], spec)
         except ValueError as error:
             raise ValueError(f"task {task!r}: {error}") from None
     root = runs_root(config["scale"])
@@ -240,20 +240,37 @@ def plan_evaluations(config: dict) -> list[RunKey]:
     return runs + base
 
 
+def updates_per_generation(trl_args: Mapping) -> int:
+    """Optimizer updates per generation batch under TRL's settings (verl's PPO mini-batches per training step):
+    ``steps_per_generation`` (default ``gradient_accumulation_steps``) × ``num_iterations`` ÷
+    ``gradient_accumulation_steps``. ``ValueError`` when ``steps_per_generation`` is no multiple of
+    ``gradient_accumulation_steps`` (an update would straddle two generation batches)."""
+    accumulation = int(trl_args.get("gradient_accumulation_steps", 1))
+    per_generation = int(trl_args.get("steps_per_generation") or accumulation)
+    if per_generation % accumulation:
+        raise ValueError(f"steps_per_generation {per_generation} must be a multiple of gradient_accumulation_steps "
+                         f"{accumulation} (micro-batches per update), so that each update lies within one "
+                         "generation batch; set it to updates per generation batch × gradient_accumulation_steps.")
+    return per_generation // accumulation * int(trl_args.get("num_iterations", 1))
+
+
 def describe_runs(config: dict) -> dict[str, dict]:
     """What each task runs, for the claims ledger's labels and minima: task → ``{"model": spec,
     "max_steps": int, "prompts_per_batch": int, "max_completion_length": int, "length_limit", "decline_share",
-    "train_data"}`` (the last three as the task sets them, None where it does not; prompts in one optimisation
-    batch: per-device batch ×
-    gradient accumulation × processes of the ``launch:`` section ÷ rollouts per prompt; TRL's defaults
-    where the config sets none)."""
+    "train_data"}`` (the last three as the task sets them, None where it does not). ``max_steps`` counts training
+    steps as the paper does (generation batches: TRL's optimizer steps ÷ :func:`updates_per_generation`);
+    ``prompts_per_batch`` counts the prompts of one generation batch (per-device batch × steps per generation ×
+    processes of the ``launch:`` section ÷ rollouts per prompt), the batch GDPO's batch step normalises over.
+    TRL's defaults where the config sets none."""
     processes = int((config.get("launch") or {}).get("num_processes", 1))
     described = {}
     for task, spec in (config.get("tasks") or {}).items():
         trl_args = {**config.get("training", {}), **spec.get("training", {})}
-        completions = (trl_args.get("per_device_train_batch_size", 8) * trl_args.get("gradient_accumulation_steps", 1)
-                       * processes)
-        described[task] = {"model": spec["model"], "max_steps": trl_args.get("max_steps"),
+        per_generation = trl_args.get("steps_per_generation") or trl_args.get("gradient_accumulation_steps", 1)
+        completions = trl_args.get("per_device_train_batch_size", 8) * per_generation * processes
+        max_steps = trl_args.get("max_steps")
+        described[task] = {"model": spec["model"],
+                           "max_steps": max_steps // updates_per_generation(trl_args) if max_steps else max_steps,
                            "prompts_per_batch": completions // trl_args.get("num_generations", 8),
                            "max_completion_length": trl_args.get("max_completion_length", 256),
                            # the claims' validity conditions (gdpo.reporting.verdicts.validity) read these
@@ -517,6 +534,13 @@ class RunSettings(_Settings):
             report_backends(self.trl.get("report_to", "none"))
         except ValueError as error:
             raise ValueError(f"{where}: the config's training: {error}") from None
+        updates = updates_per_generation(self.trl)
+        for name in ("max_steps", "save_steps"):
+            if updates > 1 and self.trl.get(name, updates) % updates:
+                raise ValueError(f"{where}: {name} {self.trl[name]} must be a multiple of the {updates} optimizer "
+                                 "updates per generation batch (steps_per_generation ÷ gradient_accumulation_steps "
+                                 "× num_iterations), so that training stops and checkpoints between generation "
+                                 f"batches; set `training.{name}:` to paper steps × {updates}.")
         if self.pack_prompts and self.trl.get("loss_type") == "bnpo":
             raise ValueError(f"{where}: pack_prompts does not cover loss_type 'bnpo' (it normalises per "
                              "micro-batch, so group-aligned micro-batches change it); set `pack_prompts: false` "

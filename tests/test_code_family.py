@@ -143,8 +143,8 @@ def test_build_dataset_columns_and_options():
         "benchmark",
     }
     assert data[0]["prompt"][-1]["role"] == "user" and data[0]["length_limit"] == 96
-    assert len(code.build_dataset("eval", 5, seed=1, eval_data="procedural")) == 5
-    assert code.resolve_options({"train_data": "PRIME-RL/Eurus-2-RL-Data"})["train_data"] == "eurus2_rl"
+    assert len(code.build_dataset("eval", 5, seed=1, eval_data="procedural", length_limit=64)) == 5
+    assert code.resolve_options({"train_data": "PRIME-RL/Eurus-2-RL-Data", "length_limit": 64})["train_data"] == "eurus2_rl"
 
 
 OPTION_ERRORS = [
@@ -157,7 +157,9 @@ OPTION_ERRORS = [
     # nonsense length limit
     ({"length_limit": 0}, "length_limit"),
     # nonsense time limit
-    ({"time_limit": -1}, "time_limit"),
+    ({"time_limit": -1, "length_limit": 64}, "time_limit"),
+    # no length limit: the paper's l has no default
+    ({"train_data": "procedural"}, "length_limit must be set"),
 ]
 
 
@@ -226,7 +228,7 @@ def solve_all(data, solutions: dict) -> list:
 
 
 def test_eurus_training_rows(data_dir):
-    data = code.build_dataset("train", None, seed=0, train_data="eurus2_rl", data_dir=str(data_dir))
+    data = code.build_dataset("train", None, seed=0, train_data="eurus2_rl", data_dir=str(data_dir), length_limit=64)
     assert sorted(data["benchmark"]) == ["apps", "taco"]  # the math row is skipped
     assert data[0]["prompt"][0] == {"role": "system", "content": "sys"}  # prompts kept as published
     assert solve_all(data, {"apps": STDIO_SOLUTION, "taco": CALL_SOLUTION}) == [1.0, 1.0]
@@ -235,7 +237,8 @@ def test_eurus_training_rows(data_dir):
 
 def test_benchmark_files_and_eurus_validation(data_dir):
     data = code.build_dataset(
-        "eval", None, seed=0, eval_data=["apps", "codecontests", "codeforces", "taco"], data_dir=str(data_dir)
+        "eval", None, seed=0, eval_data=["apps", "codecontests", "codeforces", "taco"], data_dir=str(data_dir),
+        length_limit=64,
     )
     counts = {b: data["benchmark"].count(b) for b in set(data["benchmark"])}
     assert counts == {"apps": 1, "codecontests": 1, "codeforces": 1, "taco": 1}
@@ -257,7 +260,7 @@ def test_missing_benchmark_data_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(code.sources.DataUnavailable, match="Eurus-2-RL-Data"):
-        code.load_benchmark("apps", None, 0, code.resolve_options({"data_dir": str(tmp_path)}))
+        code.load_benchmark("apps", None, 0, code.resolve_options({"data_dir": str(tmp_path), "length_limit": 64}))
 
 
 def test_humaneval_from_the_package():
@@ -340,7 +343,7 @@ def test_evaluate_end_to_end_with_tiny_model(tmp_path):
     from gdpo.training import models
 
     model_dir = models.prepare_model(models.BUILTIN_TINY, tmp_path / "tiny")
-    req = request(tmp_path, eval_data="procedural")
+    req = request(tmp_path, eval_data="procedural", length_limit=64)
     result = code.evaluate(EvalRequest(**{**req.__dict__, "model_dir": model_dir, "max_new_tokens": 16}))
     bench = result["benchmarks"]["procedural"]
     assert bench["n_items"] == 4 and bench["pass"] == 0.0  # a random model writes no working code

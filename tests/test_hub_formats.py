@@ -66,7 +66,7 @@ def test_math_reference_answers_get_the_correct_reward(miniature):
 
 @pytest.mark.parametrize("benchmark", ["apps", "codecontests", "codeforces", "taco"])
 def test_code_benchmarks_load_in_each_layout_and_reference_solutions_pass(miniature, benchmark):
-    options = code_family.resolve_options({"data_dir": str(miniature / "code")})
+    options = code_family.resolve_options({"data_dir": str(miniature / "code"), "length_limit": 64})
     problems = code_family.load_benchmark(benchmark, None, 0, options)
     assert len(problems) >= 4
     rows = [json.loads(line) for line in (miniature / "code" / f"{benchmark}.jsonl").read_text().splitlines()] \
@@ -99,7 +99,7 @@ def _reference_solutions(benchmark: str, rows: list[dict] | None) -> dict[str, s
 
 def test_eurus_training_rows_skip_math_and_keep_every_coding_row(miniature):
     dataset = code_family.build_dataset("train", None, seed=0, train_data="PRIME-RL/Eurus-2-RL-Data",
-                                        data_dir=str(miniature / "code"))
+                                        data_dir=str(miniature / "code"), length_limit=64)
     assert len(dataset) == 24
     assert set(dataset["benchmark"]) == {"apps", "taco", "codecontests", "codeforces"}
 

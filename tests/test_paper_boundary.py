@@ -25,12 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 PAPER_CONFIGS = ["paper-tool_calling", "paper-math", "paper-code"]
 #: PAPER.md §3: rollouts per prompt, steps, response limit, learning rate, KL coefficient per family.
 PAPER_SETUP = {
-    "paper-tool_calling": {"num_generations": 4, "max_steps": 100, "max_completion_length": 1024,
-                           "learning_rate": 1e-6, "beta": 0.001},
-    "paper-math": {"num_generations": 16, "max_steps": 500, "max_completion_length": 8000, "learning_rate": 1e-6,
-                   "beta": 0.0005, "epsilon": 0.2, "epsilon_high": 0.28},
-    "paper-code": {"max_steps": 400, "learning_rate": 1e-6},
+    "paper-tool_calling": {"num_generations": 4, "max_completion_length": 1024, "learning_rate": 1e-6, "beta": 0.001},
+    "paper-math": {"num_generations": 16, "max_completion_length": 8000, "learning_rate": 1e-6, "beta": 0.0005,
+                   "epsilon": 0.2, "epsilon_high": 0.28},
+    "paper-code": {"learning_rate": 1e-6},
 }
+#: Training steps (generation batches), optimizer updates per step (verl's PPO mini-batches: 128 of 512 prompts
+#: for tool calling, 64 of 512 for math; code: one, our choice) and prompts per step.
+PAPER_STEPS = {"paper-tool_calling": (100, 4, 512), "paper-math": (500, 8, 512), "paper-code": (400, 1, 32)}
 
 
 def config(name: str) -> dict:
@@ -53,12 +55,18 @@ def test_trl_receives_the_papers_settings_for_every_run(name, tmp_path):
             assert getattr(arguments, key) == value, (run, key)
         assert arguments.bf16 and arguments.use_vllm and arguments.vllm_mode == "colocate"
         assert gpu_only_settings(settings.trl) == ["use_vllm=True"]
-        # Global batch on the paper's processes: whole groups on every process, every step.
-        per_step = arguments.per_device_train_batch_size * processes * arguments.gradient_accumulation_steps
-        assert per_step % arguments.num_generations == 0
-        # PAPER.md's "batch 512" for tool calling and math is verl's train_batch_size: prompts per step
-        prompts = per_step // arguments.num_generations
-        assert prompts == (32 if name == "paper-code" else 512), (run, prompts)
+        # TRL counts optimizer updates: the paper's steps × its updates per step (a generation batch).
+        steps, updates, prompts = PAPER_STEPS[name]
+        assert arguments.max_steps == steps * updates, run
+        assert arguments.steps_per_generation == updates * arguments.gradient_accumulation_steps, run
+        # Global batches on the paper's processes: whole groups on every process, every update.
+        per_update = arguments.per_device_train_batch_size * processes * arguments.gradient_accumulation_steps
+        assert per_update % arguments.num_generations == 0
+        # PAPER.md's "batch 512" for tool calling and math is verl's train_batch_size: prompts per generation
+        # batch, split into `updates` PPO mini-batches.
+        generated = arguments.per_device_train_batch_size * processes * arguments.steps_per_generation
+        assert generated // arguments.num_generations == prompts, run
+        assert per_update // arguments.num_generations == prompts // updates, run
         weights = paper["tasks"][run.task].get("reward_weights") or dict.fromkeys(settings.reward_names, 1.0)
         assert list(arguments.reward_weights) == [weights[n] for n in settings.reward_names], run
 

@@ -100,7 +100,7 @@ PAPER_TRAIN_REQUESTS = [
     ("paper-tool_calling", "tool_calling_3b", "gpu=8", "runtime=360"),
     ("paper-math", "math_r1_7b", "gpu=8", "runtime=9000"),
     ("paper-math", "math_conditioned_r1_7b", "gpu=8", "runtime=9000"),
-    ("paper-math", "math_w0.25_r1_1.5b", "gpu=8", "runtime=3300"),
+    ("paper-math", "math_w0.25_r1_7b", "gpu=8", "runtime=9000"),
     ("paper-code", "code_r1_7b", "gpu=8", "runtime=630"),
     ("paper-code", "code_3obj_r1_7b", "gpu=8", "runtime=630"),
 ]

@@ -50,6 +50,7 @@ from gdpo.reporting.verdicts.decisions import (
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence
 from gdpo.reporting.verdicts.samples import Sample, seeds_compared
 from gdpo.reporting.verdicts.validity import DEFAULT_COLLAPSE_RATE, comparable_probability
+from gdpo.tasks.tool_calling.bfcl_aggregate import held_out_items
 
 #: Seed spread (points, beyond the evaluation's binomial noise) at which the paper's own numbers are expanded
 #: into per-seed data (:func:`paper_number_cells`): the paper reports no spread; :func:`break_even_seed_sd`
@@ -59,6 +60,10 @@ ASSUMED_SEED_SD = 0.25
 #: sizes of the configs' data sets. Code: the test splits as commonly evaluated (the paper does not say).
 PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 272, "Olympiad": 675,
                "Apps": 500, "CodeContests": 165, "Codeforces": 400, "Taco": 1000}
+#: Items a config evaluates when it sets no ``eval_size`` (what ``gdpo power`` counts): the paper's, except
+#: BFCL-v3, of which the workflow evaluates the held-out 20 % of the single-turn items (729; multi-turn is not
+#: run), not the paper's 4,441.
+EVALUATED_ITEMS = {**PAPER_ITEMS, "BFCL-v3": held_out_items()}
 #: C7's alternative (the paper gives no numbers): weight 0.25 moves accuracy by twice the "barely" band.
 C7_CHANGE = 2 * BARELY_MARGIN
 _TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
@@ -482,24 +487,26 @@ def _paper_mean(claim_id: str, setup: str, method: str, metric: str) -> float:
     """The paper's value for a cell (mean over the paper's benchmarks), or 50 where the paper has none."""
     numbers = pn.paper_numbers()
     table = {"C3": ["1", "2"], "C4": ["1", "2"], "C6": ["3"], "C8": ["4"], "C9": ["5"]}.get(claim_id, ["3"])
-    model = {"C8": pn.R1_7B, "C9": pn.R1_7B, "C7": pn.R1_1_5B}.get(claim_id, setup)
+    # C7 (Fig. 6) has no numbers of its own: R1-7B's Table 3 values, the model the paper's sweep used.
+    model = {"C8": pn.R1_7B, "C9": pn.R1_7B, "C7": pn.R1_7B}.get(claim_id, setup)
     setting = setup if claim_id == "C9" and method != "base" else ""
     rows = numbers[numbers["table"].isin(table) & (numbers["model"] == model) & (numbers["method"] == method)
                    & (numbers["metric"] == metric) & (numbers["setting"] == setting)]
     return float(rows["value"].mean()) if not rows.empty else 50.0
 
 
-def _paper_items(family: str, metric: str, benchmarks: Sequence[str]) -> float:
-    sizes = [PAPER_ITEMS[b] for b in benchmarks if b in PAPER_ITEMS]
+def _evaluated_items(family: str, metric: str, benchmarks: Sequence[str]) -> float:
+    """Effective items of a run's value over ``benchmarks`` evaluated whole (:data:`EVALUATED_ITEMS`)."""
+    sizes = [EVALUATED_ITEMS[b] for b in benchmarks if b in EVALUATED_ITEMS]
     if family == "code" and metric != "pass":
-        sizes = [PAPER_ITEMS[b] for b in benchmarks if b in PAPER_ITEMS and b != "Taco"]
+        sizes = [EVALUATED_ITEMS[b] for b in benchmarks if b in EVALUATED_ITEMS and b != "Taco"]
     return len(sizes) ** 2 / sum(1 / n for n in sizes) if sizes else 100.0
 
 
 def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[str, TableDesign | EventDesign]:
     """Every claim's design in a workflow config (a loaded YAML; ``full_grid`` not applied): seeds and
-    methods per task, items per run (``eval_size`` × the task's benchmarks, or the paper's benchmark sizes
-    when a task evaluates everything), samples per item, training steps, prompts per batch; reference rates
+    methods per task, items per run (``eval_size`` × the task's benchmarks, or what the workflow evaluates
+    when a task sets no ``eval_size``: :data:`EVALUATED_ITEMS`), samples per item, training steps, prompts per batch; reference rates
     are the paper's. ``seed_sd``: the seed spread (points; None: :func:`default_seed_sd` per design)."""
     tasks = config.get("tasks") or {}
     reporting = config.get("reporting") or {}
@@ -520,7 +527,7 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
         size = (spec.get("evaluation") or {}).get("eval_size", evaluation.get("eval_size"))
         family = spec.get("family", "")
         if size is None:
-            return _paper_items(family, metric, list(pn.PAPER_BENCHMARKS.get(family, {}).values()))
+            return _evaluated_items(family, metric, list(pn.PAPER_BENCHMARKS.get(family, {}).values()))
         data = spec.get("eval_data") or [None]
         benchmarks = len(data) if isinstance(data, list) else 1
         return float(size * benchmarks)

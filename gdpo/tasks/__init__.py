@@ -34,17 +34,20 @@ class FamilySpec:
         reward_names: the keys of its ``REWARD_FUNCTIONS``, in order (a task's default reward weights).
         files_module: a light module with the family's ``required_files(options)``, or None when the family
             reads no files a rule makes.
+        required_options: task keys of :data:`DATA_OPTION_KEYS` the family has no default for (a paper setting
+            each config must state); planning refuses a task without them (:func:`check_required_options`).
     """
 
     module: str
     reward_names: tuple[str, ...]
     files_module: str | None = None
+    required_options: tuple[str, ...] = ()
 
 
 #: Family name → :class:`FamilySpec`.
 FAMILIES = {
     "arithmetic": FamilySpec("gdpo.tasks.arithmetic", ("correct", "format", "length")),
-    "code": FamilySpec("gdpo.tasks.code", ("pass", "length_conditioned", "bug")),
+    "code": FamilySpec("gdpo.tasks.code", ("pass", "length_conditioned", "bug"), required_options=("length_limit",)),
     "tool_calling": FamilySpec("gdpo.tasks.tool_calling", ("correct", "format"), "gdpo.tasks.tool_calling.data"),
     "math": FamilySpec("gdpo.tasks.math", ("correct", "length", "length_conditioned")),
 }
@@ -56,6 +59,14 @@ def family_spec(name: str) -> FamilySpec:
     if name not in FAMILIES:
         raise ValueError(f"Unknown task family {name!r}; valid families are: {', '.join(sorted(FAMILIES))}.")
     return FAMILIES[name]
+
+
+def check_required_options(name: str, spec: dict) -> None:
+    """``ValueError`` naming the options of family ``name`` that task ``spec`` (its config block) leaves unset."""
+    missing = [option for option in family_spec(name).required_options if spec.get(option) is None]
+    if missing:
+        raise ValueError(f"family {name!r} has no default for {', '.join(missing)}: set it in the task (for code, "
+                         "length_limit is the paper's l of the conditioned length reward, in tokens).")
 
 
 def get_family(name: str) -> ModuleType:

@@ -6,7 +6,8 @@
 - :mod:`gdpo.training.rewards`: reward functions as the trainer calls them;
 - :mod:`gdpo.training.models`: the policy models, materialised into model directories;
 - :mod:`gdpo.training.warmup`: the optional supervised format warm-up;
-- :mod:`gdpo.training.memory`: keeping the C allocator from holding freed tensor buffers.
+- :mod:`gdpo.training.memory`: keeping the C allocator from holding freed tensor buffers;
+- :mod:`gdpo.training.memory_plan`: the per-GPU memory of a config's GPU jobs, checked before any job (no torch).
 
 This file imports nothing: a module of this package is imported on its own (most of them load torch).
 """

@@ -36,7 +36,7 @@ import torch
 
 from gdpo.curve_events import detect_divergence
 from gdpo.files import weights_digest
-from gdpo.plan import RunSettings, gpu_only_settings, report_backends
+from gdpo.plan import RunSettings, gpu_only_settings, report_backends, updates_per_generation
 from gdpo.tasks import get_family
 from gdpo.training.rewards import guard_reward_function
 from gdpo.training.tracking import backend_environment, check_backends_installed, reporting_arguments, run_logs_dir
@@ -243,9 +243,15 @@ def summarise(records: list[dict], reward_names: list[str]) -> dict:
 
 
 def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
-    """The keyword arguments of the run's ``trl.GRPOConfig``: the suite's fixed ones (logging every step,
-    one checkpoint kept, the seed, no live reporting), TRL's own switches for a method it has built in, the
-    config's ``training`` settings, and with a ``report_to`` backend the run's name for it."""
+    """The keyword arguments of the run's ``trl.GRPOConfig``: the suite's fixed ones (one log record per
+    generation batch, one checkpoint kept, the seed, no live reporting), TRL's own switches for a method it has
+    built in, the config's ``training`` settings (``steps_per_generation`` and ``num_iterations`` among them, as
+    TRL reads them), and with a ``report_to`` backend the run's name for it.
+
+    With several optimizer updates per generation batch (:func:`gdpo.plan.updates_per_generation`), TRL logs the
+    rewards only at the first update after a generation; logging every that many steps gives each record of
+    ``metrics.jsonl`` one generation batch's rewards and the mean of its updates' losses (steps still count
+    optimizer updates)."""
     from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT
 
     backends = report_backends(settings.trl.get("report_to", "none"))
@@ -253,7 +259,7 @@ def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
         "output_dir": str(work_dir),
         "seed": settings.seed,
         "data_seed": settings.seed,
-        "logging_steps": 1,
+        "logging_steps": updates_per_generation(settings.trl),
         "save_strategy": "steps",
         "save_total_limit": 1,
         "report_to": "none",

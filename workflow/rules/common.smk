@@ -30,6 +30,7 @@ from gdpo.plan import (
 )
 from gdpo.sim.config import read_study
 from gdpo.tasks import required_files
+from gdpo.training.memory_plan import check_memory_plan
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
 # the config file. Files are passed lowest precedence first.
@@ -47,6 +48,9 @@ MINIATURE_CONFIG = apply_miniature(config)
 config.clear()
 config.update(MINIATURE_CONFIG)
 validate_config(config, SCHEMA, CONFIG_FILES)
+# A GPU config whose jobs cannot fit the GPU they are planned for stops here, before any job, with each job's
+# sum (`python -m gdpo memory-plan --config <file>` prints them all); a CPU-scale config has no GPU jobs to plan.
+check_memory_plan(config, Path(workflow.basedir), ", ".join(map(str, CONFIG_FILES)) or "the config")
 
 SCALE = config["scale"]
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.

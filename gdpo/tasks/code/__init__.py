@@ -11,7 +11,8 @@ Options (the task's config keys, checked by :func:`data.resolve_options`):
   (Eurus-2-RL-Data's coding problems; the hub id ``PRIME-RL/Eurus-2-RL-Data`` is accepted too);
 - ``eval_data``: one name or a list from ``procedural``, ``humaneval``, ``apps``, ``codecontests``,
   ``codeforces``, ``taco`` (hub ids of those data sets are accepted as aliases);
-- ``length_limit``: tokens for ``length_conditioned`` and the ``exceed`` metric;
+- ``length_limit`` (required, no default: the paper's l, which it does not state): tokens for
+  ``length_conditioned`` and the ``exceed`` metric;
 - ``data_dir``: directory of local paper-scale files (see :mod:`sources`);
 - ``time_limit``: seconds per test run, overriding each data set's default;
 - ``max_tests``: at most this many tests per competition problem (CodeContests has ~100 per problem).

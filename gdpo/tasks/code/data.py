@@ -32,11 +32,14 @@ ALIASES = {
 DEFAULTS = {
     "train_data": "procedural",
     "eval_data": ["procedural"],
-    "length_limit": 64,
     "data_dir": None,
     "time_limit": None,
     "max_tests": 20,
 }
+#: Options every code task must set: ``length_limit``, the paper's l of R̃_length (tokens). The paper gives no
+#: value, and no default would be neutral (it decides which programs earn the length reward), so each config
+#: states its own.
+REQUIRED_OPTIONS = ("length_limit",)
 #: Items when ``size`` is None for the generated set.
 PROCEDURAL_SIZE = {"train": 1000, "eval": 64}
 #: Problems of a file benchmark are shuffled with this fixed seed before ``size`` are taken, so that every
@@ -46,9 +49,10 @@ SUBSET_SEED = "code-eval-subset"
 
 def resolve_options(options: dict) -> dict:
     """Validated options with defaults; unknown keys or values raise ``ValueError`` naming the valid ones."""
-    unknown = sorted(set(options) - set(DEFAULTS))
+    unknown = sorted(set(options) - set(DEFAULTS) - set(REQUIRED_OPTIONS))
     if unknown:
-        raise ValueError(f"Unknown code task option(s) {', '.join(unknown)}; valid: {', '.join(DEFAULTS)}.")
+        raise ValueError(f"Unknown code task option(s) {', '.join(unknown)}; valid: "
+                         f"{', '.join([*REQUIRED_OPTIONS, *DEFAULTS])}.")
     resolved = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
     train = ALIASES.get(resolved["train_data"], resolved["train_data"])
     if train not in TRAIN_DATA:
@@ -59,6 +63,11 @@ def resolve_options(options: dict) -> dict:
     bad = [name for name in evals if name not in EVAL_DATA]
     if bad or not evals:
         raise ValueError(f"eval_data {bad or evals!r} must name one or more of {', '.join(EVAL_DATA)}.")
+    missing = [name for name in REQUIRED_OPTIONS if options.get(name) is None]
+    if missing:
+        raise ValueError(f"code task option(s) {', '.join(missing)} must be set: length_limit is the paper's l of "
+                         "the conditioned length reward (tokens; R̃_length = 1 iff the program is at most l tokens "
+                         "and passes every test), which the paper does not state; set the task's `length_limit:`.")
     length_limit = resolved["length_limit"]
     if not isinstance(length_limit, int) or length_limit < 1:
         raise ValueError(f"length_limit must be a positive number of tokens, got {length_limit!r}.")

@@ -19,6 +19,32 @@ categories absent from the scored items are left out of the means and listed in 
 
 from __future__ import annotations
 
+#: Items of each single-turn category of BFCL v3 as ``bfcl-eval==2025.6.8`` ships them (lines of
+#: ``BFCL_v3_<category>.json``; ``category_size`` of the split's rows). With the 800 multi-turn items they make the
+#: 4,441 of the paper's BFCL-v3.
+BFCL_V3_CATEGORY_SIZES = {
+    "simple": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "irrelevance": 240, "java": 100,
+    "javascript": 50, "live_simple": 258, "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,
+    "live_irrelevance": 882, "live_relevance": 18,
+}
+#: BFCL v3's multi-turn items (not run here: they need BFCL's executable environments).
+BFCL_V3_MULTI_TURN_ITEMS = 800
+#: Share of each category the workflow's split holds out for evaluation (``bfcl_split``'s default).
+DEFAULT_EVAL_FRACTION = 0.2
+
+
+def held_out_size(items: int, eval_fraction: float) -> int:
+    """Items of a category of ``items`` that the split holds out: ``round(items · eval_fraction)``, at least 1
+    and at most ``items − 1`` when the category has 2 or more (``bfcl_split.split_category``)."""
+    held_out = round(items * eval_fraction)
+    return min(max(held_out, 1), items - 1) if items >= 2 else held_out
+
+
+def held_out_items(eval_fraction: float = DEFAULT_EVAL_FRACTION) -> int:
+    """Items of the held-out split the workflow evaluates (every single-turn category): 729 at 20 %."""
+    return sum(held_out_size(items, eval_fraction) for items in BFCL_V3_CATEGORY_SIZES.values())
+
+
 LIVE_CATEGORIES = (
     "live_simple",
     "live_multiple",

@@ -39,7 +39,7 @@ from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
 from bfcl_eval.model_handler.utils import func_doc_language_specific_pre_processing
 
 from gdpo.files import write_jsonl
-from gdpo.tasks.tool_calling.bfcl_aggregate import LIVE_CATEGORIES
+from gdpo.tasks.tool_calling.bfcl_aggregate import DEFAULT_EVAL_FRACTION, LIVE_CATEGORIES, held_out_size
 from gdpo.tasks.tool_calling.output_format import ANSWER_RESPONSE, ANSWER_TOOL_CALL
 
 BFCL_PACKAGE = "bfcl-eval"
@@ -234,10 +234,7 @@ def split_category(rows: list[dict], eval_fraction: float, seed: int) -> tuple[l
     category = rows[0]["category"] if rows else ""
     order = list(range(len(rows)))
     random.Random(f"bfcl-split-{seed}-{category}").shuffle(order)
-    n_eval = round(len(rows) * eval_fraction)
-    if len(rows) >= 2:
-        n_eval = min(max(n_eval, 1), len(rows) - 1)
-    eval_indices = set(order[:n_eval])
+    eval_indices = set(order[:held_out_size(len(rows), eval_fraction)])
     return (
         [row for i, row in enumerate(rows) if i not in eval_indices],
         [row for i, row in enumerate(rows) if i in eval_indices],
@@ -246,7 +243,7 @@ def split_category(rows: list[dict], eval_fraction: float, seed: int) -> tuple[l
 
 def make_split(
     out_dir: str | Path,
-    eval_fraction: float = 0.2,
+    eval_fraction: float = DEFAULT_EVAL_FRACTION,
     seed: int = 0,
     categories: tuple[str, ...] = SINGLE_TURN_CATEGORIES,
 ) -> dict:
@@ -291,7 +288,8 @@ def make_split(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", required=True, help="directory for train.jsonl, eval.jsonl, split.json")
-    parser.add_argument("--eval-fraction", type=float, default=0.2, help="held-out share of each category")
+    parser.add_argument("--eval-fraction", type=float, default=DEFAULT_EVAL_FRACTION,
+                        help="held-out share of each category")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--categories",
