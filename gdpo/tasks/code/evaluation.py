@@ -69,7 +69,7 @@ def evaluate(request) -> dict:
     """Sample ``request.num_samples`` completions per item of every configured benchmark, score them in the
     sandbox, write ``completions.jsonl`` and ``items.jsonl`` to ``request.work_dir`` and return eval.json's
     content. Benchmarks whose data is missing go to ``not_run`` with the reason."""
-    from gdpo.generation.generate import generate_for_request, load_policy
+    from gdpo.generation.generate import evaluation_device, generate_for_request, load_policy_for_request
 
     options = resolve_options(request.options)
     length_limit = options["length_limit"]
@@ -80,10 +80,11 @@ def evaluate(request) -> dict:
         except (DataUnavailable, FileNotFoundError) as error:
             not_run[name] = str(error)
     model = tokenizer = None
+    device = evaluation_device()
     completion_rows, item_rows = [], []
     for name, problems in loaded.items():
         if model is None:
-            model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
+            model, tokenizer, device = load_policy_for_request(request)
         samples = generate_for_request(model, tokenizer, [p["prompt"] for p in problems], request)
         benchmarks[name], completions, items = score_benchmark(problems, samples, length_limit)
         completion_rows += completions
@@ -110,5 +111,6 @@ def evaluate(request) -> dict:
             "sandbox": isolation_mode(),
             "sandbox_limits": limits_mode(),
             "sandbox_python": sandbox_python()[0],
+            **device.record(),
         },
     }
