@@ -363,8 +363,8 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     sub.add_argument("--run-dir", required=True, help="output run directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
     sub.add_argument("--stop-at-step", type=int,
-                     help="one job of a chain (gdpo.plan.plan_training_chain): train to this optimizer step, save a "
-                          "checkpoint in <run-dir>.work and stop without writing --run-dir")
+                     help="one job of a chain (gdpo.plan.plan_training_chain): train to this optimizer step, "
+                          "save a checkpoint in <run-dir>.work and stop without writing --run-dir")
     sub.add_argument("--segment-record", help="with --stop-at-step: write the segment's record (JSON) here")
     sub.set_defaults(handler=cmd_train)
 

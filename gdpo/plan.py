@@ -626,8 +626,8 @@ def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> 
 
 #: Longest wall time of one cluster job, hours, where the config sets no ``wall_limit_hours``.
 DEFAULT_WALL_LIMIT_HOURS = 24.0
-#: A job asks for this multiple of its expected hours (estimates, not measurements), and a chain is cut so that
-#: each segment's request stays within the wall limit: a segment is planned at most
+#: A job asks for this multiple of its expected hours (estimates, not measurements), and a chain is cut so
+#: that each segment's request stays within the wall limit: a segment is planned at most
 #: ``wall_limit_hours / CHAIN_SAFETY_FACTOR`` expected hours.
 CHAIN_SAFETY_FACTOR = 1.5
 
@@ -636,8 +636,8 @@ def wall_limit_hours(config: dict) -> float:
     """The longest wall time one cluster job may take, hours (config ``wall_limit_hours``, default 24)."""
     value = config.get("wall_limit_hours", DEFAULT_WALL_LIMIT_HOURS)
     if not _real(value) or value <= 0:
-        raise ValueError(f"wall_limit_hours {value!r} must be a number of hours > 0 (your cluster's time limit "
-                         "per job); leave it out for 24.")
+        raise ValueError(f"wall_limit_hours {value!r} must be a number of hours > 0 (your cluster's time "
+                         "limit per job); leave it out for 24.")
     return float(value)
 
 
@@ -665,10 +665,12 @@ class TrainingSegment:
     """One job of a training run cut into a chain of jobs.
 
     Attributes:
-        index: 1-based position in the chain; the last segment is the ``train`` job, the others ``train_segment``.
+        index: 1-based position in the chain; the last segment is the ``train`` job, the others
+            ``train_segment`` jobs.
         start_step: optimizer step the segment resumes from (0: the start).
         end_step: optimizer step after which it saves a checkpoint and stops (the last one: ``max_steps``).
-        hours: expected wall time of the segment, hours (None where the config states no ``resources.train.hours``).
+        hours: expected wall time of the segment, hours (None where the config states no
+            ``resources.train.hours``).
     """
 
     index: int
@@ -684,7 +686,8 @@ class TrainingSegment:
 def plan_training_chain(config: dict, task: str) -> list[TrainingSegment]:
     """The jobs one training run of ``task`` takes: segments of whole optimizer steps, each planned at most
     ``wall_limit_hours / CHAIN_SAFETY_FACTOR`` expected hours, every segment end on a generation-batch
-    boundary (:func:`optimizer_steps_per_generation`), so that the chain trains the model of one uninterrupted run.
+    boundary (:func:`optimizer_steps_per_generation`), so that the chain trains the model of one uninterrupted
+    run.
 
     A task without ``resources.train.hours`` (the CPU scales) is one segment: the single ``train`` job.
     ``ValueError`` when a run cannot be cut within the limit (one generation batch alone would exceed it).
@@ -698,16 +701,17 @@ def plan_training_chain(config: dict, task: str) -> list[TrainingSegment]:
     if not _real(hours) or hours <= 0:
         raise ValueError(f"task {task!r}: resources.train.hours {hours!r} must be a number of hours > 0.")
     if not _whole(max_steps, 1):
-        raise ValueError(f"task {task!r}: a run with resources.train.hours needs training.max_steps (whole optimizer "
-                         "steps) to be cut into jobs within the wall limit; set `training.max_steps:`.")
+        raise ValueError(f"task {task!r}: a run with resources.train.hours needs training.max_steps (whole "
+                         "optimizer steps) to be cut into jobs within the wall limit; set "
+                         "`training.max_steps:`.")
     limit = wall_limit_hours(config)
     budget = limit / CHAIN_SAFETY_FACTOR  # expected hours one segment may take
     unit = optimizer_steps_per_generation(trl)
     hours_per_step = hours / max_steps
     if unit * hours_per_step > budget:
         raise ValueError(
-            f"task {task!r}: one generation batch ({unit} optimizer steps, about {unit * hours_per_step:.1f} h of "
-            f"the run's {hours} h) takes longer than a job may ({limit} h wall limit / safety factor "
+            f"task {task!r}: one generation batch ({unit} optimizer steps, about {unit * hours_per_step:.1f} h "
+            f"of the run's {hours} h) takes longer than a job may ({limit} h wall limit / safety factor "
             f"{CHAIN_SAFETY_FACTOR}); raise `wall_limit_hours:` or use fewer updates per generation batch.")
     count = math.ceil(hours / budget)
     ends: list[int] = []
@@ -716,7 +720,8 @@ def plan_training_chain(config: dict, task: str) -> list[TrainingSegment]:
         units = math.ceil(max_steps / unit)
         ends = sorted({min(max_steps, round(units * k / count) * unit) for k in range(1, count + 1)})
         starts = [0, *ends[:-1]]
-        if ends[-1] == max_steps and all((end - start) * hours_per_step <= budget for start, end in zip(starts, ends)):
+        fits = all((end - start) * hours_per_step <= budget for start, end in zip(starts, ends))
+        if ends[-1] == max_steps and fits:
             break
         count += 1
     starts = [0, *ends[:-1]]

@@ -14,10 +14,11 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
 workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
 
-A run longer than a cluster's wall limit is a chain of jobs (:func:`gdpo.plan.plan_training_chain`): each job but
-the last trains to its ``stop_at_step``, saves a checkpoint there and leaves the run directory alone; the last one
-resumes and writes it. SIGTERM or SIGUSR1 (SLURM's time-limit warning, ``--signal``) makes a job save a checkpoint
-after the optimizer step it is in and stop (:class:`TrainingInterrupted`), so that the next job resumes there.
+A run longer than a cluster's wall limit is a chain of jobs (:func:`gdpo.plan.plan_training_chain`): each job
+but the last trains to its ``stop_at_step``, saves a checkpoint there and leaves the run directory alone; the
+last one resumes and writes it. SIGTERM or SIGUSR1 (SLURM's time-limit warning, ``--signal``) makes a job
+save a checkpoint after the optimizer step it is in and stop (:class:`TrainingInterrupted`), so that the next job
+resumes there.
 
 Under a multi-process launch (``accelerate launch``/``torchrun``, the config's ``launch:`` section) every
 process runs :func:`train`; only the main process writes the files above. With the environment variable
@@ -71,7 +72,7 @@ class TrainingInterrupted(RuntimeError):
 #: Signals that make a training job save a checkpoint and stop: the scheduler's terminate, and SLURM's usual
 #: early warning (``sbatch --signal=USR1@<seconds>``).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-#: Exit status of ``gdpo train`` stopped by a signal after saving its checkpoint (``EX_TEMPFAIL``: run it again).
+#: Exit status of ``gdpo train`` stopped by a signal after saving its checkpoint (``EX_TEMPFAIL``: run again).
 INTERRUPTED_EXIT_CODE = 75
 
 
@@ -79,9 +80,9 @@ INTERRUPTED_EXIT_CODE = 75
 def stop_requests() -> Iterator[list[int]]:
     """Within the block, :data:`STOP_SIGNALS` are recorded instead of killing the process.
 
-    Yields the list the received signal numbers are appended to (the training loop reads it after each optimizer
-    step); the previous handlers are restored on exit. Outside the main thread (no handlers there) it yields a
-    list that stays empty.
+    Yields the list the received signal numbers are appended to (the training loop reads it after each
+    optimizer step); the previous handlers are restored on exit. Outside the main thread (no handlers there)
+    it yields a list that stays empty.
     """
     received: list[int] = []
     try:
@@ -212,8 +213,8 @@ def _stop_callback(stop_at_step: int | None, received: list[int], accelerator):
     from transformers import TrainerCallback
 
     class StopAfterStep(TrainerCallback):
-        """After an optimizer step, save a checkpoint and stop: at ``stop_at_step`` (a segment's end), or once a
-        stop signal has been ``received`` (by any process: every process stops at the same step, as the
+        """After an optimizer step, save a checkpoint and stop: at ``stop_at_step`` (a segment's end), or once
+        a stop signal has been ``received`` (by any process: every process stops at the same step, as the
         checkpoint of a multi-process run is collective)."""
 
         def __init__(self) -> None:
@@ -226,7 +227,7 @@ def _stop_callback(stop_at_step: int | None, received: list[int], accelerator):
                 signalled = bool(accelerator.gather(flag).max().item())
             target = min(stop_at_step or state.max_steps, state.max_steps)
             if state.global_step >= target:
-                # The segment's end: its checkpoint is the next job's start (the run's last step saves its model).
+                # A segment's end: its checkpoint is the next job's start (the last step saves the model).
                 control.should_save = control.should_save or state.global_step < state.max_steps
                 control.should_training_stop = True
             elif signalled:
@@ -346,8 +347,8 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
         threads: torch CPU threads (the rule's ``threads``).
         stop_at_step: a segment of a chain of jobs (:func:`gdpo.plan.plan_training_chain`) ending before
             ``max_steps``: train to this optimizer step, save a checkpoint there and stop, leaving the run
-            directory unwritten (nothing is trained when the last checkpoint is at or past it). None, or a step at
-            or past ``max_steps``: train to the end and write the run directory.
+            directory unwritten (nothing is trained when the last checkpoint is at or past it). None, or a step
+            at or past ``max_steps``: train to the end and write the run directory.
         segment_record: with ``stop_at_step``, where the main process writes the segment's record (JSON).
 
     Returns:
@@ -355,8 +356,8 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
         "global_step", "checkpoint", "resumed_from"}``.
 
     Raises:
-        TrainingInterrupted: a stop signal (:data:`STOP_SIGNALS`) came before the end; the checkpoint after the
-            optimizer step in progress is saved, and the same call resumes from it.
+        TrainingInterrupted: a stop signal (:data:`STOP_SIGNALS`) came before the end; the checkpoint after
+            the optimizer step in progress is saved, and the same call resumes from it.
     """
     check_device(settings.trl, settings.task)
     backends = report_backends(settings.trl.get("report_to", "none"))
@@ -481,8 +482,8 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
         trainer.train(resume_from_checkpoint=checkpoint)
     if stopper.stopped_by_signal:
         raise TrainingInterrupted(
-            f"stopped by signal {received[0]} after optimizer step {trainer.state.global_step}, whose checkpoint "
-            f"is saved in {work_dir}; run the same command again to resume from it.")
+            f"stopped by signal {received[0]} after optimizer step {trainer.state.global_step}, whose "
+            f"checkpoint is saved in {work_dir}; run the same command again to resume from it.")
     if segment:
         reached = last_complete_checkpoint(work_dir, delete_partial=False)
         record = {"stop_at_step": stop_at_step, "global_step": _checkpoint_step(reached),

@@ -27,6 +27,7 @@ from gdpo.plan import (
     resolve_run_settings,
     resolve_warmup_settings,
     runs_root,
+    task_resources,
     warmup_model_dir,
 )
 from gdpo.sim.config import read_study
@@ -136,6 +137,11 @@ def run_settings(wildcards):
 # One job of a training run cut into a chain within the wall limit: results/<scale>/runs/{task}/{method}/
 # seed{seed}.work/segment{segment}.json records that segment {segment} (1 .. n-1) has saved its checkpoint.
 SEGMENT_RECORD = f"{RUN_DIR}.work/segment{{segment}}.json"
+
+
+def train_resources(wildcards):
+    """The task's resources.train (gpus, cpus_per_gpu, mem_mb, hours); empty at CPU scales."""
+    return task_resources(config, wildcards.task).get("train") or {}
 
 
 def training_chain(wildcards):

@@ -19,8 +19,11 @@ rule train_segment:
         launcher=launcher_command(config, base_dir=workflow.basedir),
         stop_at_step=lambda wildcards: training_segment(wildcards).end_step,
     threads: JOB_THREADS
+    # A segment needs what the run's train job needs (the task's resources.train), for its own share of the hours.
     resources:
-        mem_mb=4000,
+        gpu=lambda wildcards: train_resources(wildcards).get("gpus", 0),
+        cpus_per_gpu=lambda wildcards: train_resources(wildcards).get("cpus_per_gpu", 1),
+        mem_mb=lambda wildcards: train_resources(wildcards).get("mem_mb", 4000),
         # Minutes: the segment's expected hours times the chain's safety factor, within the wall limit.
         runtime=lambda wildcards: training_segment(wildcards).request_minutes(),
     log:
