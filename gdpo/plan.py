@@ -10,7 +10,8 @@ dry run stays fast. The jobs (``python -m gdpo train|evaluate|warmup-model``) im
   :func:`planned_outputs`.
 - How each job runs: :class:`RunSettings` (a training run, from :func:`resolve_run_settings`),
   :class:`EvalSettings` (an evaluation, from :func:`resolve_eval_settings`), :class:`WarmupSettings` (a task's
-  format warm-up, from :func:`resolve_warmup_settings`), :func:`launcher_command`, :func:`gpu_only_settings`,
+  format warm-up, from :func:`resolve_warmup_settings`), :func:`launcher_command`, :func:`train_launcher`,
+  :func:`gpu_only_settings`,
   :func:`report_backends`.
 - Resources and the wall limit: :func:`task_resources`, :func:`wall_limit_hours`, and a long training run as a
   chain of jobs, :func:`plan_training_chain` (:class:`TrainingSegment`).
@@ -609,6 +610,19 @@ def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
     if launch.get("num_processes"):
         parts += ["--num_processes", str(launch["num_processes"])]
     return " ".join(parts)
+
+
+def train_launcher(config: dict, base_dir: str | Path | None = None) -> str:
+    """What starts a train job's ``-m gdpo train``: :func:`launcher_command`, behind ``trap '' USR1;`` for a
+    multi-process launch.
+
+    SIGUSR1 (SLURM's time-limit warning) asks the training processes to save a checkpoint and stop
+    (:func:`gdpo.training.run.stop_requests`). The launcher (torchrun under ``accelerate launch``) does not
+    handle it and would die at once, ending the job while its processes save; ignored in the launcher, the
+    signal still reaches the processes, which install their own handler, and the launcher waits for them.
+    """
+    command = launcher_command(config, base_dir)
+    return command if command == "python" else f"trap '' USR1; {command}"
 
 
 def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> list[str]:

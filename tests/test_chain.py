@@ -34,6 +34,7 @@ from gdpo.plan import (
     plan_training_chain,
     resolve_run_settings,
     task_resources,
+    train_launcher,
     wall_limit_hours,
 )
 from gdpo.training import models
@@ -128,6 +129,13 @@ def test_a_generation_batch_longer_than_a_job_is_refused_with_the_fix():
     config["wall_limit_hours"] = 0
     with pytest.raises(ValueError, match="wall_limit_hours 0 must be a number of hours > 0"):
         wall_limit_hours(config)
+
+
+def test_a_multi_process_launcher_ignores_the_warning_signal_that_its_processes_handle():
+    # torchrun does not handle SIGUSR1: it would die at once and end the job while its processes save.
+    assert train_launcher(smoke_config(4, 2)) == "python"  # CPU scales: the command as before
+    assert train_launcher(paper_math(), base_dir="/repo") == (
+        "trap '' USR1; accelerate launch --config_file /repo/envs/accelerate/deepspeed_zero3.yaml --num_processes 8")
 
 
 # --------------------------------------------------------------------------------------------------

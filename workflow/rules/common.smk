@@ -16,7 +16,6 @@ from gdpo.plan import (
     RunKey,
     describe_runs,
     gpu_only_settings,
-    launcher_command,
     model_dir,
     model_slug,
     plan_evaluations,
@@ -28,6 +27,7 @@ from gdpo.plan import (
     resolve_warmup_settings,
     runs_root,
     task_resources,
+    train_launcher,
     warmup_model_dir,
 )
 from gdpo.sim.config import read_study

@@ -16,7 +16,7 @@ rule train_segment:
     params:
         settings=run_settings,
         run_dir=run_dir,
-        launcher=launcher_command(config, base_dir=workflow.basedir),
+        launcher=train_launcher(config, base_dir=workflow.basedir),
         stop_at_step=lambda wildcards: training_segment(wildcards).end_step,
     threads: JOB_THREADS
     # A segment needs what the run's train job needs (the task's resources.train), for its own share of the hours.
@@ -54,8 +54,9 @@ rule train:
         # The run's settings (gdpo.plan.RunSettings): a change of any of them re-runs the job.
         settings=run_settings,
         run_dir=run_dir,
-        # `python`, or `accelerate launch --config_file … --num_processes N` (config `launch:`).
-        launcher=launcher_command(config, base_dir=workflow.basedir),
+        # `python`, or `trap '' USR1; accelerate launch --config_file … --num_processes N` (config `launch:`;
+        # the launcher ignores SLURM's warning signal, its processes save a checkpoint on it).
+        launcher=train_launcher(config, base_dir=workflow.basedir),
     threads: JOB_THREADS
     resources:
         mem_mb=4000,
