@@ -374,17 +374,33 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
     sub.add_argument("--model-dir", required=True, help="prepared model directory")
     sub.add_argument("--run-dir", required=True, help="output run directory")
     sub.add_argument("--threads", type=int, help="torch CPU threads")
+    sub.add_argument("--stop-at-step", type=int,
+                     help="one job of a chain (gdpo.plan.plan_training_chain): train to this optimizer step, "
+                          "save a checkpoint in <run-dir>.work and stop without writing --run-dir")
+    sub.add_argument("--segment-record", help="with --stop-at-step: write the segment's record (JSON) here")
     sub.set_defaults(handler=cmd_train)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     import json
+    import sys
 
     from gdpo.plan import RunSettings
-    from gdpo.training.run import train
+    from gdpo.training.run import INTERRUPTED_EXIT_CODE, TrainingInterrupted, train
 
-    summary = train(RunSettings.from_json(args.settings), args.model_dir, args.run_dir, threads=args.threads)
-    print(json.dumps({k: summary[k] for k in ("steps", "divergence_step", "resumed_from")}))
+    if args.stop_at_step is not None and args.stop_at_step < 1:
+        raise SystemExit(f"--stop-at-step {args.stop_at_step} must be an optimizer step >= 1.")
+    if args.segment_record and args.stop_at_step is None:
+        raise SystemExit("--segment-record records a segment: give --stop-at-step too.")
+    try:
+        summary = train(RunSettings.from_json(args.settings), args.model_dir, args.run_dir, threads=args.threads,
+                        stop_at_step=args.stop_at_step, segment_record=args.segment_record)
+    except TrainingInterrupted as interruption:
+        print(f"gdpo train: {interruption}", file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
+    keys = ("stop_at_step", "global_step", "resumed_from") if "stop_at_step" in summary else (
+        "steps", "divergence_step", "resumed_from")
+    print(json.dumps({k: summary[k] for k in keys}))
     return 0
 
 

@@ -10,8 +10,11 @@ dry run stays fast. The jobs (``python -m gdpo train|evaluate|warmup-model``) im
   :func:`planned_outputs`.
 - How each job runs: :class:`RunSettings` (a training run, from :func:`resolve_run_settings`),
   :class:`EvalSettings` (an evaluation, from :func:`resolve_eval_settings`), :class:`WarmupSettings` (a task's
-  format warm-up, from :func:`resolve_warmup_settings`), :func:`launcher_command`, :func:`gpu_only_settings`,
+  format warm-up, from :func:`resolve_warmup_settings`), :func:`launcher_command`, :func:`train_launcher`,
+  :func:`gpu_only_settings`,
   :func:`report_backends`.
+- Resources and the wall limit: :func:`task_resources`, :func:`wall_limit_hours`, and a long training run as a
+  chain of jobs, :func:`plan_training_chain` (:class:`TrainingSegment`).
 - Models: :func:`check_model_spec`, :func:`model_slug`.
 """
 
@@ -644,6 +647,19 @@ def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
     return " ".join(parts)
 
 
+def train_launcher(config: dict, base_dir: str | Path | None = None) -> str:
+    """What starts a train job's ``-m gdpo train``: :func:`launcher_command`, behind ``trap '' USR1;`` for a
+    multi-process launch.
+
+    SIGUSR1 (SLURM's time-limit warning) asks the training processes to save a checkpoint and stop
+    (:func:`gdpo.training.run.stop_requests`). The launcher (torchrun under ``accelerate launch``) does not
+    handle it and would die at once, ending the job while its processes save; ignored in the launcher, the
+    signal still reaches the processes, which install their own handler, and the launcher waits for them.
+    """
+    command = launcher_command(config, base_dir)
+    return command if command == "python" else f"trap '' USR1; {command}"
+
+
 def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> list[str]:
     """The settings that only work on a GPU, as ``key=value`` texts: vLLM generation in ``training``, and
     lm-eval's vLLM backend (a task's ``eval_backend``)."""
@@ -651,6 +667,115 @@ def gpu_only_settings(training: dict, evaluation_backend: str | None = None) -> 
     if evaluation_backend == "vllm":
         needs.append("eval_backend='vllm'")
     return needs
+
+
+# --------------------------------------------------------------------------------------------------
+# Resources, and training as a chain of jobs within a wall limit
+# --------------------------------------------------------------------------------------------------
+
+#: Longest wall time of one cluster job, hours, where the config sets no ``wall_limit_hours``.
+DEFAULT_WALL_LIMIT_HOURS = 24.0
+#: A job asks for this multiple of its expected hours (estimates, not measurements), and a chain is cut so
+#: that each segment's request stays within the wall limit: a segment is planned at most
+#: ``wall_limit_hours / CHAIN_SAFETY_FACTOR`` expected hours.
+CHAIN_SAFETY_FACTOR = 1.5
+
+
+def wall_limit_hours(config: dict) -> float:
+    """The longest wall time one cluster job may take, hours (config ``wall_limit_hours``, default 24)."""
+    value = config.get("wall_limit_hours", DEFAULT_WALL_LIMIT_HOURS)
+    if not _real(value) or value <= 0:
+        raise ValueError(f"wall_limit_hours {value!r} must be a number of hours > 0 (your cluster's time "
+                         "limit per job); leave it out for 24.")
+    return float(value)
+
+
+def task_resources(config: dict, task: str) -> dict:
+    """What the jobs of ``task`` need (the task's ``resources:`` block: ``train`` and ``evaluate``, each with
+    ``gpus``, ``cpus_per_gpu``, ``mem_mb`` and ``hours``); ``{}`` for a task without one (CPU scales)."""
+    return copy.deepcopy(dict(_task_spec(config, task).get("resources") or {}))
+
+
+def optimizer_steps_per_generation(trl: Mapping) -> int:
+    """Optimizer steps between two generation batches of TRL's ``GRPOTrainer``: a checkpoint that resumes the
+    run exactly lies on a multiple of it.
+
+    TRL generates every ``steps_per_generation × num_iterations`` micro-batches (``steps_per_generation``
+    defaults to ``gradient_accumulation_steps``) and keeps the batch in memory, not in the checkpoint; a run
+    resumed between two generations generates a new batch, and its micro-batch counter restarts at 0.
+    """
+    accumulation = int(trl.get("gradient_accumulation_steps", 1))
+    per_generation = int(trl.get("steps_per_generation") or accumulation) * int(trl.get("num_iterations", 1))
+    return math.lcm(per_generation, accumulation) // accumulation
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSegment:
+    """One job of a training run cut into a chain of jobs.
+
+    Attributes:
+        index: 1-based position in the chain; the last segment is the ``train`` job, the others
+            ``train_segment`` jobs.
+        start_step: optimizer step the segment resumes from (0: the start).
+        end_step: optimizer step after which it saves a checkpoint and stops (the last one: ``max_steps``).
+        hours: expected wall time of the segment, hours (None where the config states no
+            ``resources.train.hours``).
+    """
+
+    index: int
+    start_step: int
+    end_step: int
+    hours: float | None
+
+    def request_minutes(self) -> int | None:
+        """The runtime the job asks for, minutes: expected hours × :data:`CHAIN_SAFETY_FACTOR`, rounded up."""
+        return None if self.hours is None else math.ceil(self.hours * CHAIN_SAFETY_FACTOR * 60)
+
+
+def plan_training_chain(config: dict, task: str) -> list[TrainingSegment]:
+    """The jobs one training run of ``task`` takes: segments of whole optimizer steps, each planned at most
+    ``wall_limit_hours / CHAIN_SAFETY_FACTOR`` expected hours, every segment end on a generation-batch
+    boundary (:func:`optimizer_steps_per_generation`), so that the chain trains the model of one uninterrupted
+    run.
+
+    A task without ``resources.train.hours`` (the CPU scales) is one segment: the single ``train`` job.
+    ``ValueError`` when a run cannot be cut within the limit (one generation batch alone would exceed it).
+    """
+    hours = (task_resources(config, task).get("train") or {}).get("hours")
+    spec = _task_spec(config, task)
+    trl = {**config.get("training", {}), **spec.get("training", {})}
+    max_steps = trl.get("max_steps")
+    if hours is None:
+        return [TrainingSegment(1, 0, max_steps if _whole(max_steps, 1) else 0, None)]
+    if not _real(hours) or hours <= 0:
+        raise ValueError(f"task {task!r}: resources.train.hours {hours!r} must be a number of hours > 0.")
+    if not _whole(max_steps, 1):
+        raise ValueError(f"task {task!r}: a run with resources.train.hours needs training.max_steps (whole "
+                         "optimizer steps) to be cut into jobs within the wall limit; set "
+                         "`training.max_steps:`.")
+    limit = wall_limit_hours(config)
+    budget = limit / CHAIN_SAFETY_FACTOR  # expected hours one segment may take
+    unit = optimizer_steps_per_generation(trl)
+    hours_per_step = hours / max_steps
+    if unit * hours_per_step > budget:
+        raise ValueError(
+            f"task {task!r}: one generation batch ({unit} optimizer steps, about {unit * hours_per_step:.1f} h "
+            f"of the run's {hours} h) takes longer than a job may ({limit} h wall limit / safety factor "
+            f"{CHAIN_SAFETY_FACTOR}); raise `wall_limit_hours:` or use fewer updates per generation batch.")
+    count = math.ceil(hours / budget)
+    ends: list[int] = []
+    while True:
+        # Even cuts of whole generation batches, each at most `budget` expected hours.
+        units = math.ceil(max_steps / unit)
+        ends = sorted({min(max_steps, round(units * k / count) * unit) for k in range(1, count + 1)})
+        starts = [0, *ends[:-1]]
+        fits = all((end - start) * hours_per_step <= budget for start, end in zip(starts, ends))
+        if ends[-1] == max_steps and fits:
+            break
+        count += 1
+    starts = [0, *ends[:-1]]
+    return [TrainingSegment(k + 1, start, end, (end - start) * hours_per_step)
+            for k, (start, end) in enumerate(zip(starts, ends))]
 
 
 # --------------------------------------------------------------------------------------------------

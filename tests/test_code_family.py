@@ -322,7 +322,9 @@ def test_evaluate_metrics_with_scripted_completions(tmp_path, monkeypatch):
             out.append([good, crash][:num_samples])
         return out
 
-    monkeypatch.setattr(generate, "load_policy", lambda model_dir, adapter_dir=None: ("model", "tokenizer"))
+    # The scripted completions need no model; generation reads only where it is (the CPU).
+    on_cpu = SimpleNamespace(device=SimpleNamespace(type="cpu"))
+    monkeypatch.setattr(generate, "load_policy", lambda model_dir, adapter_dir=None, **placement: (on_cpu, "tokenizer"))
     monkeypatch.setattr(generate, "generate_completions", scripted)
     result = code.evaluate(
         request(tmp_path, eval_data=["procedural", "apps"], data_dir=str(tmp_path), length_limit=64)

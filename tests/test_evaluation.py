@@ -196,3 +196,35 @@ def test_evaluate_run_needs_an_adapter_exactly_for_trained_methods(tiny_model_di
         evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "base", 3), tiny_model_dir, tmp_path / "e.json",
                      tmp_path / "work", adapter_dir=tiny_model_dir)
     assert not (tmp_path / "e.json").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Where an evaluation runs: one choice of device and dtype
+# --------------------------------------------------------------------------------------------------
+
+
+def test_evaluations_run_on_the_cpu_in_float32_without_a_gpu_and_on_cuda_in_bfloat16_with_one(monkeypatch):
+    from gdpo.generation.generate import evaluation_device
+    from gdpo.tasks.math.evaluation import lm_eval_model_args
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu = evaluation_device()
+    assert (cpu.device, cpu.dtype) == ("cpu", torch.float32)  # the CPU scales' engine and dtype, as before
+    assert cpu.record() == {"device": "cpu", "dtype": "float32"}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    gpu = evaluation_device()
+    assert (gpu.device, gpu.dtype) == ("cuda", torch.bfloat16)
+    assert gpu.record() == {"device": "cuda", "dtype": "bfloat16"}
+    # Math's lm-eval hf model takes the same choice; vLLM keeps its own.
+    common = dict(batch_size=4, max_new_tokens=16, seed=0)
+    assert lm_eval_model_args("hf", "m", None, **common, device=gpu.device, dtype=gpu.dtype_name)[1] == {
+        "pretrained": "m", "tokenizer": "m", "dtype": "bfloat16", "device": "cuda", "batch_size": 4}
+    assert lm_eval_model_args("hf", "m", None, **common)[1]["device"] == "cpu"
+    assert "device" not in lm_eval_model_args("vllm", "m", None, **common)[1]
+
+
+def test_load_policy_places_the_model_and_the_cpu_rollout_engine_is_refused_off_the_cpu(tiny_model_dir):
+    model, tokenizer = load_policy(tiny_model_dir, dtype=torch.bfloat16, device="meta")  # no GPU here: meta
+    assert model.device.type == "meta" and model.dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="rollout engine .* runs on the CPU; the model is on meta"):
+        generate_completions(model, tokenizer, [[{"role": "user", "content": "1+1"}]], fast=True)

@@ -3,6 +3,10 @@
 Used by the families whose evaluators score text themselves (tool calling, code, arithmetic) and by the math
 family's solve-rate calibration; math evaluation goes through lm-eval, whose engine model
 (:mod:`gdpo.tasks.math.engine_lm`) takes :func:`eos_token_ids` from here.
+
+Where an evaluation runs is one choice, :func:`evaluation_device`: the job's GPU in bfloat16 when there is
+one, else the CPU in float32 (the CPU scales' engine and dtype). The bfloat16 rollout engine
+(:mod:`gdpo.generation.rollout`) is CPU code; on a GPU, completions come from ``generate`` on the GPU.
 """
 
 from __future__ import annotations
@@ -23,11 +27,40 @@ class Completion:
     truncated: bool
 
 
-def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None, dtype: torch.dtype = torch.float32):
+@dataclass(frozen=True)
+class EvalDevice:
+    """Where an evaluation's model runs: ``device`` (``"cpu"`` or ``"cuda"``, the job's GPU) and the weights'
+    ``dtype``."""
+
+    device: str
+    dtype: torch.dtype
+
+    @property
+    def dtype_name(self) -> str:
+        """The dtype as lm-eval and the records spell it (``"float32"``, ``"bfloat16"``)."""
+        return str(self.dtype).removeprefix("torch.")
+
+    def record(self) -> dict:
+        """``{"device", "dtype"}`` for eval.json's settings."""
+        return {"device": self.device, "dtype": self.dtype_name}
+
+
+def evaluation_device() -> EvalDevice:
+    """The device and dtype of every transformers evaluation: the job's GPU (``cuda``, the first device of the
+    job's ``CUDA_VISIBLE_DEVICES``) in bfloat16 when torch sees one; else the CPU in float32, the CPU scales'
+    dtype, so their results are unchanged."""
+    if torch.cuda.is_available():
+        return EvalDevice("cuda", torch.bfloat16)
+    return EvalDevice("cpu", torch.float32)
+
+
+def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None,
+                dtype: torch.dtype = torch.float32, device: str = "cpu"):
     """The policy to evaluate: the base model, with the run's trained weights when ``adapter_dir`` is given.
 
     ``adapter_dir`` is a training run's ``model/`` directory: a PEFT adapter (``adapter_config.json``),
     merged into the base weights so generation runs at the base model's speed, or a full model, loaded as is.
+    ``dtype`` and ``device``: where the weights live (:func:`evaluation_device` chooses them for evaluations).
 
     Returns:
         ``(model, tokenizer)``, the model in eval mode, the tokenizer padding on the left (batched generation).
@@ -47,6 +80,7 @@ def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None, dt
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    model = model.to(device)
     # The trained run saves its tokenizer next to the weights; the base model's is the same one.
     tokenizer = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (adapter_dir / "tokenizer_config.json").exists() else model_dir)
     tokenizer.padding_side = "left"
@@ -78,7 +112,8 @@ def generate_completions(
         temperature: 0 means greedy decoding (then every sample of a prompt is the same).
         batch_size: sequences per ``generate`` call (prompt-sample pairs, prompts of similar length together).
         seed: seeds torch's generator once, before the first batch.
-        fast: sample with :class:`gdpo.generation.rollout.RolloutEngine` (bfloat16) instead of ``generate``.
+        fast: sample with :class:`gdpo.generation.rollout.RolloutEngine` (bfloat16, CPU only) instead of
+            ``generate``; ``ValueError`` for a model on a GPU.
 
     Returns:
         P lists of ``num_samples`` :class:`Completion`, in the order of ``prompts``.
@@ -87,6 +122,9 @@ def generate_completions(
         raise ValueError("num_samples, batch_size and max_new_tokens must be at least 1.")
     if temperature < 0 or not 0 < top_p <= 1:
         raise ValueError(f"Need temperature >= 0 and 0 < top_p <= 1, got {temperature} and {top_p}.")
+    if fast and model.device.type != "cpu":
+        raise ValueError(f"The rollout engine (fast generation) runs on the CPU; the model is on "
+                         f"{model.device}: sample with generate() there (fast=False).")
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     pairs = [(i, s) for i in range(len(prompts)) for s in range(num_samples)]
@@ -110,6 +148,7 @@ def generate_completions(
                                          tokenizer.pad_token_id, settings)
         else:
             inputs = tokenizer.pad({"input_ids": [encoded[i] for i, _ in batch]}, return_tensors="pt")
+            inputs = inputs.to(model.device)
             output = model.generate(
                 **inputs,
                 max_new_tokens=max_new_tokens,
@@ -136,10 +175,21 @@ def eos_token_ids(model, tokenizer) -> list[int]:
     return sorted(ids)
 
 
+def load_policy_for_request(request) -> tuple:
+    """:func:`load_policy` for an :class:`gdpo.evaluation.EvalRequest`, on :func:`evaluation_device`'s device
+    and dtype; returns ``(model, tokenizer, device)`` (device: the :class:`EvalDevice`)."""
+    device = evaluation_device()
+    model, tokenizer = load_policy(request.model_dir, request.adapter_dir, dtype=device.dtype,
+                                   device=device.device)
+    return model, tokenizer, device
+
+
 def generate_for_request(model, tokenizer, prompts: list[list[dict]], request) -> list[list[Completion]]:
-    """:func:`generate_completions` with the sampling settings of an :class:`gdpo.evaluation.EvalRequest`."""
+    """:func:`generate_completions` with the sampling settings of an :class:`gdpo.evaluation.EvalRequest`; the
+    request's ``fast_generation`` (the CPU rollout engine) applies to a model on the CPU only; a model on a
+    GPU samples with ``generate`` there."""
     return generate_completions(
         model, tokenizer, prompts, num_samples=request.num_samples, temperature=request.temperature,
         top_p=request.top_p, max_new_tokens=request.max_new_tokens, batch_size=request.batch_size,
-        seed=request.seed, fast=request.fast_generation,
+        seed=request.seed, fast=request.fast_generation and model.device.type == "cpu",
     )

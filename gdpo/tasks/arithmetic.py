@@ -108,7 +108,7 @@ def evaluate(request) -> dict:
     import json
 
     from gdpo.files import ITEMS_KEY, item_outcomes
-    from gdpo.generation.generate import generate_for_request, load_policy
+    from gdpo.generation.generate import generate_for_request, load_policy_for_request
     from gdpo.generation.health import TRUNCATED, health_record
 
     options = dict(request.options)
@@ -116,7 +116,7 @@ def evaluate(request) -> dict:
     if options:
         raise ValueError(f"arithmetic task: unknown options {sorted(options)}; it takes only length_limit.")
     dataset = build_dataset("eval", request.eval_size or 64, request.seed, length_limit=length_limit)
-    model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
+    model, tokenizer, device = load_policy_for_request(request)
     samples = generate_for_request(model, tokenizer, dataset["prompt"], request)
     correct, formatted, exceeded = [], [], []
     per_item = {"acc": [], "format": [], "exceed": []}
@@ -144,6 +144,7 @@ def evaluate(request) -> dict:
     health = {"answers": percent([1.0 if _ANSWER.search(c.text) else 0.0 for c in every]),
               TRUNCATED: percent([1.0 if c.truncated else 0.0 for c in every])}
     return {"family": "arithmetic", "benchmarks": {"arithmetic": metrics}, "summary": dict(metrics), "not_run": {},
-            "health": health_record("arithmetic", health), "settings": {"length_limit": length_limit},
+            "health": health_record("arithmetic", health),
+            "settings": {"length_limit": length_limit, **device.record()},
             ITEMS_KEY: {"arithmetic": item_outcomes([f"{request.seed}/{index}" for index in range(len(dataset))],
                                                     per_item)}}

@@ -14,6 +14,12 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
 workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
 
+A run longer than a cluster's wall limit is a chain of jobs (:func:`gdpo.plan.plan_training_chain`): each job
+but the last trains to its ``stop_at_step``, saves a checkpoint there and leaves the run directory alone; the
+last one resumes and writes it. SIGTERM or SIGUSR1 (SLURM's time-limit warning, ``--signal``) makes a job
+save a checkpoint after the optimizer step it is in and stop (:class:`TrainingInterrupted`), so that the next job
+resumes there.
+
 Under a multi-process launch (``accelerate launch``/``torchrun``, the config's ``launch:`` section) every
 process runs :func:`train`; only the main process writes the files above. With the environment variable
 ``GDPO_ADVANTAGE_AUDIT`` set to a directory, every process also records the advantages it trains on in
@@ -23,12 +29,15 @@ process runs :func:`train`; only the main process writes the files above. With t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -54,6 +63,38 @@ RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "data
 
 class GPURequiredError(RuntimeError):
     """A setting needs a GPU and this machine has none."""
+
+
+class TrainingInterrupted(RuntimeError):
+    """A stop signal ended the job early; its checkpoint is saved and running the job again resumes there."""
+
+
+#: Signals that make a training job save a checkpoint and stop: the scheduler's terminate, and SLURM's usual
+#: early warning (``sbatch --signal=USR1@<seconds>``).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+#: Exit status of ``gdpo train`` stopped by a signal after saving its checkpoint (``EX_TEMPFAIL``: run again).
+INTERRUPTED_EXIT_CODE = 75
+
+
+@contextlib.contextmanager
+def stop_requests() -> Iterator[list[int]]:
+    """Within the block, :data:`STOP_SIGNALS` are recorded instead of killing the process.
+
+    Yields the list the received signal numbers are appended to (the training loop reads it after each
+    optimizer step); the previous handlers are restored on exit. Outside the main thread (no handlers there)
+    it yields a list that stays empty.
+    """
+    received: list[int] = []
+    try:
+        previous = {number: signal.signal(number, lambda number, frame: received.append(number))
+                    for number in STOP_SIGNALS}
+    except ValueError:  # not the main thread: signals cannot be handled here
+        previous = {}
+    try:
+        yield received
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def launched_processes() -> int:
@@ -168,6 +209,36 @@ def _metrics_callback(path: Path):
     return MetricsJsonl()
 
 
+def _stop_callback(stop_at_step: int | None, received: list[int], accelerator):
+    from transformers import TrainerCallback
+
+    class StopAfterStep(TrainerCallback):
+        """After an optimizer step, save a checkpoint and stop: at ``stop_at_step`` (a segment's end), or once
+        a stop signal has been ``received`` (by any process: every process stops at the same step, as the
+        checkpoint of a multi-process run is collective)."""
+
+        def __init__(self) -> None:
+            self.stopped_by_signal = False
+
+        def on_step_end(self, args, state, control, **kwargs):
+            signalled = bool(received)
+            if accelerator.num_processes > 1:
+                flag = torch.tensor([float(signalled)], device=accelerator.device)
+                signalled = bool(accelerator.gather(flag).max().item())
+            target = min(stop_at_step or state.max_steps, state.max_steps)
+            if state.global_step >= target:
+                # A segment's end: its checkpoint is the next job's start (the last step saves the model).
+                control.should_save = control.should_save or state.global_step < state.max_steps
+                control.should_training_stop = True
+            elif signalled:
+                self.stopped_by_signal = True
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+    return StopAfterStep()
+
+
 def last_complete_checkpoint(work_dir: Path, delete_partial: bool = True) -> Path | None:
     """The newest checkpoint that was written completely; newer, partial ones are deleted (if asked).
 
@@ -271,7 +342,8 @@ def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
 
 
 def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
-          threads: int | None = None) -> dict:
+          threads: int | None = None, stop_at_step: int | None = None,
+          segment_record: str | Path | None = None) -> dict:
     """Train one policy and write the run directory; resumes from ``<run_dir>.work`` if a checkpoint exists.
 
     Args:
@@ -279,16 +351,27 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
         model_dir: the prepared model directory (``prepare_model`` rule).
         run_dir: ``results/<scale>/runs/<task>/<method>/seed<seed>``.
         threads: torch CPU threads (the rule's ``threads``).
+        stop_at_step: a segment of a chain of jobs (:func:`gdpo.plan.plan_training_chain`) ending before
+            ``max_steps``: train to this optimizer step, save a checkpoint there and stop, leaving the run
+            directory unwritten (nothing is trained when the last checkpoint is at or past it). None, or a step
+            at or past ``max_steps``: train to the end and write the run directory.
+        segment_record: with ``stop_at_step``, where the main process writes the segment's record (JSON).
 
     Returns:
-        The run summary (also written to ``summary.json``).
+        The run summary (also written to ``summary.json``), or for a segment its record: ``{"stop_at_step",
+        "global_step", "checkpoint", "resumed_from"}``.
+
+    Raises:
+        TrainingInterrupted: a stop signal (:data:`STOP_SIGNALS`) came before the end; the checkpoint after
+            the optimizer step in progress is saved, and the same call resumes from it.
     """
     check_device(settings.trl, settings.task)
     backends = report_backends(settings.trl.get("report_to", "none"))
     check_backends_installed(backends)
     # Before TRL is imported: trackio, which TRL imports, reads where its store is once.
-    with backend_environment(backends, run_logs_dir(run_dir)) as log_dirs:
-        return _train(settings, model_dir, Path(run_dir), threads, list(log_dirs.values()))
+    with backend_environment(backends, run_logs_dir(run_dir)) as log_dirs, stop_requests() as received:
+        return _train(settings, model_dir, Path(run_dir), threads, list(log_dirs.values()), stop_at_step,
+                      segment_record, received)
 
 
 def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path,
@@ -331,8 +414,21 @@ def _write_run_dir(run_dir: Path, settings: RunSettings, trl_kwargs: dict, num_p
     shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
 
 
+def _checkpoint_step(checkpoint: str | Path | None) -> int:
+    """The optimizer step of a ``checkpoint-<step>`` directory (0 for none)."""
+    return int(Path(checkpoint).name.split("-")[-1]) if checkpoint else 0
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    os.replace(partial, path)
+
+
 def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads: int | None,
-           log_dirs: list[Path]) -> dict:
+           log_dirs: list[Path], stop_at_step: int | None, segment_record: str | Path | None,
+           received: list[int]) -> dict:
     """:func:`train` once the checks have passed and the backends log into ``log_dirs``."""
     from datasets import disable_progress_bars
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -381,8 +477,27 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
                              if os.environ.get(ADVANTAGE_AUDIT_ENV) else None),
     )
     accelerator = trainer.accelerator
+    stopper = _stop_callback(stop_at_step, received, accelerator)
+    trainer.add_callback(stopper)
     checkpoint = _resume_point(accelerator, work_dir, live_metrics, run_dir, log_dirs)
-    trainer.train(resume_from_checkpoint=checkpoint)
+    segment = stop_at_step is not None and stop_at_step < arguments.max_steps
+    if received and accelerator.num_processes == 1:  # several processes decide together, after a step
+        raise TrainingInterrupted(f"stopped by signal {received[0]} before training; the run resumes from "
+                                  f"{checkpoint or 'its start'} when started again.")
+    if not (segment and _checkpoint_step(checkpoint) >= stop_at_step):
+        trainer.train(resume_from_checkpoint=checkpoint)
+    if stopper.stopped_by_signal:
+        raise TrainingInterrupted(
+            f"stopped by signal {received[0]} after optimizer step {trainer.state.global_step}, whose "
+            f"checkpoint is saved in {work_dir}; run the same command again to resume from it.")
+    if segment:
+        reached = last_complete_checkpoint(work_dir, delete_partial=False)
+        record = {"stop_at_step": stop_at_step, "global_step": _checkpoint_step(reached),
+                  "checkpoint": str(reached) if reached else None, "resumed_from": checkpoint}
+        if accelerator.is_main_process and segment_record is not None:
+            _write_json_atomically(Path(segment_record), record)
+        accelerator.wait_for_everyone()
+        return record
 
     trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
     summary = summarise(read_metrics(live_metrics), list(settings.reward_names))

@@ -151,6 +151,10 @@ class RegistryGRPOTrainer(GRPOTrainer):
         if self.use_vllm or self.use_transformers_continuous_batching or self.accelerator.num_processes > 1:
             raise ValueError("fast_generation runs in a single process without vLLM or continuous batching; "
                              "set `fast_generation: false` for multi-process or vLLM runs.")
+        if self.accelerator.device.type != "cpu":
+            raise ValueError(f"fast_generation is the CPU rollout engine, and this run trains on "
+                             f"{self.accelerator.device}; set `fast_generation: false` (generate() or vLLM on "
+                             "the GPU).")
         self._sampling_settings = SamplingSettings.from_generation_config(self.generation_config)
         config = _causal_lm(self.accelerator.unwrap_model(self.model)).config
         return RolloutEngine(config, batch_size_hint=self.args.generation_batch_size)

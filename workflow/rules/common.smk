@@ -16,16 +16,18 @@ from gdpo.plan import (
     RunKey,
     describe_runs,
     gpu_only_settings,
-    launcher_command,
     model_dir,
     model_slug,
     plan_evaluations,
     plan_runs,
+    plan_training_chain,
     planned_outputs,
     resolve_eval_settings,
     resolve_run_settings,
     resolve_warmup_settings,
     runs_root,
+    task_resources,
+    train_launcher,
     warmup_model_dir,
 )
 from gdpo.sim.config import read_study
@@ -136,6 +138,47 @@ def run_settings(wildcards):
     return resolve_run_settings(config, wildcards.task, wildcards.method, int(wildcards.seed)).to_json()
 
 
+# One job of a training run cut into a chain within the wall limit: results/<scale>/runs/{task}/{method}/
+# seed{seed}.work/segment{segment}.json records that segment {segment} (1 .. n-1) has saved its checkpoint.
+SEGMENT_RECORD = f"{RUN_DIR}.work/segment{{segment}}.json"
+
+
+def train_resources(wildcards):
+    """The task's resources.train (gpus, cpus_per_gpu, mem_mb, hours); empty at CPU scales."""
+    return task_resources(config, wildcards.task).get("train") or {}
+
+
+def training_chain(wildcards):
+    """The segments of a training job's chain (gdpo.plan.TrainingSegment); one for a run within the wall limit."""
+    return plan_training_chain(config, wildcards.task)
+
+
+def training_segment(wildcards):
+    """The segment of a train_segment job (its {segment} wildcard, 1-based)."""
+    chain = training_chain(wildcards)
+    index = int(wildcards.segment)
+    if not 1 <= index < len(chain):
+        raise ValueError(f"run {run_dir(wildcards)} is planned as {len(chain)} job(s); segment {index} is none of "
+                         f"the first {len(chain) - 1}.")
+    return chain[index - 1]
+
+
+def _segment_record(wildcards, index):
+    return SEGMENT_RECORD.format(task=wildcards.task, method=wildcards.method, seed=wildcards.seed, segment=index)
+
+
+def previous_segment_record(wildcards):
+    """A train_segment job's input: the record of the segment before it (none for the first)."""
+    index = int(wildcards.segment)
+    return [_segment_record(wildcards, index - 1)] if index > 1 else []
+
+
+def last_segment_record(wildcards):
+    """The train job's input: the record of the chain's last segment before it (none for a run of one job)."""
+    count = len(training_chain(wildcards))
+    return [_segment_record(wildcards, count - 1)] if count > 1 else []
+
+
 def eval_settings(wildcards):
     """An evaluation job's settings as the JSON its command reads (gdpo.plan.EvalSettings): a change of any of
     them re-runs the job."""
@@ -172,3 +215,4 @@ wildcard_constraints:
     **RUN_WILDCARDS,
     model="[A-Za-z0-9_.-]+",
     study="[A-Za-z0-9_-]+",
+    segment=r"\d+",

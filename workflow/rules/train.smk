@@ -1,10 +1,49 @@
 # Training: one TRL GRPOTrainer run per (task, method, seed), advantage from the gdpo registry.
+# A run longer than the wall limit (config `wall_limit_hours`, the task's `resources.train.hours`) is a chain of
+# jobs (gdpo.plan.plan_training_chain): train_segment 1..n-1 each train to their end step and leave a checkpoint
+# in <run dir>.work, and train, the last, resumes from it and writes the run directory. A run of one segment
+# (every CPU scale) is the train job alone.
+
+
+rule train_segment:
+    input:
+        model=policy_model,
+        data=task_data,
+        previous=previous_segment_record,
+    output:
+        # The segment's record (its end step and checkpoint); removed once the next job has resumed from it.
+        record=temp(SEGMENT_RECORD),
+    params:
+        settings=run_settings,
+        run_dir=run_dir,
+        launcher=train_launcher(config, base_dir=workflow.basedir),
+        stop_at_step=lambda wildcards: training_segment(wildcards).end_step,
+    threads: JOB_THREADS
+    # A segment needs what the run's train job needs (the task's resources.train), for its own share of the hours.
+    resources:
+        gpu=lambda wildcards: train_resources(wildcards).get("gpus", 0),
+        cpus_per_gpu=lambda wildcards: train_resources(wildcards).get("cpus_per_gpu", 1),
+        mem_mb=lambda wildcards: train_resources(wildcards).get("mem_mb", 4000),
+        # Minutes: the segment's expected hours times the chain's safety factor, within the wall limit.
+        runtime=lambda wildcards: training_segment(wildcards).request_minutes(),
+    log:
+        RunKey.pattern(f"results/{SCALE}/logs/train_segment") + ".segment{segment}.log",
+    benchmark:
+        RunKey.pattern(f"results/{SCALE}/benchmarks/train_segment") + ".segment{segment}.tsv"
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "{params.launcher} -m gdpo train --settings {params.settings:q} --model-dir {input.model} "
+        "--run-dir {params.run_dir} --threads {threads} --stop-at-step {params.stop_at_step} "
+        "--segment-record {output.record} > {log} 2>&1"
 
 
 rule train:
     input:
         model=policy_model,
         data=task_data,
+        # The chain's previous segment (nothing for a run of one job).
+        previous=last_segment_record,
     output:
         metrics=f"{RUN_DIR}/metrics.jsonl",
         summary=f"{RUN_DIR}/summary.json",
@@ -15,8 +54,9 @@ rule train:
         # The run's settings (gdpo.plan.RunSettings): a change of any of them re-runs the job.
         settings=run_settings,
         run_dir=run_dir,
-        # `python`, or `accelerate launch --config_file … --num_processes N` (config `launch:`).
-        launcher=launcher_command(config, base_dir=workflow.basedir),
+        # `python`, or `trap '' USR1; accelerate launch --config_file … --num_processes N` (config `launch:`;
+        # the launcher ignores SLURM's warning signal, its processes save a checkpoint on it).
+        launcher=train_launcher(config, base_dir=workflow.basedir),
     threads: JOB_THREADS
     resources:
         mem_mb=4000,

@@ -74,7 +74,7 @@ def evaluate(request) -> dict:
     content, with each benchmark's per-item ``pass``/``exceed``/``bug`` under ``items``
     (:func:`gdpo.files.item_outcomes`, ids = problem ids). Benchmarks whose data is missing go to ``not_run``
     with the reason."""
-    from gdpo.generation.generate import generate_for_request, load_policy
+    from gdpo.generation.generate import evaluation_device, generate_for_request, load_policy_for_request
 
     options = resolve_options(request.options)
     length_limit = options["length_limit"]
@@ -85,10 +85,11 @@ def evaluate(request) -> dict:
         except (DataUnavailable, FileNotFoundError) as error:
             not_run[name] = str(error)
     model = tokenizer = None
+    device = evaluation_device()
     completion_rows, item_rows, items = [], [], {}
     for name, problems in loaded.items():
         if model is None:
-            model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
+            model, tokenizer, device = load_policy_for_request(request)
         samples = generate_for_request(model, tokenizer, [p["prompt"] for p in problems], request)
         benchmarks[name], completions, scored = score_benchmark(problems, samples, length_limit)
         completion_rows += completions
@@ -117,6 +118,7 @@ def evaluate(request) -> dict:
             "sandbox": isolation_mode(),
             "sandbox_limits": limits_mode(),
             "sandbox_python": sandbox_python()[0],
+            **device.record(),
         },
         ITEMS_KEY: items,
     }

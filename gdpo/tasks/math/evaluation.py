@@ -7,8 +7,9 @@ For each benchmark of the task's ``eval_data`` option:
    (``gdpo/tasks/math/lm_eval_tasks/``) and sets that data file, ``repeats`` (samples per problem) and
    the request's generation settings;
 3. ``lm_eval.simple_evaluate`` runs every task with a ``TaskManager`` over that directory, the ``hf``
-   backend (``pretrained`` = model dir, ``peft`` = adapter dir) or, on GPUs, ``vllm`` (task option
-   ``eval_backend``), with the chat template applied and samples logged, and hub access switched off;
+   backend (``pretrained`` = model dir, ``peft`` = adapter dir; on the job's GPU in bfloat16 when there is
+   one, else on the CPU in float32) or, on GPUs, ``vllm`` (task option ``eval_backend``), with the chat
+   template applied and samples logged, and hub access switched off;
 4. Acc = pass@1 averaged over the samples (lm-eval's ``acc``, math-verify in ``utils.process_results``);
    Exceed = share of logged responses longer than ``length_limit`` tokens, counted with the model's
    tokenizer.
@@ -56,11 +57,14 @@ def lm_eval_model_args(
     max_new_tokens: int,
     seed: int,
     max_lora_rank: int = 64,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> tuple[str, dict]:
     """lm-eval's model name and ``model_args`` for a policy (a pure function: nothing is loaded).
 
     Args:
-        backend: ``"hf"`` (transformers, CPU here, float32) or ``"vllm"`` (GPU, the paper's evaluation).
+        backend: ``"hf"`` (transformers on ``device`` in ``dtype``) or ``"vllm"`` (GPU, the paper's
+            evaluation).
         model_dir: base model directory.
         adapter_dir: a PEFT adapter (applied on top of ``model_dir``), a full model directory (used instead
             of ``model_dir``), or None.
@@ -68,6 +72,9 @@ def lm_eval_model_args(
         max_new_tokens: generation budget; vLLM's context is sized to it plus the prompt.
         seed: vLLM's sampling seed (hf sampling is seeded by lm-eval's torch seed).
         max_lora_rank: largest LoRA rank vLLM must accept.
+        device, dtype: where the ``hf`` backend runs the model
+            (:func:`gdpo.generation.generate.evaluation_device`: ``"cuda"`` and ``"bfloat16"`` on a GPU,
+            ``"cpu"`` and ``"float32"`` otherwise); vLLM chooses its own.
 
     Returns:
         ``(model, model_args)`` for ``lm_eval.simple_evaluate``.
@@ -83,8 +90,8 @@ def lm_eval_model_args(
         args = {
             "pretrained": weights,
             "tokenizer": weights,
-            "dtype": "float32",
-            "device": "cpu",
+            "dtype": dtype,
+            "device": device,
             "batch_size": batch_size,
         }
         if adapter:
@@ -281,6 +288,9 @@ def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tu
     import torch
     from lm_eval.tasks import TaskManager
 
+    from gdpo.generation.generate import evaluation_device
+
+    device = evaluation_device()
     model, model_args = lm_eval_model_args(
         options["eval_backend"],
         request.model_dir,
@@ -288,8 +298,11 @@ def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tu
         batch_size=request.batch_size,
         max_new_tokens=request.max_new_tokens,
         seed=request.seed,
+        device=device.device,
+        dtype=device.dtype_name,
     )
-    if request.fast_generation and model == "hf":
+    # The rollout engine is CPU code: on a GPU, lm-eval's hf model generates there.
+    if request.fast_generation and model == "hf" and device.device == "cpu":
         from gdpo.tasks.math.engine_lm import ENGINE_MODEL_NAME  # registers the engine-backed model
 
         model = ENGINE_MODEL_NAME

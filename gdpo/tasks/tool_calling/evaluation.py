@@ -164,7 +164,7 @@ def evaluate(request) -> dict:
     """
     import torch
 
-    from gdpo.generation.generate import generate_for_request, load_policy
+    from gdpo.generation.generate import generate_for_request, load_policy_for_request
 
     options = validate_options(dict(request.options))
     split_dir = eval_split_dir(options)
@@ -177,7 +177,7 @@ def evaluate(request) -> dict:
         raise ValueError(f"No held-out item to evaluate in {split_dir / 'eval.jsonl'} with these options.")
 
     torch.set_num_threads(max(1, request.threads))
-    model, tokenizer = load_policy(request.model_dir, request.adapter_dir)
+    model, tokenizer, device = load_policy_for_request(request)
     generated = generate_for_request(model, tokenizer, [prompts[row["id"]] for row in rows], request)
 
     # Absolute: the scorer runs with work_dir as its current directory.
@@ -224,6 +224,7 @@ def evaluate(request) -> dict:
             "temperature": request.temperature,
             "top_p": request.top_p,
             "max_new_tokens": request.max_new_tokens,
+            **device.record(),
             "bfcl_package_version": scores["package_version"],
             "checker_model_name": scores["checker_model_name"],
             "n_samples": scores["n_samples"],
