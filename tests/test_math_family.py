@@ -752,12 +752,13 @@ def test_vllm_sampling_is_lm_evals_for_greedy_and_sampled_requests():
 
 
 def test_subprocess_vllm_model_prompts_as_lm_evals_vllm_model(tiny_model, tmp_path):
-    """Chat template and token ids are what lm-eval's ``vllm`` model sends; without an interpreter it says so."""
+    """Chat template and token ids are what lm-eval's ``vllm`` model sends; it refuses to score."""
     from transformers import AutoTokenizer
 
     from gdpo.tasks.math.vllm_lm import SubprocessVLLM
 
-    lm = SubprocessVLLM(pretrained=str(tiny_model), max_model_len=64, dtype="auto", seed=0, work_dir=str(tmp_path))
+    lm = SubprocessVLLM(pretrained=str(tiny_model), max_model_len=64, dtype="auto", seed=0,
+                        work_dir=str(tmp_path))
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     chat = [{"role": "user", "content": "What is 2 + 3?"}]
     prompt = lm.apply_chat_template(chat)

