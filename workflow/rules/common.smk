@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gdpo.config import MINIATURE_MANIFEST, apply_grid, apply_miniature, validate_config
 from gdpo.evidence import RUN_FILES as RUN_EVIDENCE
+from gdpo.generation.vllm_offline import vllm_python
 from gdpo.plan import (
     BASE_METHOD,
     EVAL_FILE,
@@ -205,7 +206,7 @@ onstart:
     for task in sorted({run.task for run in RUNS}):
         spec = config["tasks"][task]
         training = {**config.get("training", {}), **spec.get("training", {})}
-        if gpu_only_settings(training, spec.get("eval_backend")):
+        if gpu_only_settings(training, spec.get("eval_backend"), vllm_python()):
             from gdpo.training.run import check_device
 
             check_device(training, task, spec.get("eval_backend"))

