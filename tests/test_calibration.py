@@ -60,7 +60,9 @@ def _powered(claim: str):
     designs = {}
     for name in PAPER_CONFIGS:
         designs.update(calibration.designs_from_config(config(name), seed_sd=calibration.ASSUMED_SEED_SD))
-    seeds = calibration.seeds_for_power(designs[claim], 0.95, replicates=400)
+    # 90 %: under the paper's effect P(reproduced) stays below about 1 − α = 95 % however many seeds (the effect
+    # sits on the refutation boundary, where each part's refuting bound falls below it α / K of the time).
+    seeds = calibration.seeds_for_power(designs[claim], 0.9, replicates=400)
     assert seeds is not None, claim
     return designs[claim].with_seeds(seeds)
 
@@ -69,7 +71,7 @@ def _powered(claim: str):
 @pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9"])
 def test_the_papers_numbers_reproduce_their_own_claims_where_the_design_has_the_power(claim):
     """The paper's tables as per-seed data (runs agreeing to ASSUMED_SEED_SD plus their evaluation's binomial
-    noise), at the paper config's items and the seeds `gdpo power` asks for (95 % at that spread): reproduced."""
+    noise), at the paper config's items and the seeds `gdpo power` asks for (90 % at that spread): reproduced."""
     powered = _powered(claim)
     assert calibration._decide(powered, calibration.paper_number_cells(powered)) == REPRODUCED, (claim, powered.seeds)
 
@@ -109,12 +111,13 @@ def test_every_table_rule_is_calibrated_at_the_paper_design_and_the_smallest_gat
     assert calibration.calibration_failures(smallest) == []
 
 
-def test_the_smallest_gated_c8_design_is_calibrated():
-    """The fast suite's share of the check above: C8 at its smallest gated design, its default spread."""
-    smallest = calibration.smallest_gated(calibration.designs_from_config(config("paper-math"))["C8"])
-    checks = calibration.calibration_checks(smallest)
+def test_the_c8_rule_is_calibrated_at_the_paper_math_design():
+    """The fast suite's share of the check above: C8 at paper-math's design and its default spread, where the
+    stated power is far from 0 and 1 (so that its check can fail)."""
+    design = calibration.designs_from_config(config("paper-math"))["C8"]
+    checks = calibration.calibration_checks(design)
     assert calibration.calibration_failures_of(checks) == [], checks
-    assert checks["power"] > 0.05  # the check has something to compare
+    assert 0.2 < checks["power"] < 0.9, checks
 
 
 @pytest.mark.parametrize("broken", ["quarter-width estimates", "no floor, normal quantile"])
