@@ -348,7 +348,7 @@ def _c3_cells(setups: dict[str, tuple[list[float], list[float]]], items: float =
 _seed_differences = st.lists(st.floats(-8, 8, allow_nan=False).map(lambda x: round(x, 2)), min_size=3, max_size=6)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(first=st.tuples(_seed_differences, _seed_differences), extra=st.integers(1, 3),
        strong=st.floats(8.0, 20.0))
 def test_adding_a_setup_whose_every_part_reproduces_never_weakens_a_claim(first, extra, strong):
@@ -382,7 +382,7 @@ def test_the_issues_c3_case_stays_smaller_with_a_second_setup_that_reproduces():
     assert after.outcome in contract.IN_PAPERS_DIRECTION, after.text
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(first=st.tuples(_seed_differences, _seed_differences), extra=st.integers(1, 6), tighter=st.floats(0.0, 1.0))
 def test_adding_seeds_that_agree_with_the_mean_never_weakens_a_claim(first, extra, tighter):
     """Seeds equal to each part's mean (or pulled toward it: ``tighter`` shrinks every seed's distance to the
