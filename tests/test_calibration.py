@@ -246,8 +246,7 @@ def test_false_refutation_under_the_papers_effect_is_rare():
 
 def test_part_power_names_the_part_that_limits_a_claim():
     """At the cpu-evidence design, C4's rate part (w/o std's format below 5 %) is half-powered at 3 seeds while
-    its parity part (the paper's −0.92 shown within ±2 points) and its fall from a base evaluated once are not:
-    what `gdpo power --parts` prints and the pre-registration quotes."""
+    its parity part (the paper's −0.92 shown within ±2 points) is not: what `gdpo power --parts` prints."""
     from gdpo.reporting.calibration import part_power
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/cpu-evidence.yaml").read_text())
@@ -255,7 +254,9 @@ def test_part_power_names_the_part_that_limits_a_claim():
     parts = part_power(design, replicates=200)
     assert set(parts) == {"Qwen2.5-1.5B format − base", "Qwen2.5-1.5B format − 5 %", "Qwen2.5-1.5B avg − GRPO's"}
     assert parts["Qwen2.5-1.5B format − 5 %"] > 0.3
-    assert parts["Qwen2.5-1.5B avg − GRPO's"] < 0.05 and parts["Qwen2.5-1.5B format − base"] < 0.05
+    # the parity part limits it (its two one-sided bounds within ±2 points at 3 seeds); the fall from a base
+    # evaluated once, no longer at a Bonferroni level on its in-direction side, is about a third powered
+    assert parts["Qwen2.5-1.5B avg − GRPO's"] < 0.05 < parts["Qwen2.5-1.5B format − base"]
     # a part's power bounds the claim's
     assert calibration.power_of(design, replicates=200) <= min(parts.values()) + 0.05
 
