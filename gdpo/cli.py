@@ -191,13 +191,16 @@ def _add_power(commands: argparse._SubParsersAction) -> None:
         description="For every claim a config can decide: its design (seeds per method, evaluated items per run, "
                     "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
                     "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
-                    "seed spread is --seed-sd.")
+                    "seed spread is --seed-sd, by default the evaluation's own binomial sd of a run's score. "
+                    "Variance model: each run's score is its method's rate + a normal seed spread, measured by "
+                    "independent binomial item draws (items x samples).")
     sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
     sub.add_argument("--grid", choices=["default", "full"], default="default",
                      help="the config's default grid or its full_grid (as snakemake --config grid=full)")
     sub.add_argument("--seed-sd", type=float, default=None,
-                     help="run-to-run standard deviation of one method's benchmark score, in points "
-                          "(default: gdpo.reporting.calibration.ASSUMED_SEED_SD)")
+                     help="run-to-run standard deviation of one method's benchmark score, in points (default: "
+                          "the evaluation's own binomial sd of a run's score over its items x samples, per claim, "
+                          "gdpo.reporting.calibration.default_seed_sd; pass the spread measured over your runs)")
     sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
     sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
     sub.add_argument("--collapse-rate", type=float, default=None,
@@ -210,11 +213,12 @@ def _add_power(commands: argparse._SubParsersAction) -> None:
 
 def cmd_power(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, load_config
-    from gdpo.reporting.calibration import TableDesign, designs_from_config, power_report
+    from gdpo.reporting.calibration import STATED_REPLICATES, VARIANCE_MODEL, TableDesign, designs_from_config, power_report
 
     config = apply_grid({**load_config(args.config), "grid": args.grid})
-    print(f"{args.config} ({args.grid} grid), target power {args.target:g}. Each run's score is simulated as its "
-          "method's rate + the seed spread, measured by the evaluation's binomial noise (items × samples).")
+    print(f"{args.config} ({args.grid} grid), target power {args.target:g}. Variance model: {VARIANCE_MODEL}. "
+          f"Power from {STATED_REPLICATES:,} simulated workflows; seeds for the target by bisection, re-simulated "
+          "near the target.")
     for claim, design in designs_from_config(config, args.seed_sd).items():
         if isinstance(design, TableDesign):
             print(f"  {claim}: seed spread {design.spread_source}")

@@ -16,7 +16,7 @@ from gdpo.config import apply_grid, load_config
 from gdpo.plan import describe_runs
 from gdpo.reporting import calibration, ledger
 from gdpo.reporting.calibration import EventDesign, TableDesign
-from gdpo.reporting.contract import IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
+from gdpo.reporting.contract import CLAIMS_BY_ID, IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED
 from gdpo.reporting.verdicts.decisions import EVENT_EFFECTS
 
 PAPER_CONFIGS = ("paper-tool_calling", "paper-math", "paper-code")
@@ -63,7 +63,9 @@ def _powered(claim: str):
     design = designs[claim]
     if claim in ("C3", "C4"):  # the paper's numbers come from all of BFCL-v3, not the 729 items the config evaluates
         design = design.with_items(calibration.PAPER_ITEMS["BFCL-v3"] / calibration.EVALUATED_ITEMS["BFCL-v3"])
-    seeds = calibration.seeds_for_power(design, 0.95, replicates=400)
+    # 90 %: under the paper's effect P(reproduced) stays below about 1 − α = 95 % however many seeds (the effect
+    # sits on the refutation boundary, where each part's refuting bound falls below it α / K of the time).
+    seeds = calibration.seeds_for_power(design, 0.9, replicates=400)
     assert seeds is not None, claim
     return design.with_seeds(seeds)
 
@@ -72,7 +74,7 @@ def _powered(claim: str):
 @pytest.mark.parametrize("claim", ["C3", "C4", "C6", "C8", "C9"])
 def test_the_papers_numbers_reproduce_their_own_claims_where_the_design_has_the_power(claim):
     """The paper's tables as per-seed data (runs agreeing to ASSUMED_SEED_SD plus their evaluation's binomial
-    noise), at the paper config's items and the seeds `gdpo power` asks for (95 % at that spread): reproduced."""
+    noise), at the paper config's items and the seeds `gdpo power` asks for (90 % at that spread): reproduced."""
     powered = _powered(claim)
     assert calibration._decide(powered, calibration.paper_number_cells(powered)) == REPRODUCED, (claim, powered.seeds)
 
@@ -99,39 +101,49 @@ PAPER_TABLE_DESIGNS = [(label, claim, design) for label, claim, design in DESIGN
                        if label in PAPER_CONFIGS and isinstance(design, TableDesign)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("label", "claim", "design"), PAPER_TABLE_DESIGNS,
                          ids=[f"{c}-{l}" for l, c, _ in PAPER_TABLE_DESIGNS])
 def test_every_table_rule_is_calibrated_at_the_paper_design_and_the_smallest_gated_one(label, claim, design):
-    """1000 replicates each, at the design's default spread and at no seed spread: under no difference
-    P(reproduced or smaller) ≤ 5 %; under the paper's effect P(not reproduced) ≤ 5 % and P(reproduced) within
-    0.05 of the stated power."""
-    assert calibration.calibration_failures(design, REPLICATES) == []
+    """2000 replicates each, at the design's default spread and at no seed spread: under no difference
+    P(reproduced or smaller) ≤ 5 %; under the paper's effect P(not reproduced) ≤ 5 % and the stated power within
+    ±0.03 of an independent 2000-replicate simulation."""
+    assert calibration.calibration_failures(design) == []
     smallest = calibration.smallest_gated(design)
     assert smallest.seeds == 3 and smallest.items == pytest.approx(100)
-    assert calibration.calibration_failures(smallest, REPLICATES) == []
+    assert calibration.calibration_failures(smallest) == []
 
 
-@pytest.mark.parametrize("broken", ["half-width intervals", "no floor, normal quantile"])
+def test_the_c8_rule_is_calibrated_at_the_paper_math_design():
+    """The fast suite's share of the check above: C8 at paper-math's design and its default spread, where the
+    stated power is far from 0 and 1 (so that its check can fail)."""
+    design = calibration.designs_from_config(config("paper-math"))["C8"]
+    checks = calibration.calibration_checks(design)
+    assert calibration.calibration_failures_of(checks) == [], checks
+    assert 0.2 < checks["power"] < 0.9, checks
+
+
+@pytest.mark.parametrize("broken", ["quarter-width estimates", "no floor, normal quantile"])
 def test_the_calibration_fails_a_deliberately_broken_rule(monkeypatch, broken):
     """The same checks on a rule whose intervals are too narrow: they must fail (they can)."""
     from gdpo.reporting import contract
     from gdpo.reporting.verdicts import samples
 
-    honest = contract.paired_interval
+    honest = contract.paired_estimate
 
-    def too_narrow(differences, item_variances, common_variance=0.0, level=contract.LEVEL):
-        interval = honest(differences, item_variances, common_variance, level)
-        half = (interval.high - interval.low) / 4
-        return contract.Interval(interval.mean, interval.mean - half, interval.mean + half, "broken")
+    def too_narrow(differences, item_variances, common_variance=0.0, limits=(-np.inf, np.inf)):
+        estimate = honest(differences, item_variances, common_variance, limits)
+        return dataclasses.replace(estimate, scale=estimate.scale / 4)
 
-    def no_floor(differences, item_variances, common_variance=0.0, level=contract.LEVEL):
+    def no_floor(differences, item_variances, common_variance=0.0, limits=(-np.inf, np.inf)):
         d = np.asarray(differences, dtype=float)
-        half = 1.959964 * (d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 and d.std() > 0 else 1e-6)
-        return contract.Interval(d.mean(), d.mean() - half, d.mean() + half, "broken")
+        scale = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 and d.std() > 0 else 1e-6
+        return contract.Estimate(float(d.mean()), float(scale), np.inf, "broken", limits)
 
-    monkeypatch.setattr(samples, "paired_interval", too_narrow if broken == "half-width intervals" else no_floor)
+    monkeypatch.setattr(samples, "paired_estimate", too_narrow if broken == "quarter-width estimates" else no_floor)
     design = calibration.designs_from_config(config("paper-math"))["C8"]
-    assert calibration.calibration_failures(calibration.smallest_gated(design), REPLICATES) != []
+    assert calibration.calibration_failures_of(calibration.calibration_checks(calibration.smallest_gated(design),
+                                                                              REPLICATES)) != []
 
 
 @pytest.mark.parametrize(("label", "claim", "design"), DESIGNS, ids=[f"{c}-{l}" for l, c, _ in DESIGNS])
@@ -167,13 +179,16 @@ def test_the_bare_interval_rule_keeps_its_false_positive_rate_above_the_minimum(
 
 
 @pytest.mark.parametrize("claim", ["C5", "C10"])
-def test_event_rules_never_exceed_their_size_from_the_minimum_up(claim):
-    for seeds in range(3, 41):
-        worst = calibration.event_null_worst_case(EventDesign(claim, seeds, 10_000, 64), gated=False)
-        # Newcombe's interval is not exact: its one-sided size peaks at 3.8 % (8 seeds), inside the 5 % allowed.
-        assert worst[REPRODUCED] <= 0.05, (seeds, worst)
-    # Below the minimum the bare rule could not keep it: a 2/2 vs 0/2 split happens 6 % of the time.
-    assert calibration.event_null_worst_case(EventDesign(claim, 2, 10_000, 64), gated=False)[REPRODUCED] > 0.05
+def test_event_rules_never_exceed_their_size_from_the_minimum_up_to_12_seeds(claim):
+    """Exact (every table enumerated; the null's common rate on a 1001-point grid): false ``reproduced`` under
+    no difference and false ``not reproduced`` with a's rate δ above b's stay within 5 %. 13–40 seeds:
+    tests/test_rate_tests.py (slow)."""
+    for seeds in range(3, 13):
+        design = EventDesign(claim, seeds, 10_000, 64)
+        assert calibration.event_null_worst_case(design, gated=False)[REPRODUCED] <= 0.05, seeds
+        assert calibration.event_false_refutation_worst_case(design) <= 0.05, seeds
+    # Below the minimum a 2/2 vs 0/2 split (6 % under the null) is all the test could reject on: it does not.
+    assert calibration.event_null_worst_case(EventDesign(claim, 2, 10_000, 64), gated=False)[REPRODUCED] <= 0.05
 
 
 @pytest.mark.parametrize(("claim", "steps"), [("C5", 500), ("C10", 500)])
@@ -234,8 +249,7 @@ def test_false_refutation_under_the_papers_effect_is_rare():
 
 def test_part_power_names_the_part_that_limits_a_claim():
     """At the cpu-evidence design, C4's rate part (w/o std's format below 5 %) is half-powered at 3 seeds while
-    its parity part (the paper's −0.92 shown within ±2 points) and its fall from a base evaluated once are not:
-    what `gdpo power --parts` prints and the pre-registration quotes."""
+    its parity part (the paper's −0.92 shown within ±2 points) is not: what `gdpo power --parts` prints."""
     from gdpo.reporting.calibration import part_power
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/cpu-evidence.yaml").read_text())
@@ -243,6 +257,41 @@ def test_part_power_names_the_part_that_limits_a_claim():
     parts = part_power(design, replicates=200)
     assert set(parts) == {"Qwen2.5-1.5B format − base", "Qwen2.5-1.5B format − 5 %", "Qwen2.5-1.5B avg − GRPO's"}
     assert parts["Qwen2.5-1.5B format − 5 %"] > 0.3
-    assert parts["Qwen2.5-1.5B avg − GRPO's"] < 0.05 and parts["Qwen2.5-1.5B format − base"] < 0.05
+    # the parity part limits it (its two one-sided bounds within ±2 points at 3 seeds); the fall from a base
+    # evaluated once, no longer at a Bonferroni level on its in-direction side, is about a third powered
+    assert parts["Qwen2.5-1.5B avg − GRPO's"] < 0.05 < parts["Qwen2.5-1.5B format − base"]
     # a part's power bounds the claim's
     assert calibration.power_of(design, replicates=200) <= min(parts.values()) + 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_stated_power_and_seeds_for_80_percent_agree_with_an_independent_simulation(name):
+    """`gdpo power`'s stated power at each paper design is within ±0.03 of an independent 2000-replicate
+    simulation; at the seeds it names for 80 % the power is at least 0.77, one seed fewer at most 0.83."""
+    report = calibration.power_report(config(name)).set_index("claim")
+    for claim, design in calibration.designs_from_config(config(name)).items():
+        if isinstance(design, EventDesign):
+            continue
+        independent = calibration.simulate_table(design, True, 2000, seed=12).get(REPRODUCED, 0.0)
+        assert abs(report.loc[claim, "power"] - independent) <= 0.03 + 0.005, (claim, report.loc[claim, "power"],
+                                                                                independent)
+        seeds = report.loc[claim, "seeds for 0.8"]
+        if not isinstance(seeds, (int, np.integer)):
+            continue
+        at = calibration.simulate_table(design.with_seeds(int(seeds)), True, 2000, seed=13).get(REPRODUCED, 0.0)
+        assert at >= 0.77, (claim, seeds, at)
+        if seeds > CLAIMS_BY_ID[claim].minimum.seeds:
+            fewer = calibration.simulate_table(design.with_seeds(int(seeds) - 1), True, 2000, seed=14).get(
+                REPRODUCED, 0.0)
+            assert fewer <= 0.83, (claim, seeds, fewer)
+
+
+def test_calibrate_prints_the_calibration_table_with_its_checks(capsys):
+    """`gdpo calibrate` on a config: per claim and design the null rate, the false refutation rate, the stated
+    and the independently simulated power, and whether the bounds hold (here the event rules: exact and fast)."""
+    table = calibration.calibration_table({"paper-math": config("paper-math")}, replicates=50)
+    events = table[table["claim"].isin(["C5", "C10"])]
+    assert set(events["design"]) == {"config", "smallest gated"}
+    assert events["holds"].all(), events
+    assert {"null_in_direction", "effect_not_reproduced", "power", "power_check", "holds"} <= set(table.columns)

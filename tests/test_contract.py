@@ -252,3 +252,157 @@ def test_more_evaluated_items_never_widen_or_weaken(differences, v, factor, crit
     more = paired_interval(differences, [v * factor] * k)
     assert more.high - more.low <= fewer.high - fewer.low + 1e-9
     _no_weaker(fewer, more, criterion, 0.0)
+
+
+# --- one-sided levels: intersection-union for the paper's direction, Bonferroni only where any part refutes --------
+
+def test_an_estimate_reads_each_bound_at_its_own_one_sided_level():
+    estimate = contract.paired_estimate([1.0, 3.0, 2.5, 4.0], np.full(4, 1.0))
+    t = stats.t(3)
+    se = float(np.std([1.0, 3.0, 2.5, 4.0], ddof=1)) / 2
+    assert estimate.lower(0.95) == pytest.approx(2.625 - t.ppf(0.95) * se)
+    assert estimate.upper(0.9875) == pytest.approx(2.625 + t.ppf(0.9875) * se)
+    shown = Criterion("better", +1, 3.0).shown(estimate, refuters=4)
+    assert (shown.low_level, shown.high_level) == (0.95, 0.9875)
+    assert "(95 %)" in shown.text() and "(98.75 %)" in shown.text()
+    # lower is the paper's direction: the upper bound is the in-direction one
+    flipped = Criterion("better", -1, 3.0).shown(estimate, refuters=4)
+    assert (flipped.low_level, flipped.high_level) == (0.9875, 0.95)
+
+
+def test_two_seeds_on_one_degree_of_freedom_stay_inside_what_a_difference_of_percentages_can_take():
+    """The default workflow's C4 row printed a fall of [−1182.5, +1157.5] points (2 seeds, t on 1 degree of
+    freedom): bounds are clipped to [−100, 100], and the text says so."""
+    from gdpo.reporting.verdicts.samples import Sample, paired, shifted
+
+    nostd = Sample((0, 1), np.array([0.0, 95.0]), binomial_variance(np.array([0.0, 95.0]), 277.0))
+    base = Sample((0,), np.array([47.3]), binomial_variance(np.array([47.3]), 277.0), once=True)
+    interval = paired(nostd, base).interval(0.95, 0.9833)
+    assert -100.0 <= interval.low < interval.high <= 100.0
+    assert "clipped to the metric's range [-100, +100]" in interval.source
+    rate = shifted(nostd, 5.0).interval(0.9833, 0.95)
+    assert -5.0 <= rate.low < rate.high <= 95.0 and "clipped" in rate.source
+    # and a rate difference stays within [−1, 1] by construction (Newcombe)
+    difference = rate_difference_interval(3, 3, 0, 3, 0.99)
+    assert -1.0 <= difference.low < difference.high <= 1.0
+    # clipping never moves a verdict: every criterion's thresholds lie inside the range
+    estimate = contract.paired_estimate([0.0, 95.0], [1.0, 1.0], limits=(-100.0, 100.0))
+    unclipped = contract.paired_estimate([0.0, 95.0], [1.0, 1.0])
+    for criterion in (Criterion("better", +1, 3.0), Criterion("better", -1, 0.0), Criterion("kept", margin=2.0),
+                      Criterion("same", margin=2.0), Criterion("changed", margin=5.0)):
+        assert criterion.decide(estimate, 4) == criterion.decide(unclipped, 4)
+
+
+@pytest.mark.parametrize(("criterion", "refuters", "reproducers"), [
+    (Criterion("better", +1, 3.0), 6, 1), (Criterion("better", -1, 1.0), 3, 1), (Criterion("kept", +1, margin=2.0), 5, 1),
+    (Criterion("same", margin=2.0), 8, 1), (Criterion("changed", margin=5.0), 18, 4)])
+@settings(max_examples=200, deadline=None)
+@given(mean=st.floats(-30, 30), scale=st.floats(0.01, 20), dof=st.integers(1, 30))
+def test_the_four_interval_labels_stay_disjoint_at_two_levels(criterion, refuters, reproducers, mean, scale, dof):
+    """Each estimate meets exactly one written definition, read with the in-direction bounds at 1 − α /
+    reproducers and the refuting bounds at 1 − α / refuters."""
+    estimate = contract.Estimate(mean, scale, dof, "x")
+    inner, outer = 1 - 0.05 / reproducers, 1 - 0.05 / refuters
+    d = criterion.direction
+
+    def oriented(level):
+        low, high = estimate.lower(level), estimate.upper(level)
+        return (low, high) if d > 0 else (-high, -low)
+
+    (lo, hi), (out_lo, out_hi) = oriented(inner), oriented(outer)
+    m, effect = criterion.margin, max(criterion.effect, 0.0)
+    if criterion.kind == "better":
+        meets = {REPRODUCED: lo > 0 and out_hi >= effect, contract.SMALLER: lo > 0 and out_hi < effect,
+                 NOT_REPRODUCED: lo <= 0 and out_hi < effect, INCONCLUSIVE: lo <= 0 and out_hi >= effect}
+    elif criterion.kind == "kept":
+        meets = {REPRODUCED: lo > -m, NOT_REPRODUCED: out_hi < -m, INCONCLUSIVE: lo <= -m <= out_hi}
+    elif criterion.kind == "same":
+        reproduced = -m < lo and hi < m
+        refuted = out_lo > m or out_hi < -m
+        meets = {REPRODUCED: reproduced, NOT_REPRODUCED: refuted, INCONCLUSIVE: not reproduced and not refuted}
+    else:
+        reproduced = lo > m or hi < -m
+        refuted = -m < out_lo and out_hi < m
+        meets = {REPRODUCED: reproduced, NOT_REPRODUCED: refuted, INCONCLUSIVE: not reproduced and not refuted}
+    assert sum(meets.values()) == 1, meets
+    assert meets[criterion.decide(estimate, refuters, reproducers)]
+
+
+# --- monotonicity of whole claims: more setups that reproduce, more seeds that agree -----------------------------
+
+def _c3_cells(setups: dict[str, tuple[list[float], list[float]]], items: float = 4441.0) -> dict:
+    """C3 cells per setup label: (per-seed GDPO − GRPO of avg, of format), GRPO at 40 % and 70 %."""
+    from gdpo.reporting.verdicts.samples import Sample
+
+    cells = {}
+    for setup, differences in setups.items():
+        for metric, reference, diffs in (("avg", 40.0, differences[0]), ("format", 70.0, differences[1])):
+            seeds = tuple(range(len(diffs)))
+            grpo = np.full(len(diffs), reference)
+            gdpo = grpo + np.asarray(diffs)
+            cells[(setup, "grpo", metric)] = Sample(seeds, grpo, binomial_variance(grpo, items))
+            cells[(setup, "gdpo", metric)] = Sample(seeds, gdpo, binomial_variance(gdpo, items))
+    return cells
+
+
+_seed_differences = st.lists(st.floats(-8, 8, allow_nan=False).map(lambda x: round(x, 2)), min_size=3, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=st.tuples(_seed_differences, _seed_differences), extra=st.integers(1, 3),
+       strong=st.floats(8.0, 20.0))
+def test_adding_a_setup_whose_every_part_reproduces_never_weakens_a_claim(first, extra, strong):
+    """The issue's case: one setup gives ``smaller`` (C3 avg [+0.1, +1.7]); a second setup whose every part
+    reproduces used to widen the Bonferroni level of the first and turn it into ``not reproduced``. Now: a claim
+    in the paper's direction stays there, and no verdict becomes ``not reproduced`` (a refutation may become
+    inconclusive, its error budget shared by more parts)."""
+    from gdpo.reporting.verdicts.decisions import decide_c3
+
+    labels = ["Qwen2.5-1.5B"] + [f"setup{i}" for i in range(extra)]
+    before = decide_c3(_c3_cells({labels[0]: first}), labels[:1])
+    added = {label: ([strong, strong + 0.5, strong - 0.5], [strong, strong + 0.5, strong - 0.5])
+             for label in labels[1:]}
+    after = decide_c3(_c3_cells({labels[0]: first, **added}), labels)
+    assert all(after.by_setup[label] == REPRODUCED for label in labels[1:]), after.text
+    if before.outcome in contract.IN_PAPERS_DIRECTION:
+        assert after.outcome in contract.IN_PAPERS_DIRECTION, (before.text, after.text)
+    assert after.outcome != NOT_REPRODUCED or before.outcome == NOT_REPRODUCED, (before.text, after.text)
+
+
+def test_the_issues_c3_case_stays_smaller_with_a_second_setup_that_reproduces():
+    """Paper-like data on one setup: an avg gain in the paper's direction, ruled smaller than +2.63; a second
+    setup where everything reproduces."""
+    from gdpo.reporting.verdicts.decisions import decide_c3
+
+    one = {"Qwen2.5-1.5B": ([0.6, 0.9, 1.1, 0.8, 0.7], [5.0, 5.5, 4.0, 4.6, 4.9])}
+    two = {**one, "Qwen2.5-3B": ([6.0, 6.5, 5.5, 6.2, 5.8], [6.0, 6.5, 5.5, 6.2, 5.8])}
+    before = decide_c3(_c3_cells(one), list(one))
+    after = decide_c3(_c3_cells(two), list(two))
+    assert before.outcome == contract.SMALLER, before.text
+    assert after.outcome in contract.IN_PAPERS_DIRECTION, after.text
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=st.tuples(_seed_differences, _seed_differences), extra=st.integers(1, 6), tighter=st.floats(0.0, 1.0))
+def test_adding_seeds_that_agree_with_the_mean_never_weakens_a_claim(first, extra, tighter):
+    """Seeds equal to each part's mean (or pulled toward it: ``tighter`` shrinks every seed's distance to the
+    mean) never turn a claim in the paper's direction out of it, nor a decided claim undecided. (An outlier seed
+    can widen a t interval: more seeds weaken a verdict only when they disagree.)"""
+    from gdpo.reporting.verdicts.decisions import decide_c3
+
+    label = "Qwen2.5-1.5B"
+    before = decide_c3(_c3_cells({label: first}), [label])
+    grown = tuple(list(np.mean(d) + tighter * (np.asarray(d) - np.mean(d))) + [float(np.mean(d))] * extra
+                  for d in first)
+    after = decide_c3(_c3_cells({label: grown}), [label])
+    if before.outcome in contract.IN_PAPERS_DIRECTION:
+        assert after.outcome in contract.IN_PAPERS_DIRECTION, (before.text, after.text)
+    if before.outcome in contract.DECISIVE:
+        assert after.outcome in contract.DECISIVE, (before.text, after.text)
+
+
+def test_an_outlier_seed_can_widen_a_t_interval():
+    """What the contract's monotonicity sentence no longer claims: a seed far from the others widens it."""
+    agreeing = paired_interval([2.0, 2.2, 1.8], [0.01] * 3)
+    outlier = paired_interval([2.0, 2.2, 1.8, 9.0], [0.01] * 4)
+    assert outlier.high - outlier.low > agreeing.high - agreeing.low

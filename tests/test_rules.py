@@ -74,10 +74,13 @@ def test_a_verdict_carries_the_intervals_its_text_shows_as_numbers():
     verdict = verdicts.model.judge_c3(evidence(rows))
     assert [i.name for i in verdict.intervals] == ["Qwen2.5-1.5B avg", "Qwen2.5-1.5B format"]
     for interval in verdict.intervals:
-        # Two parts decided at once: each interval at the Bonferroni level over them, in points.
-        assert interval.level == pytest.approx(verdicts.decisions.part_level(2))
+        # Two parts decided at once (intersection-union): each lower bound, in the paper's direction, at one-sided
+        # 95 %; each upper bound, which refutes, at the Bonferroni level over the two parts; in points.
+        assert (interval.low_level, interval.high_level) == pytest.approx((0.95, 0.975))
+        assert interval.level == pytest.approx(0.925)
         assert interval.unit == POINTS and interval.low < interval.mean < interval.high
-        assert f"{interval.mean:+.1f} pts [{interval.low:+.1f}, {interval.high:+.1f}]" in verdict.measured_value
+        assert (f"{interval.mean:+.1f} pts [{interval.low:+.1f} (95 %), {interval.high:+.1f} (97.5 %)]"
+                in verdict.measured_value)
     assert [i.name for i in verdicts.model.judge_c3(evidence(eval_rows("tool", GRPO_TOOL))).intervals] == []
 
 
@@ -252,7 +255,9 @@ def test_c5_gives_each_verdict(grpo, expected):
 def test_an_event_verdict_carries_its_rate_difference_as_numbers():
     verdict = verdicts.model.judge_c5(evidence([], steps=runs_frame({"grpo": COLLAPSE, "gdpo": STABLE})))
     rate = verdict.intervals[0]
-    assert (rate.name, rate.unit, rate.level) == ("divergence rate grpo − gdpo", RATE, 0.95)
+    # Shown only (Newcombe, each bound at one-sided 95 %); the verdict is the exact tests'.
+    assert (rate.name, rate.unit, rate.low_level, rate.high_level) == ("divergence rate grpo − gdpo", RATE, 0.95, 0.95)
+    assert "decided by exact unconditional score tests" in verdict.measured_value
     assert rate.mean == pytest.approx(1.0) and f"[{rate.low:+.2f}, {rate.high:+.2f}]" in verdict.measured_value
     # The continuous measures reported beside it, as numbers too.
     assert [i.unit for i in verdict.intervals[1:]] == ["share of the peak", "log ratio"]

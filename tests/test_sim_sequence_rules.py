@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gdpo.reporting.contract import (
+    INCONCLUSIVE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, REPRODUCED, SMALLER, UNDERPOWERED,
+)
 from gdpo.reporting.verdicts import decisions, sim
-from gdpo.reporting.contract import INCONCLUSIVE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDERPOWERED
 
 
 def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, steps: int = 1000,
@@ -29,7 +31,8 @@ def events_table(study: str, methods: dict[str, list[int]], seeds: int = 64, ste
     ([30, 0, 0, 0], [0, 0, 30, 0], INCONCLUSIVE),    # another corner shows the opposite
     ([0, 0, 0, 0], [0, 0, 0, 0], NOT_MODELLED),      # no event in any arm and no control: not a refutation
     ([4, 3, 4, 3], [4, 3, 4, 3], NOT_MODELLED),      # events alike in both arms: no control shows a contrast
-    ([6, 0, 0, 0], [0, 0, 0, 0], INCONCLUSIVE),      # a hint in one corner, not enough
+    ([10, 0, 0, 0], [3, 0, 0, 0], INCONCLUSIVE),     # a hint in one corner, not enough
+    ([6, 0, 0, 0], [0, 0, 0, 0], SMALLER),           # 6/64 vs 0/64: shown above 0 (exact test), and below 0.2
 ])
 def test_c10_is_decided_over_the_grid(counts_a, counts_b, verdict):
     table = events_table("seq_batch_step", {"gdpo_nobn": counts_a, "gdpo": counts_b}, steps=200)
@@ -50,10 +53,10 @@ def test_c5_needs_the_claims_steps_and_seeds():
 
 
 def test_smallest_detectable_rate_is_the_one_with_80_percent_power():
-    level = decisions.bonferroni_level(4)
-    rate = decisions.smallest_detectable_rate(64, 64, level)
-    assert decisions.detection_power(64, 64, rate, level) >= 0.8 > decisions.detection_power(64, 64, rate - 0.01, level)
-    assert decisions.smallest_detectable_rate(32, 32, level) > rate  # fewer seeds, larger detectable rate
+    alpha = 0.05 / 4  # one of 4 cells
+    rate = decisions.smallest_detectable_rate(64, 64, alpha)
+    assert decisions.detection_power(64, 64, rate, alpha) >= 0.8 > decisions.detection_power(64, 64, rate - 0.01, alpha)
+    assert decisions.smallest_detectable_rate(32, 32, alpha) > rate  # fewer seeds, larger detectable rate
 
 
 @pytest.mark.parametrize("rate", [0.05, 0.3])

@@ -1,16 +1,17 @@
 """The verdict contract of the claims ledger, and the statistics every verdict rests on.
 
 **Verdicts.** Each row of the ledger gets one of eight words, with one meaning at every scale. For a part of a
-claim whose paper effect is δ (oriented so that the paper's direction is up, δ ≥ 0) and the 95 % interval
-[low, high] of the measured effect:
+claim whose paper effect is δ (oriented so that the paper's direction is up, δ ≥ 0), with *low* the one-sided
+lower bound of the measured effect at the claim's level 1 − α (α = :data:`ALPHA` = 5 %) and *high* its one-sided
+upper bound at 1 − α / K, K the number of tests of the claim that can each refute it:
 
-- ``reproduced``: low > 0 and high ≥ δ — the interval excludes no effect in the paper's direction and does not
-  rule out an effect as large as the paper's (larger effects included);
+- ``reproduced``: low > 0 and high ≥ δ — no effect in the paper's direction is excluded, and an effect as
+  large as the paper's (larger effects included) is not ruled out;
 - ``smaller than the paper's``: low > 0 and high < δ — an effect in the paper's direction, but ruled smaller
   than the paper's;
 - ``not reproduced``: high < δ and low ≤ 0 — the paper's effect is ruled out and no effect (or the opposite
   direction) is not;
-- ``inconclusive``: low ≤ 0 and high ≥ δ — the interval holds both no effect and the paper's effect;
+- ``inconclusive``: low ≤ 0 and high ≥ δ — the bounds hold both no effect and the paper's effect;
 - ``underpowered``: the evidence is below the claim's stated minimum (:class:`Minimum`); the row says what would
   be needed, and no interval is read as a decision;
 - ``not tested``: the design could not have shown the claim either way: a validity condition the claim's rule
@@ -28,25 +29,44 @@ applies (δ = 0: the bench's units are not the paper's; C4's fall from a base ra
 ``smaller`` is empty and ``not reproduced`` means the opposite direction. Parity and non-inferiority parts have
 a stated margin m instead (the smallest effect of interest, :data:`PARITY_MARGIN`, :data:`BARELY_MARGIN`):
 "kept" (non-inferior) is reproduced when low > −m and not reproduced when high < −m; "same" (equivalent) is
-reproduced when the interval lies within ±m and not reproduced when it lies outside; "changed" the reverse.
+reproduced when both one-sided bounds at 1 − α lie within ±m (two one-sided tests) and not reproduced when a
+bound at the refuting level lies outside (either side: two routes of refutation); "changed" the reverse
+(either side shows it, so its bounds are at 1 − α / 2 for that; refuted when both refuting bounds lie within).
 A claim with parts gets a verdict per part (:func:`combine` says how they add up: any part ``not
 reproduced`` refutes; all ``reproduced`` reproduce; all decided in the paper's direction with one or more
 ``smaller`` give ``smaller``; anything else is ``inconclusive``), so a part with a large effect is decided and
 shown even when another is not.
 
+**Why two levels (intersection–union).** A claim is in the paper's direction only when every part is, so a false
+``reproduced`` needs every part's lower bound to miss: each part at the claim's level 1 − α keeps it within α,
+and no correction is needed however many parts a claim has (:meth:`Criterion.levels`). Any one part can refute,
+so a false refutation needs only one refuting bound to miss: those bounds share α over the claim's K routes
+(Bonferroni). Hence adding a setup whose every part reproduces never moves a claim out of the paper's direction
+and never makes it ``not reproduced``; it may turn a refutation into ``inconclusive`` (its error budget then
+shared by more parts), and a ``smaller`` into ``reproduced``. Where a verdict can be reached through any one of
+several bounds (C7's weight 0.25 changing accuracy or Exceed, on either side), that direction is corrected the
+same way. At scale sim, a grid shows a claim where any one cell shows it: there the in-direction bounds share α
+over the cells, and a refutation (every cell refutes) reads each cell's refuting bounds at the cell's level.
+
 **The unit of replication and the intervals.** The unit is the training seed; every seed is scored on the same
 evaluated items (× samples per item). The variance of one seed's paired difference has two parts: the seeds'
 own spread and the evaluation's noise. A run's score on n items with m samples each varies at most
 binomially, p(1 − p)/(n m) (Agresti–Coull-adjusted, so 0 % and 100 % keep a non-zero variance); where the
-seeds vary more than that, their sample variance s² is the estimate and the interval is Student's t with
+seeds vary more than that, their sample variance s² is the estimate and the bounds are Student's t with
 k − 1 degrees of freedom (k seeds); where they vary less (ties, one seed, runs that agree to the item), the
 binomial variance v enters as one more observation: ((k − 1) s² + v) / k, still with k − 1 degrees of freedom
-(1 for one seed), so that the interval never narrows as v grows (fewer items never look like more evidence). The method: a seed interval floored by the
-evaluation's binomial variance, pooled. It never collapses to a point; more seeds that agree on an equal or
-larger effect never widen it nor weaken its verdict (``tests/test_contract.py``, property tests); and it is
-conservative where runs agree better than independent item flips would make them (greedy evaluation of a
-model that changed little). Rates of events over seeds (divergence, failure to converge) get Wilson intervals
-and their differences Newcombe's hybrid score interval (statsmodels).
+(1 for one seed), so that the interval never narrows as v grows (fewer items never look like more evidence)
+(:func:`paired_estimate`, an :class:`Estimate` read at any level). Bounds are clipped to what the metric can
+take (a difference of two percentages to [−100, 100], a percentage minus c to [−c, 100 − c]; the source text
+says "clipped" where it acted; no threshold lies outside, so clipping never moves a verdict). The interval
+never collapses to a point; more seeds that agree with the mean (or tighter around it) on an equal or larger
+effect never widen it nor weaken its verdict, while a seed that disagrees (an outlier) can widen a t interval
+(``tests/test_contract.py``, property tests); and it is conservative where runs agree better than independent
+item flips would make them (greedy evaluation of a model that changed little).
+
+**Event claims** (C5, C10: rates of an event over seeds) are decided by exact unconditional tests on the 2 × 2
+table of seeds with and without the event (:mod:`gdpo.reporting.rate_tests`; their size computed exactly by
+enumeration, never above α at 3–40 seeds per method); their Wilson and Newcombe intervals are shown only.
 
 **Power** is one thing on every row: the probability that this design (its seeds, evaluated items × samples,
 steps, the spread measured or assumed, the claim's minimum) gives ``reproduced`` if the paper's effect is
@@ -89,8 +109,11 @@ DECISIVE = (REPRODUCED, SMALLER, NOT_REPRODUCED)
 #: The verdicts that say the effect exists in the paper's direction (a false positive under no difference).
 IN_PAPERS_DIRECTION = (REPRODUCED, SMALLER)
 
-#: Confidence level of every interval of the ledger.
+#: Two-sided confidence level of the intervals reported beside a verdict (not decided on).
 LEVEL = 0.95
+#: Error rate of every verdict: a part is in the paper's direction when its one-sided bound at 1 − ALPHA
+#: excludes no effect; refutations split ALPHA over the tests that can each refute (:func:`one_sided_level`).
+ALPHA = 0.05
 #: Points within which two methods "match" (C4's accuracy parity) or a metric is "kept" (C9's
 #: non-inferiority): the paper's own parity gaps are below 1 point (C4: −0.92, C9 3obj pass: −0.3 … +0.7).
 PARITY_MARGIN = 2.0
@@ -106,29 +129,88 @@ NO_FORMAT_RATE = 5.0
 
 @dataclasses.dataclass(frozen=True)
 class Interval:
-    """A mean with its two-sided interval at ``level``; ``source`` says where the width comes from."""
+    """A mean and the two bounds shown with it: ``low`` a one-sided lower bound at ``low_level``, ``high`` a
+    one-sided upper bound at ``high_level`` (together a two-sided interval of coverage ``level`` =
+    ``low_level`` + ``high_level`` − 1); ``source`` says where the width comes from."""
 
     mean: float
     low: float
     high: float
     source: str
-    level: float = LEVEL
+    low_level: float = 1 - ALPHA
+    high_level: float = 1 - ALPHA
 
     def __post_init__(self) -> None:
         if self.low >= self.high:  # NaN bounds (no interval could be formed) compare False and pass
             raise AssertionError(f"an interval must have positive width, got [{self.low}, {self.high}]")
+
+    @property
+    def level(self) -> float:
+        """Two-sided coverage of [low, high]."""
+        return self.low_level + self.high_level - 1
 
     def oriented(self, direction: int) -> tuple[float, float]:
         """(low, high) of ``direction`` × the interval: +1 keeps it, −1 flips it so that "up" is good."""
         return (self.low, self.high) if direction > 0 else (-self.high, -self.low)
 
     def text(self, unit: str = " pts", digits: int = 1) -> str:
-        return f"{self.mean:+.{digits}f}{unit} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+        """``"+2.1 pts [+0.4 (95 %), +3.8 (98.75 %)]"``: each bound with its one-sided level (one level, once, where
+        both share it: ``"+2.1 pts [+0.4, +3.8] (95 % one-sided each)"``)."""
+        if abs(self.low_level - self.high_level) < 1e-12:
+            return (f"{self.mean:+.{digits}f}{unit} [{self.low:+.{digits}f}, {self.high:+.{digits}f}] "
+                    f"({level_text(self.low_level)} one-sided each)")
+        return (f"{self.mean:+.{digits}f}{unit} [{self.low:+.{digits}f} ({level_text(self.low_level)}), "
+                f"{self.high:+.{digits}f} ({level_text(self.high_level)})]")
 
 
-@functools.lru_cache(maxsize=512)
-def _t_quantile(dof: int, level: float = LEVEL) -> float:
-    return float(stats.t.ppf(0.5 + level / 2, dof))
+def level_text(level: float) -> str:
+    """``0.9875`` → ``"98.75 %"``."""
+    return f"{100 * level:.4g} %"
+
+
+def one_sided_level(routes: int = 1) -> float:
+    """One-sided confidence level of each bound through which any one of ``routes`` tests can reach a verdict:
+    1 − :data:`ALPHA` / routes (Bonferroni), so that the verdict's error stays within :data:`ALPHA`."""
+    return 1 - ALPHA / max(1, routes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A measured mean with its sampling distribution, from which bounds at any level are read: ``mean`` ±
+    Student's t on ``dof`` degrees of freedom × ``scale`` (the standard error), clipped to ``limits``, the range
+    the quantity can take (a difference of two percentages lies in [−100, 100], a percentage minus c in
+    [−c, 100 − c]). A NaN scale: no interval could be formed (the bounds are NaN; no decision)."""
+
+    mean: float
+    scale: float
+    dof: float
+    source: str
+    limits: tuple[float, float] = (-math.inf, math.inf)
+
+    def lower(self, level: float) -> float:
+        """One-sided lower bound at ``level``, clipped to the range."""
+        return max(self.mean - _t_quantile(self.dof, level) * self.scale, self.limits[0])
+
+    def upper(self, level: float) -> float:
+        """One-sided upper bound at ``level``, clipped to the range."""
+        return min(self.mean + _t_quantile(self.dof, level) * self.scale, self.limits[1])
+
+    def interval(self, low_level: float = 1 - ALPHA, high_level: float = 1 - ALPHA) -> Interval:
+        """The bounds at these one-sided levels; the source says where the range clipped one."""
+        low, high = self.lower(low_level), self.upper(high_level)
+        raw_low = self.mean - _t_quantile(self.dof, low_level) * self.scale
+        raw_high = self.mean + _t_quantile(self.dof, high_level) * self.scale
+        clipped = [bound for bound, raw, kept in (("low", raw_low, low), ("high", raw_high, high))
+                   if not math.isnan(raw) and raw != kept]
+        source = self.source + (f"; {' and '.join(clipped)} clipped to the metric's range "
+                                f"[{self.limits[0]:+g}, {self.limits[1]:+g}]" if clipped else "")
+        return Interval(self.mean, low, high, source, low_level, high_level)
+
+
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(dof: float, level: float = LEVEL) -> float:
+    """The ``level`` quantile of Student's t on ``dof`` degrees of freedom (normal for inf)."""
+    return float(stats.norm.ppf(level)) if math.isinf(dof) else float(stats.t.ppf(level, dof))
 
 
 _Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
@@ -144,9 +226,9 @@ def binomial_variance(percent: float | np.ndarray, n_items: float | np.ndarray) 
     return 1e4 * adjusted * (1 - adjusted) / (n + _Z**2)
 
 
-def paired_interval(differences: Sequence[float], item_variances: Sequence[float],
-                    common_variance: float = 0.0, level: float = LEVEL) -> Interval:
-    """Interval of the mean of per-seed paired differences (points): a seed interval floored by the
+def paired_estimate(differences: Sequence[float], item_variances: Sequence[float], common_variance: float = 0.0,
+                    limits: tuple[float, float] = (-math.inf, math.inf)) -> Estimate:
+    """The mean of per-seed paired differences (points) and its t distribution: a seed spread floored by the
     evaluation's binomial variance, pooled (the module docstring says why).
 
     Args:
@@ -156,13 +238,12 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
         common_variance: variance of a term shared by every difference (points²), e.g. a base model
             evaluated once and compared with every seed: it does not average out over seeds, so it is
             added to the variance of the mean.
-        level: two-sided confidence level (default :data:`LEVEL`; lower it per comparison when a rule
-            decides on any of several comparisons, Bonferroni).
+        limits: the range the mean can take (bounds are clipped to it).
 
     With s² the seeds' sample variance (0 for one seed) and v the mean item variance: where s² ≥ v (k ≥ 2) the
     variance of one difference is s² (Student's t); otherwise it is ((k − 1) s² + v) / k; both with k − 1
-    degrees of freedom (1 for one seed). The half-width is t · √(variance / k + common_variance).
-    A missing item count (NaN variance) gives a NaN interval: no decision.
+    degrees of freedom (1 for one seed). The standard error is √(variance / k + common_variance).
+    A missing item count (NaN variance) gives a NaN scale: no decision.
     """
     d = np.asarray(differences, dtype=float)
     v = np.asarray(item_variances, dtype=float)
@@ -180,10 +261,18 @@ def paired_interval(differences: Sequence[float], item_variances: Sequence[float
         variance, dof = ((k - 1) * spread + floor) / k, max(k - 1, 1)
         why = "one seed" if k == 1 else f"{k} seeds vary less than it"
         source = f"t over {k} seed{'s' if k > 1 else ''}, floored by the evaluation's binomial noise ({why})"
-    half = _t_quantile(dof, level) * math.sqrt(variance / k + common_variance)
-    if not half > 0:  # a zero variance can only come from zero item variances: not a measurement
-        half = math.nan
-    return Interval(mean, mean - half, mean + half, source, level)
+    scale = math.sqrt(variance / k + common_variance) if variance / k + common_variance >= 0 else math.nan
+    if not scale > 0:  # a zero variance can only come from zero item variances: not a measurement
+        scale = math.nan
+    return Estimate(mean, scale, dof, source, limits)
+
+
+def paired_interval(differences: Sequence[float], item_variances: Sequence[float],
+                    common_variance: float = 0.0, level: float = LEVEL,
+                    limits: tuple[float, float] = (-math.inf, math.inf)) -> Interval:
+    """Two-sided ``level`` interval of :func:`paired_estimate` (each bound one-sided at (1 + level) / 2)."""
+    one_sided = (1 + level) / 2
+    return paired_estimate(differences, item_variances, common_variance, limits).interval(one_sided, one_sided)
 
 
 def rate_interval(events: int, trials: int, level: float = LEVEL) -> Interval:
@@ -191,19 +280,22 @@ def rate_interval(events: int, trials: int, level: float = LEVEL) -> Interval:
     from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(events, trials, alpha=1 - level, method="wilson")
-    return Interval(events / trials, float(low), float(high), f"Wilson, {trials} seeds", level)
+    one_sided = (1 + level) / 2
+    return Interval(events / trials, float(low), float(high), f"Wilson, {trials} seeds", one_sided, one_sided)
 
 
 def rate_difference_interval(events_a: int, trials_a: int, events_b: int, trials_b: int,
                              level: float = LEVEL) -> Interval:
     """Newcombe's hybrid score interval of the difference of two rates a − b (statsmodels, ``newcomb``), at
-    two-sided ``level``."""
+    two-sided ``level``; inside [−1, 1] by construction. Shown beside the event verdicts, which the exact tests
+    of :mod:`gdpo.reporting.rate_tests` decide."""
     from statsmodels.stats.proportion import confint_proportions_2indep
 
     low, high = confint_proportions_2indep(events_a, trials_a, events_b, trials_b, method="newcomb",
                                            compare="diff", alpha=1 - level)
+    one_sided = (1 + level) / 2
     return Interval(events_a / trials_a - events_b / trials_b, float(low), float(high),
-                    f"Newcombe, {trials_a} vs {trials_b} seeds", level)
+                    f"Newcombe, {trials_a} vs {trials_b} seeds", one_sided, one_sided)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -212,15 +304,17 @@ def rate_difference_interval(events_a: int, trials_a: int, events_b: int, trials
 
 @dataclasses.dataclass(frozen=True)
 class Criterion:
-    """What one metric's interval must show.
+    """What one metric's estimate must show.
 
     ``kind``:
         - ``"better"``: the effect lies on the ``direction`` side of 0 (reproduced); refuted when the
-          interval lies below ``effect`` on that side (the paper's effect, or 0 where units differ);
-        - ``"kept"``: non-inferiority: the interval lies above −``margin`` on the ``direction`` side;
+          estimate lies below ``effect`` on that side (the paper's effect, or 0 where units differ);
+        - ``"kept"``: non-inferiority: the estimate lies above −``margin`` on the ``direction`` side;
           refuted when it lies below −``margin``;
-        - ``"same"``: equivalence: the interval lies within ±``margin``; refuted when it lies outside;
-        - ``"changed"``: the interval excludes ±``margin`` (either side); refuted when it lies within ±``margin``.
+        - ``"same"``: equivalence: the estimate lies within ±``margin`` (two one-sided tests, each bound at the
+          in-direction level); refuted when it lies outside (either side: two routes);
+        - ``"changed"``: the estimate lies outside ±``margin`` (either side: two routes); refuted when it lies
+          within ±``margin`` (both bounds).
     """
 
     kind: str
@@ -228,10 +322,47 @@ class Criterion:
     effect: float = 0.0
     margin: float = 0.0
 
-    def decide(self, interval: Interval) -> str:
+    @property
+    def refutation_routes(self) -> int:
+        """Bounds through any one of which this criterion can refute: 2 for ``same`` (either side), else 1."""
+        return 2 if self.kind == "same" else 1
+
+    @property
+    def reproduction_routes(self) -> int:
+        """Bounds through any one of which this criterion can reproduce: 2 for ``changed``, else 1."""
+        return 2 if self.kind == "changed" else 1
+
+    def levels(self, refuters: int = 1, reproducers: int = 1) -> tuple[float, float]:
+        """(one-sided level of the in-direction bounds, of the refuting bounds): 1 − α / ``reproducers`` and
+        1 − α / ``refuters`` (:func:`one_sided_level`). ``refuters``: the routes of the whole claim that can each
+        refute it (this criterion's among them); ``reproducers``: the routes through any one of which this part
+        reaches its in-direction verdict (:attr:`reproduction_routes`, times any "or" across metrics)."""
+        return one_sided_level(reproducers), one_sided_level(refuters)
+
+    def shown(self, estimate: Estimate, refuters: int = 1, reproducers: int = 1) -> Interval:
+        """The interval the ledger shows: for ``better`` and ``kept`` the bound in the paper's direction at the
+        in-direction level and the other at the refuting level (the two bounds the verdict reads); for ``same``
+        and ``changed`` both at the in-direction level (their refutation reads both at the refuting level)."""
+        reproduce, refute = self.levels(refuters, reproducers)
+        if self.kind in ("same", "changed"):
+            return estimate.interval(reproduce, reproduce)
+        return estimate.interval(reproduce, refute) if self.direction > 0 else estimate.interval(refute, reproduce)
+
+    def decide(self, estimate: Estimate | Interval, refuters: int = 1, reproducers: int = 1) -> str:
         """One of :data:`REPRODUCED`, :data:`SMALLER`, :data:`NOT_REPRODUCED`, :data:`INCONCLUSIVE`: disjoint
-        regions of (low, high), so no interval meets two definitions; a NaN interval is inconclusive."""
-        low, high = interval.oriented(self.direction)
+        regions, so no estimate meets two definitions; a NaN estimate is inconclusive. An :class:`Estimate` is
+        read at :meth:`levels`; an :class:`Interval` as its two bounds (at whatever levels it has)."""
+        reproduce, refute = self.levels(refuters, reproducers)
+
+        def bounds(level: float) -> tuple[float, float]:
+            """(low, high) oriented so that the paper's direction is up."""
+            if isinstance(estimate, Interval):
+                return estimate.oriented(self.direction)
+            low, high = estimate.lower(level), estimate.upper(level)
+            return (low, high) if self.direction > 0 else (-high, -low)
+
+        low, _ = bounds(reproduce)
+        _, high = bounds(refute)
         if self.kind == "better":
             effect = max(self.effect, 0.0)
             if low > 0:
@@ -239,14 +370,16 @@ class Criterion:
             return NOT_REPRODUCED if high < effect else INCONCLUSIVE
         if self.kind == "kept":
             return REPRODUCED if low > -self.margin else NOT_REPRODUCED if high < -self.margin else INCONCLUSIVE
+        inner_low, inner_high = bounds(reproduce)
+        outer_low, outer_high = bounds(refute)
         if self.kind == "same":
-            if -self.margin < low and high < self.margin:
+            if -self.margin < inner_low and inner_high < self.margin:
                 return REPRODUCED
-            return NOT_REPRODUCED if low > self.margin or high < -self.margin else INCONCLUSIVE
+            return NOT_REPRODUCED if outer_low > self.margin or outer_high < -self.margin else INCONCLUSIVE
         if self.kind == "changed":
-            if low > self.margin or high < -self.margin:
+            if inner_low > self.margin or inner_high < -self.margin:
                 return REPRODUCED
-            return NOT_REPRODUCED if -self.margin < low and high < self.margin else INCONCLUSIVE
+            return NOT_REPRODUCED if -self.margin < outer_low and outer_high < self.margin else INCONCLUSIVE
         raise ValueError(f"unknown criterion kind {self.kind!r}")
 
     def text(self, metric: str) -> str:
@@ -442,8 +575,9 @@ RATE = "rate difference"
 @dataclasses.dataclass(frozen=True)
 class MeasuredInterval:
     """One interval a verdict rests on (or reports beside), as numbers: what it measures (``name``, e.g.
-    ``"Qwen2.5-1.5B avg"``), the measured ``mean`` and its two-sided ``level`` bounds ``low`` and ``high`` (NaN
-    where none could be formed), in ``unit`` (:data:`POINTS`, :data:`RATE`, or what the name measures)."""
+    ``"Qwen2.5-1.5B avg"``), the measured ``mean``, its bounds ``low`` and ``high`` (NaN where none could be
+    formed) and their two-sided coverage ``level``, in ``unit`` (:data:`POINTS`, :data:`RATE`, or what the name
+    measures); ``low_level`` and ``high_level``: each bound's one-sided level (NaN where not recorded)."""
 
     name: str
     mean: float
@@ -451,10 +585,13 @@ class MeasuredInterval:
     high: float
     level: float
     unit: str
+    low_level: float = math.nan
+    high_level: float = math.nan
 
     @classmethod
     def of(cls, name: str, interval: Interval, unit: str = POINTS) -> MeasuredInterval:
-        return cls(name, interval.mean, interval.low, interval.high, interval.level, unit)
+        return cls(name, interval.mean, interval.low, interval.high, interval.level, unit, interval.low_level,
+                   interval.high_level)
 
 
 @dataclasses.dataclass(frozen=True)

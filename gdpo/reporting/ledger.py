@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from gdpo.reporting import calibration
-from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, LEVEL, NOT_MODELLED, NOT_RUN, Claim, Verdict
+from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, NOT_MODELLED, NOT_RUN, Claim, Verdict
 from gdpo.reporting.verdicts import ClaimRule, Scale, rules_of
 from gdpo.reporting.verdicts.decisions import EVENT_BASE_RATE, EVENT_EFFECTS
 from gdpo.reporting.verdicts.model_evidence import Evidence
@@ -24,8 +24,8 @@ LEDGER_COLUMNS = ["claim_id", "scale", "statement", "paper_value", "run", "measu
 
 #: What each verdict means, for the ledger's header and README (one definition at every scale).
 VERDICT_MEANINGS = {
-    "reproduced": f"the {LEVEL:.0%} interval of the measured effect excludes no effect in the paper's direction and "
-                  "does not rule out an effect as large as the paper's (low > 0, high ≥ δ; larger effects included)",
+    "reproduced": "the bounds of the measured effect exclude no effect in the paper's direction and do not rule "
+                  "out an effect as large as the paper's (low > 0, high ≥ δ; larger effects included)",
     "smaller than the paper's": "the interval excludes no effect in the paper's direction but rules out the paper's "
                                 "effect (low > 0, high < δ)",
     "not reproduced": "the interval rules out the paper's effect and does not rule out no effect, or lies on the "
@@ -56,12 +56,21 @@ VERDICT_NOTES = [
     "A claim's parts each get a verdict (the `parts` column); together: any part `not reproduced` refutes, all "
     "`reproduced` reproduce, all in the paper's direction with some `smaller` give `smaller`, anything else is "
     "`inconclusive`. Setups of a table combine the same way.",
-    "At scale sim every claim combines its grid's cells by one rule, each cell at the grid's Bonferroni level: shown "
-    "in a cell and refuted in none reproduces; refuted in every cell refutes (for an event, only if some cell or a "
-    "positive control shows the bench produces the event); anything else is inconclusive.",
+    "Levels (intersection–union): the paper's direction needs every part, so each part's bound on that side is "
+    "one-sided 95 % (no correction); any one part can refute, so the bounds that refute share the 5 % over the "
+    "claim's routes to a refutation (Bonferroni: 97.5 % each for two, 98.75 % for four; a parity part counts two, "
+    "one per side). Each bound is printed with its one-sided level, e.g. `[+0.4 (95 %), +3.8 (98.75 %)]`; "
+    "*same* and *changed* parts show their in-direction bounds. Adding a setup whose parts reproduce never "
+    "makes a claim `not reproduced`; a refutation may become `inconclusive`.",
+    "At scale sim every claim combines its grid's cells by one rule: shown in a cell (its in-direction bounds at "
+    "one-sided 1 − 5 %/cells) and refuted in none reproduces; refuted in every cell refutes (for an event, only if "
+    "some cell or a positive control shows the bench produces the event); anything else is inconclusive.",
     "Intervals: Student's t over seeds of the paired differences, the seeds' variance floored by the evaluation's "
     "binomial variance over items × samples (pooled as one more observation where the seeds vary less), so ties "
-    "and single seeds never give a point; event rates: Newcombe's interval of the rate difference.",
+    "and single seeds never give a point; bounds clipped to what the metric can take ([−100, +100] points for a "
+    "difference of percentages; the text says `clipped`). Event rates (C5, C10): exact unconditional score tests "
+    "on the seeds' 2 × 2 table decide (rate above 0 at one-sided 5 %, below the claim's δ at 5 %); Newcombe's "
+    "interval of the rate difference is shown only.",
 ]
 #: Sim rows whose power is simulated from the bench's cells (the event rows compute theirs exactly).
 SIM_TABLE_POWER = ("C3", "C4", "C7", "C8")
@@ -194,9 +203,10 @@ def _power_text(power: float) -> str:
 def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
     """A readable CLAIMS.md: what the verdicts mean, a summary table, then each row in full."""
     lines = [f"# Claims ledger — scale `{scale}`", "",
-             "What the verdicts mean (the same at every scale; [low, high] is the interval of the measured effect, "
-             "95 % for a claim of one part and Bonferroni-adjusted over a claim's parts (97.5 % each for two), "
-             "oriented so that the paper's direction is up, and δ the paper's effect):", ""]
+             "What the verdicts mean (the same at every scale; low is the one-sided 95 % bound of the measured "
+             "effect on the paper's side, high its one-sided bound on the other side, Bonferroni-adjusted over the "
+             "claim's routes to a refutation; oriented so that the paper's direction is up, and δ the paper's "
+             "effect):", ""]
     lines += [f"- **{name}**: {meaning}" for name, meaning in VERDICT_MEANINGS.items()]
     lines += ["", *[f"- {note}" for note in VERDICT_NOTES]]
     lines += [

@@ -17,9 +17,10 @@ import pandas as pd
 from scipy.stats import binom
 
 from gdpo.methods import Method
+from gdpo.reporting import rate_tests
 from gdpo.reporting.contract import (
-    BARELY_MARGIN, INCONCLUSIVE, LEVEL, NO_FORMAT_RATE, NOT_REPRODUCED, PARITY_MARGIN, RATE, REPRODUCED,
-    SMALLER, Criterion, Interval, MeasuredInterval, combine, paper_effect, rate_difference_interval,
+    ALPHA, BARELY_MARGIN, INCONCLUSIVE, NO_FORMAT_RATE, NOT_REPRODUCED, PARITY_MARGIN, RATE, REPRODUCED, SMALLER,
+    Criterion, Estimate, Interval, MeasuredInterval, combine, one_sided_level, paper_effect, rate_difference_interval,
 )
 from gdpo.reporting.verdicts.samples import Cells, paired, pooled, shifted
 
@@ -47,34 +48,60 @@ def parts_text(parts: Mapping[str, str]) -> str:
     return "; ".join(f"{name}: {verdict}" for name, verdict in parts.items())
 
 
-def _decide_parts(parts: Sequence[tuple[str, Interval, Criterion]], prefix: str = ""
-                  ) -> tuple[str, str, dict[str, str], list[MeasuredInterval]]:
-    """Each part's interval decided by its criterion: the parts combined, their text, each part's verdict and
-    its interval as numbers (both named ``prefix`` + the part's name)."""
-    outcomes = {f"{prefix}{name}": criterion.decide(interval) for name, interval, criterion in parts}
-    text = ", ".join(f"{name} {interval_text(interval)}" for name, interval, _ in parts)
-    measured = [MeasuredInterval.of(f"{prefix}{name}", interval) for name, interval, _ in parts]
-    return combine(list(outcomes.values())), text, outcomes, measured
+#: One part of a claim: its name, the estimate of its effect, and what the estimate must show.
+Part = tuple[str, Estimate, Criterion]
 
 
-def interval_text(interval: Interval, unit: str = " pts") -> str:
-    """``"+2.1 pts [+0.4, +3.8] (t over 3 seeds)"``, or the mean alone where no interval could be formed."""
+def decide_setups(setup_parts: Mapping[str, Sequence[Part]], any_setup: bool = False
+                  ) -> tuple[dict[str, str], dict[str, str], dict[str, str], list[MeasuredInterval]]:
+    """Every part of every setup decided, as an intersection–union test.
+
+    In the paper's direction (``reproduced``, ``smaller``) a claim needs every part, so each part's in-direction
+    bound is at the claim's one-sided level 1 − α (α = :data:`ALPHA`; 1 − α / 2 for a ``changed`` part, which
+    either side can show): no correction. Any one part can refute, so the refuting bounds share α over every
+    route of the claim that can refute (:attr:`Criterion.refutation_routes` summed over all parts of all setups:
+    Bonferroni). More parts therefore never make a part's in-direction verdict harder, and only make refutation
+    harder.
+
+    ``any_setup``: the setups are cells of a grid that show the claim where any one cell shows it and refute it
+    only where every cell refutes it (:func:`over_cells`): then the in-direction bounds share α over the cells
+    and the refuting bounds over one cell's routes.
+
+    Returns (verdict per setup, text per setup, verdict per part named ``"<setup> <part>"``, the shown intervals
+    as numbers, named alike).
+    """
+    setups = len(setup_parts)
+    claim_routes = sum(c.refutation_routes for parts in setup_parts.values() for _, _, c in parts)
+    outcomes, texts, verdicts, measured = {}, {}, {}, []
+    for setup, parts in setup_parts.items():
+        refuters = sum(c.refutation_routes for _, _, c in parts) if any_setup else claim_routes
+        shown_parts = []
+        for name, estimate, criterion in parts:
+            reproducers = criterion.reproduction_routes * (setups if any_setup else 1)
+            key = f"{setup} {name}".strip()
+            verdicts[key] = criterion.decide(estimate, refuters, reproducers)
+            shown = criterion.shown(estimate, refuters, reproducers)
+            measured.append(MeasuredInterval.of(key, shown))
+            shown_parts.append(f"{name} {interval_text(shown)}")
+        outcomes[setup] = combine([verdicts[f"{setup} {name}".strip()] for name, _, _ in parts])
+        texts[setup] = ", ".join(shown_parts)
+    return outcomes, texts, verdicts, measured
+
+
+def interval_text(interval: Interval | Estimate, unit: str = " pts") -> str:
+    """``"+2.1 pts [+0.4 (95 %), +3.8 (98.75 %)] (t over 3 seeds)"``, or the mean alone where no interval could be
+    formed. An :class:`Estimate` (reported, not decided on) is shown with both bounds at one-sided 1 − α."""
+    if isinstance(interval, Estimate):
+        interval = interval.interval()
     if math.isnan(interval.low):
         return f"{interval.mean:+.1f}{unit} (no interval: {interval.source})"
     return f"{interval.text(unit)} ({interval.source})"
 
 
-def part_level(parts: int, level: float = LEVEL) -> float:
-    """The confidence level of each of a claim's ``parts`` intervals when any one of them can refute the claim
-    (or, for C7's weight 0.25, reproduce a part): Bonferroni, so that the claim's false refutation under the
-    paper's effect, and its false ``reproduced`` under no difference, stay within 1 − ``level``."""
-    return 1 - (1 - level) / max(1, parts)
-
-
 def bonferroni_level(cells: int) -> float:
-    """Confidence level of each of ``cells`` comparisons when a rule decides on any one of them: the chance
-    that any cell's interval misses stays below 1 − :data:`LEVEL`."""
-    return 1 - (1 - LEVEL) / max(1, cells)
+    """One-sided level of each of ``cells`` tests when a rule decides on any one of them: 1 − α / cells, so
+    that the chance that any cell's test errs stays below α (:func:`gdpo.reporting.contract.one_sided_level`)."""
+    return one_sided_level(cells)
 
 
 def effect_or_zero(claim_id: str, setup: str, metric: str) -> float:
@@ -91,25 +118,24 @@ def effect_or_zero(claim_id: str, setup: str, metric: str) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
+def _per_setup(setup_parts: Mapping[str, Sequence[Part]], what: str, any_setup: bool = False) -> Decision:
+    """A table claim decided per setup by :func:`decide_setups`, the setups combined by
+    :func:`gdpo.reporting.contract.combine`; ``what`` prefixes each setup's text (e.g. ``"GDPO − GRPO"``)."""
+    outcomes, texts, verdicts, measured = decide_setups(setup_parts, any_setup)
+    text = "; ".join(f"{setup}: {what} {texts[setup]}" for setup in setup_parts)
+    return Decision(combine(list(outcomes.values())), outcomes, text, verdicts, tuple(measured))
+
+
 def criteria_c3(setup: str) -> dict[str, Criterion]:
     return {m: Criterion("better", +1, effect_or_zero("C3", setup, m)) for m in ("avg", "format")}
 
 
-def decide_c3(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
+def decide_c3(cells: Cells, setups: Sequence[str]) -> Decision:
     """C3, per Table 1 setup: GDPO − GRPO of BFCL avg accuracy and of correct format, both above 0; refuted
     if either lies below the paper's effect for that setup. Setups combined by
-    :func:`gdpo.reporting.contract.combine`; every part's interval at the Bonferroni level over the parts
-    (:func:`part_level`)."""
-    level = part_level(2 * len(setups), level)
-    outcomes, texts, verdicts, measured = {}, [], {}, []
-    for setup in setups:
-        parts = [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)], level), c)
-                 for m, c in criteria_c3(setup).items()]
-        outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
-        verdicts.update(part_verdicts)
-        measured += part_intervals
-        texts.append(f"{setup}: GDPO − GRPO {text}")
-    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts, tuple(measured))
+    :func:`gdpo.reporting.contract.combine`; levels by :func:`decide_setups`."""
+    return _per_setup({setup: [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)]), c)
+                               for m, c in criteria_c3(setup).items()] for setup in setups}, "GDPO − GRPO")
 
 
 def criteria_c4(setup: str) -> dict[str, Criterion]:
@@ -120,68 +146,55 @@ def criteria_c4(setup: str) -> dict[str, Criterion]:
             "parity": Criterion("same", margin=PARITY_MARGIN)}
 
 
-def decide_c4(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
-    """C4, per Table 1 setup that trains GRPO w/o std: its format falls from the base model's (interval of
-    w/o std − base below 0; refuted below the paper's fall), stays near 0 % (interval of its rate below
-    :data:`NO_FORMAT_RATE`; refuted when above it: it learned format), and its avg accuracy matches GRPO's
-    (interval of the difference within ±:data:`PARITY_MARGIN`; refuted when outside). Intervals at the
-    Bonferroni level over the parts (:func:`part_level`)."""
-    level = part_level(3 * len(setups), level)
-    outcomes, texts, verdicts, measured = {}, [], {}, []
-    for setup in setups:
-        criteria = criteria_c4(setup)
-        nostd = cells[(setup, Method.GRPO_NOSTD, "format")]
-        parts = [("format − base", paired(nostd, cells[(setup, "base", "format")], level), criteria["fall"]),
-                 (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE, level), criteria["rate"]),
-                 ("avg − GRPO's",
-                  paired(cells[(setup, Method.GRPO_NOSTD, "avg")], cells[(setup, Method.GRPO, "avg")], level),
-                  criteria["parity"])]
-        outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
-        verdicts.update(part_verdicts)
-        measured += part_intervals
-        texts.append(f"{setup}: GRPO w/o std {text}")
-    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts, tuple(measured))
+def c4_parts(cells: Cells, setup: str) -> list[Part]:
+    """C4's three parts of one setup (:func:`decide_c4`)."""
+    criteria = criteria_c4(setup)
+    nostd = cells[(setup, Method.GRPO_NOSTD, "format")]
+    return [("format − base", paired(nostd, cells[(setup, "base", "format")]), criteria["fall"]),
+            (f"format − {NO_FORMAT_RATE:g} %", shifted(nostd, NO_FORMAT_RATE), criteria["rate"]),
+            ("avg − GRPO's", paired(cells[(setup, Method.GRPO_NOSTD, "avg")], cells[(setup, Method.GRPO, "avg")]),
+             criteria["parity"])]
 
 
-def decide_c6(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
+def decide_c4(cells: Cells, setups: Sequence[str], any_setup: bool = False) -> Decision:
+    """C4, per Table 1 setup that trains GRPO w/o std: its format falls from the base model's (w/o std − base
+    below 0; refuted above it), stays near 0 % (its rate below :data:`NO_FORMAT_RATE`; refuted when above it: it
+    learned format), and its avg accuracy matches GRPO's (the difference within ±:data:`PARITY_MARGIN`; refuted
+    when outside). Levels by :func:`decide_setups` (``any_setup``: the setups are a grid's cells)."""
+    return _per_setup({setup: c4_parts(cells, setup) for setup in setups}, "GRPO w/o std", any_setup)
+
+
+def decide_c6(cells: Cells, setups: Sequence[str]) -> Decision:
     """C6: GDPO − GRPO of accuracy above 0 and of Exceed below 0, each averaged over the benchmarks and then
     over Table 3's setups (models), paired by seed; refuted below the paper's mean effect. Per-setup
-    intervals are reported beside it. (Per model, the paper's own gains at R1-7B and Qwen3-4B are +0.6 and
-    +0.3 points of accuracy: too small to be decided over the seeds of one run each.) Intervals at the
-    Bonferroni level over the two parts."""
-    level = part_level(2, level)
+    estimates are reported beside it (both bounds at one-sided 1 − α). (Per model, the paper's own gains at
+    R1-7B and Qwen3-4B are +0.6 and +0.3 points of accuracy: too small to be decided over the seeds of one run
+    each.) Levels by :func:`decide_setups` over the two parts."""
     effects = {m: float(np.mean([effect_or_zero("C6", s, m) for s in setups])) for m in ("acc", "exceed")}
     criteria = {"acc": Criterion("better", +1, effects["acc"]), "exceed": Criterion("better", -1, -effects["exceed"])}
-    parts = [(m, pooled([(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)]) for s in setups], level), c)
+    parts = [(m, pooled([(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)]) for s in setups]), c)
              for m, c in criteria.items()]
-    outcome, text, verdicts, measured = _decide_parts(parts)
+    outcomes, texts, verdicts, measured = decide_setups({"": parts})
     reported = {(s, m): paired(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)])
                 for s in setups for m in criteria}
     per_setup = "; ".join(f"{s}: " + ", ".join(f"{m} {interval_text(reported[(s, m)])}" for m in criteria)
                           for s in setups)
     label = "mean over setups" if len(setups) > 1 else setups[0]
     if len(setups) > 1:
-        measured += [MeasuredInterval.of(f"{s} {m}", interval) for (s, m), interval in reported.items()]
-    return Decision(outcome, {s: outcome for s in setups}, f"GDPO − GRPO, {label}: {text}" + (
+        measured += [MeasuredInterval.of(f"{s} {m}", estimate.interval()) for (s, m), estimate in reported.items()]
+    outcome = outcomes[""]
+    return Decision(outcome, {s: outcome for s in setups}, f"GDPO − GRPO, {label}: {texts['']}" + (
         f" (per setup: {per_setup})" if len(setups) > 1 else ""), verdicts, tuple(measured))
 
 
-def decide_c8(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
+def decide_c8(cells: Cells, setups: Sequence[str]) -> Decision:
     """C8, per Table 4 setup: GDPO − GRPO of accuracy above 0 and Exceed below 0 (benchmark averages, paired
     by seed); refuted below the paper's mean effect over Table 4's benchmarks (+2.0 acc, −5.7 exceed).
-    Intervals at the Bonferroni level over the parts."""
-    level = part_level(2 * len(setups), level)
+    Levels by :func:`decide_setups`."""
     criteria = {"acc": Criterion("better", +1, paper_effect("C8", "", "acc")),
                 "exceed": Criterion("better", -1, -paper_effect("C8", "", "exceed"))}
-    outcomes, texts, verdicts, measured = {}, [], {}, []
-    for setup in setups:
-        parts = [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)], level), c)
-                 for m, c in criteria.items()]
-        outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
-        verdicts.update(part_verdicts)
-        measured += part_intervals
-        texts.append(f"{setup}: GDPO − GRPO {text}")
-    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts, tuple(measured))
+    return _per_setup({setup: [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)]), c)
+                               for m, c in criteria.items()] for setup in setups}, "GDPO − GRPO")
 
 
 def criteria_c9(setup: str) -> dict[str, Criterion]:
@@ -194,44 +207,43 @@ def criteria_c9(setup: str) -> dict[str, Criterion]:
     return {"pass": Criterion("kept", +1, margin=PARITY_MARGIN), "exceed": Criterion("kept", -1, margin=PARITY_MARGIN)}
 
 
-def decide_c9(cells: Cells, setups: Sequence[str], level: float = LEVEL) -> Decision:
+def decide_c9(cells: Cells, setups: Sequence[str]) -> Decision:
     """C9, per Table 5 setup: GDPO keeps the pass rate (GDPO − GRPO above −:data:`PARITY_MARGIN`); at 2
     objectives it keeps Exceed (below +:data:`PARITY_MARGIN`); at 3 objectives it lowers Exceed and the bug
-    ratio (below 0; refuted below the paper's effect). Benchmarks averaged, paired by seed; intervals at the
-    Bonferroni level over the parts."""
-    level = part_level(sum(len(criteria_c9(s)) for s in setups), level)
-    outcomes, texts, verdicts, measured = {}, [], {}, []
-    for setup in setups:
-        parts = [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)], level), c)
-                 for m, c in criteria_c9(setup).items()]
-        outcomes[setup], text, part_verdicts, part_intervals = _decide_parts(parts, f"{setup} ")
-        verdicts.update(part_verdicts)
-        measured += part_intervals
-        texts.append(f"{setup}: GDPO − GRPO {text}")
-    return Decision(combine(list(outcomes.values())), outcomes, "; ".join(texts), verdicts, tuple(measured))
+    ratio (below 0; refuted below the paper's effect). Benchmarks averaged, paired by seed; levels by
+    :func:`decide_setups`."""
+    return _per_setup({setup: [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)]), c)
+                               for m, c in criteria_c9(setup).items()] for setup in setups}, "GDPO − GRPO")
 
 
-def decide_c7(cells: Cells, level: float = LEVEL) -> Decision:
+def decide_c7(cells: Cells) -> Decision:
     """C7, for GRPO and GDPO: accuracy and Exceed at length weight 0.75 and 0.5 minus at weight 1 within
     ±:data:`BARELY_MARGIN` (equivalence), and at 0.25 outside it for accuracy or Exceed; refuted when 0.75 or
     0.5 lies outside the band or 0.25 lies within it for both metrics. ``cells`` keys: (weight label,
     method, metric) with labels ``"1"``, ``"0.75"``, ``"0.5"``, ``"0.25"``. Parts: per method, "w0.75 and
-    0.5 barely change" and "w0.25 changes"; the twelve intervals at the Bonferroni level over them."""
-    level = part_level(12, level)
+    0.5 barely change" (eight one-sided bounds, all needed: each at 1 − α) and "w0.25 changes" (any of four
+    bounds, acc or Exceed on either side: each at 1 − α / 4). Refutation can come from either side of any of
+    the eight "barely" bounds or from one "w0.25" part per method (both metrics within: all needed): 18 routes,
+    each refuting bound at 1 − α / 18."""
     same, changed = Criterion("same", margin=BARELY_MARGIN), Criterion("changed", margin=BARELY_MARGIN)
+    methods = (Method.GRPO, Method.GDPO)
+    refuters = len(methods) * (4 * same.refutation_routes + 1)
+    moved_reproducers = 2 * changed.reproduction_routes
     outcomes, texts, verdicts, measured = {}, [], {}, []
-    for method in (Method.GRPO, Method.GDPO):
-        intervals = {(w, m): paired(cells[(w, method, m)], cells[("1", method, m)], level)
+    for method in methods:
+        estimates = {(w, m): paired(cells[(w, method, m)], cells[("1", method, m)])
                      for w in ("0.75", "0.5", "0.25") for m in ("acc", "exceed")}
-        measured += [MeasuredInterval.of(f"{method} w{w} {m}", i) for (w, m), i in intervals.items()]
-        kept = combine([same.decide(intervals[(w, m)]) for w in ("0.75", "0.5") for m in ("acc", "exceed")])
-        moved = [changed.decide(intervals[("0.25", m)]) for m in ("acc", "exceed")]
+        shown = {(w, m): (same if w != "0.25" else changed).shown(
+            e, refuters, 1 if w != "0.25" else moved_reproducers) for (w, m), e in estimates.items()}
+        measured += [MeasuredInterval.of(f"{method} w{w} {m}", i) for (w, m), i in shown.items()]
+        kept = combine([same.decide(estimates[(w, m)], refuters) for w in ("0.75", "0.5") for m in ("acc", "exceed")])
+        moved = [changed.decide(estimates[("0.25", m)], refuters, moved_reproducers) for m in ("acc", "exceed")]
         low_weight = REPRODUCED if REPRODUCED in moved else NOT_REPRODUCED if all(
             o == NOT_REPRODUCED for o in moved) else INCONCLUSIVE
         verdicts[f"{method} w0.75/0.5 within ±{BARELY_MARGIN:g}"] = kept
         verdicts[f"{method} w0.25 outside"] = low_weight
         outcomes[method] = combine([kept, low_weight])
-        texts.append(f"{method}: " + ", ".join(f"w{w} {m} {interval_text(i)}" for (w, m), i in intervals.items()))
+        texts.append(f"{method}: " + ", ".join(f"w{w} {m} {interval_text(i)}" for (w, m), i in shown.items()))
     return Decision(combine(list(outcomes.values())), outcomes, "vs weight 1; " + "; ".join(texts), verdicts,
                     tuple(measured))
 
@@ -252,33 +264,59 @@ EVENT_EFFECTS = {"C5": 0.5, "C10": 0.2}
 EVENT_BASE_RATE = 0.05
 
 
+def _reproduction_region(claim_id: str, trials_a: int, trials_b: int, alpha: float) -> np.ndarray:
+    """The tables (a's events, b's events) in which an event claim's rule finds a's rate above b's at one-sided
+    ``alpha``: the exact unconditional test of :func:`gdpo.reporting.rate_tests.reproduction_region`, grown
+    toward the claim's stated alternative (b at :data:`EVENT_BASE_RATE`, a that plus the claim's effect)."""
+    return rate_tests.reproduction_region(int(trials_a), int(trials_b), float(alpha),
+                                          min(1.0, EVENT_BASE_RATE + EVENT_EFFECTS[claim_id]), EVENT_BASE_RATE)
+
+
+def event_outcomes(claim_id: str, trials_a: int, trials_b: int, reproduce_alpha: float = ALPHA,
+                   refute_alpha: float = ALPHA) -> np.ndarray:
+    """(trials_a + 1, trials_b + 1) array of verdicts, one per table (a's events, b's events): what
+    :func:`decide_events` gives for it."""
+    above = _reproduction_region(claim_id, trials_a, trials_b, reproduce_alpha)
+    below = rate_tests.below_region(trials_a, trials_b, EVENT_EFFECTS[claim_id], refute_alpha)
+    return np.where(above, np.where(below, SMALLER, REPRODUCED), np.where(below, NOT_REPRODUCED, INCONCLUSIVE))
+
+
 def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bool],
-                  level: float = LEVEL) -> tuple[str, Interval]:
-    """C5 / C10: the event rate of a (GRPO; gdpo_nobn) minus b's (GDPO; gdpo), Newcombe interval over seeds at
-    ``level``: above 0 reproduces; below :data:`EVENT_EFFECTS` refutes."""
+                  reproduce_alpha: float = ALPHA, refute_alpha: float = ALPHA) -> tuple[str, Interval]:
+    """C5 / C10: the event rate of a (GRPO; gdpo_nobn) against b's (GDPO; gdpo), over seeds, by two exact
+    unconditional tests on the 2 × 2 table (seeds with and without the event, per method;
+    :mod:`gdpo.reporting.rate_tests`): a's rate above b's (H₀ p_a ≤ p_b rejected at one-sided
+    ``reproduce_alpha``) is in the paper's direction; the difference below the claim's smallest effect δ
+    (:data:`EVENT_EFFECTS`; H₀ p_a − p_b ≥ δ rejected at one-sided ``refute_alpha``) refutes. Both: ``smaller``;
+    neither: ``inconclusive``. The interval returned is for display only (Newcombe's, each side at one-sided
+    1 − α); its source names the tests' p-values."""
     a, b = np.asarray(events_a, dtype=bool), np.asarray(events_b, dtype=bool)
-    interval = rate_difference_interval(int(a.sum()), a.size, int(b.sum()), b.size, level)
-    return Criterion("better", +1, EVENT_EFFECTS[claim_id]).decide(interval), interval
+    x, n_a, y, n_b = int(a.sum()), a.size, int(b.sum()), b.size
+    outcome = str(event_outcomes(claim_id, n_a, n_b, reproduce_alpha, refute_alpha)[x, y])
+    delta = EVENT_EFFECTS[claim_id]
+    shown = rate_difference_interval(x, n_a, y, n_b, 1 - 2 * ALPHA)
+    source = (f"{shown.source}, shown only; decided by exact unconditional score tests (nuisance rate maximised): "
+              f"above 0 p = {rate_tests.above_p_value(x, n_a, y, n_b):.3f} (at one-sided "
+              f"{100 * reproduce_alpha:.3g} %, region grown to its exact size), below {delta:g} p = "
+              f"{rate_tests.below_p_value(x, n_a, y, n_b, delta):.3f} (at {100 * refute_alpha:.3g} %)")
+    return outcome, Interval(shown.mean, shown.low, shown.high, source, shown.low_level, shown.high_level)
 
 
-def _detected_counts(trials_a: int, trials_b: int, level: float) -> list[int]:
-    """a's event counts out of ``trials_a`` whose rate difference against none of ``trials_b`` lies above 0."""
-    return [k for k in range(trials_a + 1) if rate_difference_interval(k, trials_a, 0, trials_b, level).low > 0]
-
-
-def detection_power(trials_a: int, trials_b: int, rate_a: float, level: float = LEVEL) -> float:
+def detection_power(trials_a: int, trials_b: int, rate_a: float, alpha: float = ALPHA,
+                    claim_id: str = "C5") -> float:
     """Probability that :func:`decide_events` finds a's rate above b's when a's event rate is ``rate_a`` and b
     never has the event (exact: a sum over a's binomial outcomes). Not the ledger's power column, which assumes
     both methods have events (:func:`sim_event_power`, :func:`gdpo.reporting.calibration.event_power`)."""
-    return float(sum(binom.pmf(k, trials_a, rate_a) for k in _detected_counts(trials_a, trials_b, level)))
+    detected = np.flatnonzero(_reproduction_region(claim_id, trials_a, trials_b, alpha)[:, 0])
+    return float(binom.pmf(detected, trials_a, rate_a).sum())
 
 
-def smallest_detectable_rate(trials_a: int, trials_b: int, level: float = LEVEL, power: float = 0.8) -> float:
+def smallest_detectable_rate(trials_a: int, trials_b: int, alpha: float = ALPHA, power: float = 0.8,
+                             claim_id: str = "C5") -> float:
     """Smallest event rate of a (b: none) that :func:`decide_events` detects with probability ≥ ``power``
     (:func:`detection_power`, searched in steps of 0.01)."""
-    detected = _detected_counts(trials_a, trials_b, level)
     for rate in np.arange(0.01, 1.0001, 0.01):
-        if binom.pmf(detected, trials_a, rate).sum() >= power:
+        if detection_power(trials_a, trials_b, float(rate), alpha, claim_id) >= power:
             return float(rate)
     return math.nan
 
@@ -289,14 +327,15 @@ def smallest_detectable_rate(trials_a: int, trials_b: int, level: float = LEVEL,
 
 
 def over_cells(outcomes: Mapping[str, str], opposite: set[str] | None = None) -> str:
-    """The one rule by which every sim claim combines the cells of its grid, each cell decided at the grid's
-    Bonferroni level (:func:`bonferroni_level`): the claim is shown where some cell shows it and no cell shows
-    the opposite (``reproduced`` if a cell reproduces, else ``smaller`` if a cell finds a smaller effect); ruled
+    """The one rule by which every sim claim combines the cells of its grid, each cell's in-direction tests at
+    one-sided 1 − α / cells (:func:`bonferroni_level`) and its refuting tests at the cell's own level: the claim
+    is shown where some cell shows it and no cell shows the opposite (``reproduced`` if a cell reproduces, else ``smaller`` if a cell finds a smaller effect); ruled
     out (``not reproduced``) only where every cell rules it out; otherwise ``inconclusive``. ``opposite``: the
     cells whose interval lies on the other side of no effect (default: every ``not reproduced`` cell, which
     for δ = 0 and for parity parts is the same thing; an event claim's cell that only rules out the claim's
     rate difference, holding 0, is no evidence against the mechanism elsewhere). A false ``reproduced`` needs
-    a cell's interval to miss, which the Bonferroni level keeps below 5 % over the grid."""
+    a cell's in-direction test to err, which the Bonferroni level keeps below α over the grid; a false
+    ``not reproduced`` needs every cell's refutation to err."""
     values = list(outcomes.values())
     if values and all(v == NOT_REPRODUCED for v in values):
         return NOT_REPRODUCED
@@ -311,33 +350,30 @@ def over_cells(outcomes: Mapping[str, str], opposite: set[str] | None = None) ->
 
 def decide_sim_pairs(cells: Cells, variants: Sequence[str], rewards: tuple[str, str]) -> Decision:
     """Sim C3 / C8 on their cells (keys (variant, method, reward)): per cell, GDPO − GRPO of the final success of
-    both ``rewards``, paired by seed, each above 0 (δ = 0: the bench's units are not the paper's), at the
-    Bonferroni level over the cells' parts; cells combined by :func:`over_cells`."""
+    both ``rewards``, paired by seed, each above 0 (δ = 0: the bench's units are not the paper's); levels by
+    :func:`decide_setups` for a grid (a cell shows the claim: its in-direction bounds share α over the cells; a
+    cell refutes: its refuting bounds share α over its two parts); cells combined by :func:`over_cells`."""
     better = Criterion("better", +1, 0.0)
-    level = bonferroni_level(2 * len(variants))
-    outcomes, texts, verdicts, measured = {}, [], {}, []
-    for variant in variants:
-        intervals = {r: paired(cells[(variant, Method.GDPO, r)], cells[(variant, Method.GRPO, r)], level)
-                     for r in rewards}
-        measured += [MeasuredInterval.of(f"{variant} {r}", i) for r, i in intervals.items()]
-        cell = {f"{variant} {r}": better.decide(i) for r, i in intervals.items()}
-        verdicts.update(cell)
-        outcomes[variant] = combine(list(cell.values()))
-        texts.append(f"{variant}: " + ", ".join(f"{r} {interval_text(i)}" for r, i in intervals.items()))
-    return Decision(over_cells(outcomes), outcomes, f"(intervals at {100 * level:.2f} %) " + "; ".join(texts),
-                    verdicts, tuple(measured))
+    setup_parts = {variant: [(r, paired(cells[(variant, Method.GDPO, r)], cells[(variant, Method.GRPO, r)]), better)
+                             for r in rewards] for variant in variants}
+    outcomes, texts, verdicts, measured = decide_setups(setup_parts, any_setup=True)
+    level = one_sided_level(len(variants))
+    return Decision(over_cells(outcomes), outcomes, f"(lower bounds at one-sided {100 * level:.4g} %, upper at "
+                    f"{100 * one_sided_level(len(rewards)):.4g} %) " + "; ".join(
+                        f"{variant}: {texts[variant]}" for variant in variants), verdicts, tuple(measured))
 
 
 def decide_sim_events(claim_id: str, events: Mapping[str, tuple[pd.Series, pd.Series]]) -> Decision:
-    """C5 / C10 over a grid: per cell, :func:`decide_events` (a − b, paired nothing: rates over seeds) at the
-    Bonferroni level of the grid; :func:`over_cells` across cells. ``events``: cell → (a's, b's). Each cell is
-    one part, its interval the rate difference."""
-    level = bonferroni_level(len(events))
+    """C5 / C10 over a grid: per cell, :func:`decide_events` (a − b, paired nothing: rates over seeds) with the
+    reproduction test at one-sided α / cells (any cell shows the claim: Bonferroni) and the refutation test at α
+    (refuting the claim needs every cell); :func:`over_cells` across cells, a cell whose b rate is shown above
+    a's (the exact score test at α, roles swapped) counting as the opposite. ``events``: cell → (a's, b's)."""
+    alpha = ALPHA / max(1, len(events))
     outcomes, parts, opposite, measured = {}, [], set(), []
     for cell, (a, b) in events.items():
-        outcomes[cell], interval = decide_events(claim_id, a.to_numpy(), b.to_numpy(), level)
+        outcomes[cell], interval = decide_events(claim_id, a.to_numpy(), b.to_numpy(), alpha, ALPHA)
         measured.append(MeasuredInterval.of(cell, interval, RATE))
-        if interval.high < 0:
+        if rate_tests.above_region(len(b), len(a), ALPHA)[int(b.sum()), int(a.sum())]:
             opposite.add(cell)
         parts.append(f"{cell}: {int(a.sum())}/{len(a)} vs {int(b.sum())}/{len(b)}, difference "
                      f"{interval.text('', 2)}")
@@ -349,20 +385,11 @@ def sim_event_power(claim_id: str, cells: int, seeds: int) -> float:
     ``cells`` cells of ``seeds`` seeds per method when in every cell the compared method's event rate is
     :data:`EVENT_BASE_RATE` + the claim's effect and the reference's :data:`EVENT_BASE_RATE` (exact:
     per cell by enumeration, cells independent)."""
-    level = bonferroni_level(cells)
     rate_b = EVENT_BASE_RATE
     rate_a = min(1.0, rate_b + EVENT_EFFECTS[claim_id])
-    pa, pb = binom.pmf(np.arange(seeds + 1), seeds, rate_a), binom.pmf(np.arange(seeds + 1), seeds, rate_b)
-    reproduced, opposite = 0.0, 0.0
-    criterion = Criterion("better", +1, EVENT_EFFECTS[claim_id])
-    for x in range(seeds + 1):
-        if pa[x] < 1e-12:
-            continue
-        for y in range(seeds + 1):
-            if pb[y] < 1e-12:
-                continue
-            interval = rate_difference_interval(x, seeds, y, seeds, level)
-            reproduced += float(pa[x] * pb[y]) * (criterion.decide(interval) == REPRODUCED)
-            opposite += float(pa[x] * pb[y]) * (interval.high < 0)
+    tables = rate_tests.table_probabilities(seeds, seeds, rate_a, rate_b)
+    outcomes = event_outcomes(claim_id, seeds, seeds, ALPHA / max(1, cells), ALPHA)
+    reproduced = float(tables[outcomes == REPRODUCED].sum())
+    opposite = float(tables[rate_tests.above_region(seeds, seeds, ALPHA).T].sum())
     # Reproduced over the grid (:func:`over_cells`): no cell on the other side, and some cell reproduced.
     return float((1 - opposite) ** cells - (1 - opposite - reproduced) ** cells)

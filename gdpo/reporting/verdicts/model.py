@@ -367,7 +367,8 @@ def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[s
     prompts = (evidence.runs.get(task) or {}).get("prompts_per_batch")
     shortfall = minimum.shortfall(seeds, steps=evidence.num_steps(task, methods), prompts_per_batch=prompts)
     outcome, interval = decide_events(claim_id, events[a].to_numpy(), events[b].to_numpy())
-    detectable = smallest_detectable_rate(len(events[a]), len(events[b])) if seeds else math.nan
+    detectable = (smallest_detectable_rate(len(events[a]), len(events[b]), claim_id=claim_id) if seeds
+                  else math.nan)
     text = (f"{measured}; rate difference {interval.text('', 2)} ({interval.source}); with these seeds the rule "
             f"detects a {a} rate ≥ {detectable:.2f} (none for {b}) with 80 % power")
     run = evidence.run_label(task, methods, _paper_setup(claim_id))
@@ -400,7 +401,7 @@ def judge_c5(evidence: Evidence) -> Verdict:
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds, ≤ 0.038 at any seed count;
     power 0.14 at paper-math (3 seeds; GRPO diverging in 55 % of runs, GDPO in 5 %), 80 % needs 12 seeds;
     1000 pairs of synthetic 500-step curves through the detector: false ``reproduced`` ≤ 5 %."""
-    comparison = (f"divergence rate GRPO − GDPO over seeds (Newcombe): above 0; refuted below "
+    comparison = (f"divergence rate GRPO − GDPO over seeds (exact unconditional tests): above 0; refuted below "
                   f"{EVENT_EFFECTS['C5']:g}")
     task = _curve_task(evidence, "fig5", "math curves", comparison)
     if isinstance(task, Verdict):
@@ -486,7 +487,7 @@ def judge_c10(evidence: Evidence) -> Verdict:
 
     Calibration (exact enumeration): null false ``reproduced`` ≤ 0.016 at 3 seeds; power 0.01 at paper-math
     (failures in 25 % vs 5 % of runs), 80 % needs about 48 seeds."""
-    comparison = (f"failure-to-converge rate gdpo_nobn − gdpo over seeds (Newcombe): above 0; refuted below "
+    comparison = (f"failure-to-converge rate gdpo_nobn − gdpo over seeds (exact unconditional tests): above 0; refuted below "
                   f"{EVENT_EFFECTS['C10']:g}")
     task = _curve_task(evidence, "fig8", "GDPO with and without the batch step", comparison)
     if isinstance(task, Verdict):

@@ -1,8 +1,9 @@
 """Per-seed samples of a claim's metrics, and the intervals of their differences.
 
 A :class:`Sample` is one metric of one (setup, method) over training seeds, with the evaluation's item variance of
-each value; :func:`paired`, :func:`shifted` and :func:`pooled` turn samples into the intervals of
-:mod:`gdpo.reporting.contract`. The rules of every scale read their evidence into samples; the calibration
+each value; :func:`paired`, :func:`shifted` and :func:`pooled` turn samples into the estimates of
+:mod:`gdpo.reporting.contract` (bounds at any level, inside the range a difference of percentages can take).
+The rules of every scale read their evidence into samples; the calibration
 (:mod:`gdpo.reporting.calibration`) simulates them.
 """
 
@@ -14,7 +15,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from gdpo.reporting.contract import LEVEL, Interval, paired_interval
+from gdpo.reporting.contract import Estimate, paired_estimate
+
+#: The range of a difference of two percentages (points).
+PERCENT_DIFFERENCE = (-100.0, 100.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,8 +38,13 @@ class Sample:
         return len(self.values)
 
 
-def paired(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
-    """Interval of a − b over the seeds both have (:func:`gdpo.reporting.contract.paired_interval`).
+def _no_estimate(why: str) -> Estimate:
+    return Estimate(math.nan, math.nan, 1, why, PERCENT_DIFFERENCE)
+
+
+def paired(a: Sample, b: Sample) -> Estimate:
+    """Estimate of a − b over the seeds both have (:func:`gdpo.reporting.contract.paired_estimate`), inside
+    [−100, 100].
     A reference evaluated once (``once``) pairs with every seed of the other side; its item variance is shared
     by every difference and does not average out. Any other sample pairs only on common seeds."""
     common_variance = 0.0
@@ -47,16 +56,17 @@ def paired(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
         a = Sample(b.seeds, np.repeat(a.values[:1], len(b)), np.repeat(a.variances[:1], len(b)), a.items)
     common = [s for s in a.seeds if s in b.seeds] if a.seeds != b.seeds else list(a.seeds)
     if not common:
-        return Interval(math.nan, math.nan, math.nan, "no seed in common", level)
+        return _no_estimate("no seed in common")
     ia = [a.seeds.index(s) for s in common]
     ib = [b.seeds.index(s) for s in common]
-    return paired_interval(a.values[ia] - b.values[ib], a.variances[ia] + b.variances[ib], common_variance,
-                           level=level)
+    return paired_estimate(a.values[ia] - b.values[ib], a.variances[ia] + b.variances[ib], common_variance,
+                           PERCENT_DIFFERENCE)
 
 
-def shifted(a: Sample, by: float, level: float = LEVEL) -> Interval:
-    """Interval of the mean of ``a`` − ``by`` (one sample against a fixed level)."""
-    return paired_interval(a.values - by, a.variances, level=level)
+def shifted(a: Sample, by: float) -> Estimate:
+    """Estimate of the mean of ``a`` − ``by`` (one sample against a fixed level, points), inside
+    [−by, 100 − by]."""
+    return paired_estimate(a.values - by, a.variances, limits=(-by, 100.0 - by))
 
 
 def pooled_seeds(samples: Sequence[tuple[Sample, Sample]]) -> list[int]:
@@ -64,12 +74,12 @@ def pooled_seeds(samples: Sequence[tuple[Sample, Sample]]) -> list[int]:
     return sorted(set.intersection(*(set(a.seeds) & set(b.seeds) for a, b in samples)))
 
 
-def pooled(samples: Sequence[tuple[Sample, Sample]], level: float = LEVEL) -> Interval:
-    """Interval of the mean over setups of a − b: per seed, the setups' differences averaged (seeds all
+def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Estimate:
+    """Estimate of the mean over setups of a − b: per seed, the setups' differences averaged (seeds all
     setups share, :func:`pooled_seeds`); item variances add up over setups and divide by their count squared."""
     common = pooled_seeds(samples)
     if not common:
-        return Interval(math.nan, math.nan, math.nan, "no seed common to every setup", level)
+        return _no_estimate("no seed common to every setup")
     diffs = np.zeros(len(common))
     variances = np.zeros(len(common))
     for a, b in samples:
@@ -77,7 +87,7 @@ def pooled(samples: Sequence[tuple[Sample, Sample]], level: float = LEVEL) -> In
         ib = [b.seeds.index(s) for s in common]
         diffs += a.values[ia] - b.values[ib]
         variances += a.variances[ia] + b.variances[ib]
-    return paired_interval(diffs / len(samples), variances / len(samples) ** 2, level=level)
+    return paired_estimate(diffs / len(samples), variances / len(samples) ** 2, limits=PERCENT_DIFFERENCE)
 
 
 #: Cells of a claim's samples: (setup label, method, metric) → Sample.

@@ -1,7 +1,7 @@
 """Claim rules at scale ``sim``: the policy-gradient bench's ``per_seed.csv`` (:mod:`gdpo.sim`).
 
 C3 and C7 read the Bernoulli bench; C4, C5, C8 and C10 the sequence bench, each a failure mode looked for over a
-grid of settings, its cells decided at the grid's Bonferroni level and combined by
+grid of settings, its cells' in-direction tests at the grid's Bonferroni level, combined by
 :func:`~gdpo.reporting.verdicts.decisions.over_cells`. Each rule: ``(per_seed, evidence) -> Verdict``, registered
 with the study it reads.
 """
@@ -18,12 +18,12 @@ import pandas as pd
 from gdpo.curve_events import final_window
 from gdpo.methods import Method
 from gdpo.reporting.contract import (
-    BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, PARITY_MARGIN,
+    ALPHA, BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, PARITY_MARGIN,
     REPRODUCED, UNDERPOWERED, MeasuredInterval, Verdict, binomial_variance, rate_interval,
 )
 from gdpo.reporting.verdicts.decisions import (
     EVENT_EFFECTS, bonferroni_level, decide_c4, decide_c7, decide_events, decide_sim_events, decide_sim_pairs,
-    interval_text, over_cells, part_level, parts_text, sim_event_power, smallest_detectable_rate,
+    interval_text, over_cells, parts_text, sim_event_power, smallest_detectable_rate,
 )
 from gdpo.reporting.verdicts.registry import Scale, claim_rule
 from gdpo.reporting.verdicts.samples import Sample, paired
@@ -229,18 +229,19 @@ def cells_c4(per_seed: pd.DataFrame, study: str, variants: Sequence[str]) -> dic
 def judge_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C4 at scale sim (study ``seq_tool_calling``): per cell, :func:`decide_c4` with GRPO w/o std's final format
     success against its step-0 format (the base model) and :data:`NO_FORMAT_RATE`, and its correctness credit
-    (graded, points) against GRPO's within ±:data:`PARITY_MARGIN`, at the grid's Bonferroni level;
-    :func:`over_cells` across cells."""
+    (graded, points) against GRPO's within ±:data:`PARITY_MARGIN`, the in-direction bounds at the grid's
+    Bonferroni level (:func:`decide_setups` for a grid); :func:`over_cells` across cells."""
     study = SEQUENCE_STUDIES["C4"]
     variants = study_variants(per_seed, study)
     cells = cells_c4(per_seed, study, variants)
-    decision = decide_c4(cells, variants)  # Bonferroni over every cell's three parts
+    decision = decide_c4(cells, variants, any_setup=True)
     outcomes, text = decision.by_setup, decision.text
     outcome = over_cells(outcomes)
     seeds = _paired_seeds(*((cells[(v, Method.GRPO_NOSTD, "avg")], cells[(v, Method.GRPO, "avg")])
                             for v in variants))
-    measured = (f"per cell ({len(variants)} cells, intervals at {100 * part_level(3 * len(variants)):.2f} %; avg = "
-                "correctness credit): "
+    measured = (f"per cell ({len(variants)} cells, in-direction bounds at one-sided "
+                f"{100 * bonferroni_level(len(variants)):.4g} %, refuting bounds at {100 * bonferroni_level(4):.4g} %; "
+                "avg = correctness credit): "
                 f"{text.replace('GRPO w/o std', 'w/o std')}. Cells: {_tally(outcomes)}")
     comparison = (f"in a cell: w/o std's format below the base's and below {NO_FORMAT_RATE:g} %, its correctness "
                   f"within ±{PARITY_MARGIN:g} pts of GRPO's; combined over cells (shown in a cell and refuted in none; "
@@ -273,13 +274,14 @@ def _judge_events(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods:
     outcome, outcomes, text = decision.outcome, decision.by_setup, decision.text
     cells = len(events)
     level = bonferroni_level(cells)
+    alpha = ALPHA / max(1, cells)
     seeds = min(min(len(a), len(b)) for a, b in events.values())
     bounds = []
     for index, name in enumerate(methods):
         total = sum(int(pair[index].sum()) for pair in events.values())
         runs = sum(len(pair[index]) for pair in events.values())
         bounds.append(f"{name} {total}/{runs} runs, rate ≤ {rate_interval(total, runs).high:.3f}")
-    detectable = smallest_detectable_rate(seeds, seeds, level)
+    detectable = smallest_detectable_rate(seeds, seeds, alpha, claim_id=claim_id)
     power = round(sim_event_power(claim_id, cells, seeds), 3)
     control_text = "; ".join(f"{v}: {a_name} {int(a.sum())}/{len(a)}, {b_name} {int(b.sum())}/{len(b)}"
                              for v, (a, b) in control_events.items())
@@ -288,13 +290,15 @@ def _judge_events(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods:
     # methods alike show only that the detector fires, not that the bench can produce the claim's effect.
     control_outcomes = {v: decide_events(claim_id, a.to_numpy(), b.to_numpy())[0] for v, (a, b) in control_events.items()}
     control_shows = [v for v, o in control_outcomes.items() if o == REPRODUCED]
-    measured = (f"{event_name} {a_name} vs {b_name} per cell ({cells} cells, {seeds} seeds each, intervals at "
-                f"{100 * level:.2f} %): {text}. Cells: {_tally(outcomes)}"
+    measured = (f"{event_name} {a_name} vs {b_name} per cell ({cells} cells, {seeds} seeds each, exact tests: "
+                f"above 0 at one-sided {100 * level:.2f} %, below {EVENT_EFFECTS[claim_id]:g} at "
+                f"{100 * (1 - ALPHA):g} %): {text}. Cells: {_tally(outcomes)}"
                 + f". Over the grid: {'; '.join(bounds)} (95 % Wilson upper bounds). Per cell the design detects a "
                 f"{a_name} rate ≥ {detectable:.2f} (with none for {b_name}) with 80 % power"
                 + (f". Positive control{'s' if len(control_events) > 1 else ''} (settings engineered to produce the "
                    f"event, not part of the grid): {control_text}" if control_events else ". No positive control"))
-    comparison = (f"{event_name} rate {a_name} − {b_name} (Newcombe, Bonferroni over the grid's cells), combined "
+    comparison = (f"{event_name} rate {a_name} − {b_name} (exact unconditional tests, above 0 Bonferroni over the "
+                  "grid's cells), combined "
                   f"over cells (shown in a cell and the opposite in none; ruled below {EVENT_EFFECTS[claim_id]:g} in "
                   "every cell refutes, if a positive control shows the bench can produce the claimed contrast)")
     run = (f"sequence bench, study {study}, {cells} cells × {seeds} seeds per method"
@@ -347,7 +351,7 @@ def judge_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
                 if v not in conditioned for r in ("correctness", "length")}
     plain = [f"{v}: " + ", ".join(f"{r} {interval_text(reported[(v, r)])}" for r in ("correctness", "length"))
              for v in variants if v not in conditioned]
-    intervals = decision.intervals + tuple(MeasuredInterval.of(f"{v} {r}", i) for (v, r), i in reported.items())
+    intervals = decision.intervals + tuple(MeasuredInterval.of(f"{v} {r}", i.interval()) for (v, r), i in reported.items())
     pairs = min(_paired_seeds(*((cells[(v, Method.GDPO, r)], cells[(v, Method.GRPO, r)])
                                 for r in ("correctness", "length")))
                 for v in conditioned)
