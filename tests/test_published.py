@@ -40,9 +40,12 @@ def test_the_default_workflows_ledger_decides_nothing_its_evidence_cannot_suppor
     language-model claim is below its minimum; the rows say so and what they need."""
     ledger = pd.read_csv(PUBLISHED / "claims.csv", keep_default_na=False)
     mini = ledger[ledger["scale"] == "mini"].set_index("claim_id")
-    assert mini["verdict"].to_dict() == {**{c: "underpowered" for c in ("C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10")},
-                                         "C11": "not run"}
-    assert mini.drop("C11")["measured_value"].str.contains("not decided: .*needs .*≥ ", regex=True).all()
+    assert mini["verdict"].to_dict() == {**{c: "underpowered" for c in ("C3", "C5", "C6", "C7", "C8", "C9", "C10")},
+                                         "C4": "not tested", "C11": "not run"}
+    assert mini.drop(["C4", "C11"])["measured_value"].str.contains("not decided: .*needs .*≥ ", regex=True).all()
+    # C4's runs start from a warm-up that already has the format: the design cannot show "never learns format".
+    assert mini.loc["C4", "measured_value"].startswith("not tested: ")
+    assert "the claim needs a start below 10 %" in mini.loc["C4", "measured_value"]
     assert mini.drop("C11")["run"].str.startswith("SmolLM2-135M-Instruct, ").all()
     exact = ledger[ledger["scale"] == "exact"].set_index("claim_id")["verdict"]
     assert exact.to_dict() == {"C1": "reproduced", "C2": "reproduced"}

@@ -211,3 +211,11 @@ def test_the_power_plan_counts_a_stated_collapse_rate():
     plain = power_of(design, 200)
     assert power_of(design, 200, collapse_rate=0.5) == pytest.approx(plain * 0.75)
     assert power_of(design, 200, collapse_rate=validity.DEFAULT_COLLAPSE_RATE) == plain
+
+
+def test_declining_is_not_checked_where_the_training_data_is_not_recorded():
+    from gdpo.reporting.verdicts.validity import declining_trainable
+
+    assert declining_trainable(None, None, "s", recorded=False).passed is None
+    assert declining_trainable(None, None, "s").passed is True  # BFCL's own mix
+    assert declining_trainable(0.0, None, "s").passed is False

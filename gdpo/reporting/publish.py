@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gdpo.config import apply_grid, load_config
+from gdpo.config import apply_grid, load_config, read_yaml
 from gdpo.evidence import TIMELINE, read_timeline, run_records, timeline_summary
 from gdpo.plan import describe_runs
 
@@ -166,6 +166,8 @@ def republish_ledger(published: str | Path, root: str | Path = ".") -> Path:
 
     published, root = Path(published), Path(root)
     provenance = json.loads((published / "PROVENANCE.json").read_text(encoding="utf-8"))
+    provenance["runs"] = described_runs(provenance, root)
+    (published / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     with tempfile.TemporaryDirectory() as workdir:
         ledger = rebuild_ledger(published, workdir)
     ledger[LEDGER_COLUMNS].to_csv(published / "claims.csv", index=False, float_format="%.3f")
@@ -175,6 +177,33 @@ def republish_ledger(published: str | Path, root: str | Path = ".") -> Path:
     provenance["inputs"] = input_hashes(published, root, config)
     (published / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
     return published
+
+
+def described_runs(provenance: dict, root: Path) -> dict[str, dict]:
+    """PROVENANCE's ``runs`` (what each task ran, :func:`gdpo.plan.describe_runs`), completed with the fields later
+    rules read (e.g. ``length_limit``, ``decline_share``) from the config the runs were made with: the file at the
+    recorded ``commit``, checked against the recorded ``config_sha256``. A field already recorded is never changed,
+    and one the recorded config gives differently stops the republication (the evidence would not be what the
+    provenance says)."""
+    recorded = provenance.get("runs") or {}
+    try:
+        text = _git_output("show", f"{provenance['commit']}:{provenance['config']}", cwd=root)
+    except (KeyError, subprocess.CalledProcessError, FileNotFoundError):
+        return recorded  # no recorded config to read: the rules say "not checked" for what is missing
+    if provenance.get("config_sha256") and hashlib.sha256((text + "\n").encode()).hexdigest() != provenance[
+            "config_sha256"] and hashlib.sha256(text.encode()).hexdigest() != provenance["config_sha256"]:
+        return recorded
+    config = apply_grid({**(read_yaml(text) or {}), "grid": provenance.get("grid", "default")})
+    completed = {}
+    for task, described in describe_runs(config).items():
+        have = recorded.get(task, {})
+        clash = {key: (have[key], value) for key, value in described.items() if key in have and have[key] != value}
+        if clash:
+            raise ValueError(f"PROVENANCE.json's runs[{task!r}] disagree with {provenance['config']} at commit "
+                             f"{provenance['commit'][:12]}: {clash} (recorded, config); the published evidence is not "
+                             "what its provenance says; restore PROVENANCE.json from git before republishing.")
+        completed[task] = {**described, **have}
+    return {**recorded, **completed}
 
 
 def rebuild_ledger(published: str | Path, workdir: str | Path):

@@ -197,8 +197,8 @@ def judge_c3(evidence: Evidence) -> Verdict:
     if not isinstance(gathered, Verdict):
         for setup, task in gathered.setups.items():
             ran = evidence.runs.get(task) or {}
-            gathered.conditions.append(validity.declining_trainable(ran.get("decline_share"), ran.get("train_data"),
-                                                                    setup))
+            gathered.conditions.append(validity.declining_trainable(
+                ran.get("decline_share"), ran.get("train_data"), setup, recorded="decline_share" in ran))
     verdict = _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
     return _with_behaviour(verdict, _tool_behaviour(evidence, evidence.tasks("table1"),
                                                     ("base", Method.GRPO, Method.GDPO)))

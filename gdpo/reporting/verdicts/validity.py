@@ -179,9 +179,14 @@ def exceed_room(claim_id: str, largest: float, setup: str = "", part: str = "exc
                      f"≥ {MIN_EXCEED:g} % (else both methods sit at the floor)", part, setup)
 
 
-def declining_trainable(decline_share: float | None, train_data: str | None, setup: str = "") -> Condition:
+def declining_trainable(decline_share: float | None, train_data: str | None, setup: str = "",
+                        recorded: bool = True) -> Condition:
     """C3's format part: the training data holds items that expect no call (BFCL's format metric scores them).
-    ``decline_share``: the task's share of such training items (None: BFCL's own mix, about 37 %)."""
+    ``decline_share``: the task's share of such training items (None: BFCL's own mix, about 37 %); ``recorded``
+    False where the evidence does not say what the task trained on (not checked)."""
+    if not recorded:
+        return Condition("C3", "declining trained", math.nan, 0.0, None,
+                         "what the training data held is not recorded (the ledger's --runs)", "format", setup)
     if decline_share is None:
         if train_data in (None, "bfcl_v3_split"):
             return Condition("C3", "declining trained", math.nan, 0.0, True,
