@@ -17,15 +17,22 @@ rule train:
         run_dir=run_dir,
         # `python`, or `accelerate launch --config_file … --num_processes N` (config `launch:`).
         launcher=launcher_command(config, base_dir=workflow.basedir),
-    threads: JOB_THREADS
+        # On a node without the GPUs the job asked for, stop at once, naming the job (nothing at CPU scales).
+        device_check=device_check("train"),
+    # GPUs, cores, memory and minutes from the task's `resources:` (gdpo.plan.job_resources); the cluster's
+    # names (partition, account) from the profile.
+    threads: job_resource("train", "cpus_per_task")
     resources:
-        mem_mb=4000,
+        gpu=job_resource("train", "gpu"),
+        cpus_per_task=job_resource("train", "cpus_per_task"),
+        mem_mb=job_resource("train", "mem_mb"),
+        runtime=job_resource("train", "runtime"),
     log:
         run_log("train"),
     benchmark:
         run_benchmark("train")
     conda:
-        "../../envs/train.yaml"
+        JOB_ENV
     shell:
-        "{params.launcher} -m gdpo train --settings {params.settings:q} --model-dir {input.model} "
-        "--run-dir {params.run_dir} --threads {threads} > {log} 2>&1"
+        "({params.device_check}{params.launcher} -m gdpo train --settings {params.settings:q} "
+        "--model-dir {input.model} --run-dir {params.run_dir} --threads {threads}) > {log} 2>&1"
