@@ -140,52 +140,65 @@ def scontrol_job(job_id: str, cluster: LocalSlurmCluster) -> dict[str, str]:
     return dict(field.split("=", 1) for field in text.split() if "=" in field)
 
 
-@pytest.mark.parametrize("name", sorted(PAPER_JOBS))
-def test_paper_config_submits_its_gpu_jobs_from_a_node_without_a_gpu(cluster, tmp_path, name):
-    """`snakemake --profile profiles/slurm --configfile config/paper-<family>.yaml` from the controller (no
-    GPU): the train and evaluate jobs reach sbatch with the GPUs, cores, memory and wall time of the config's
-    `resources:` and the partition and account of the profile; on the node, which has no CUDA device, each
-    stops at once with the device message. The model and data a paper job reads come from the hub, which
-    the test cannot reach: empty stand-ins mark them as present (the jobs stop before reading them)."""
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU: the jobs would not stop at the device check")
-    config_file = REPO / "config" / f"{name}.yaml"
-    config = load_config(config_file)
+def submit_paper_jobs(name: str, directory: Path, cluster: LocalSlurmCluster) -> subprocess.Popen:
+    """Start `snakemake --profile <edited profile> --configfile config/<name>.yaml` for one run's train job and
+    the base model's evaluation, in ``directory``. The model and data a paper job reads come from the hub,
+    which the test cannot reach: empty stand-ins mark them as present (the jobs stop before reading them)."""
+    config = load_config(REPO / "config" / f"{name}.yaml")
     task, method = PAPER_JOBS[name]
     spec = config["tasks"][task]
-    work = tmp_path / "work"
+    work = directory / "work"
     (work / model_dir(spec["model"])).mkdir(parents=True)
     (work / model_dir(spec["model"]) / "config.json").write_text("{}")
     for path in required_files(spec):
         (work / path).parent.mkdir(parents=True, exist_ok=True)
         (work / path).touch()
     runs = f"results/{config['scale']}/runs/{task}"
-    targets = [f"{runs}/{method}/seed0/summary.json", f"{runs}/base/seed0/eval.json"]
-    result = snakemake(work, config_file, "--verbose", *targets, cluster=cluster, profile=edited_profile(tmp_path))
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, "the GPU jobs should have failed on a node without a GPU"
-    assert "GPURequiredError" not in output.split("has been submitted with SLURM jobid")[0]  # onstart let it go
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work),
+               "--configfile", str(REPO / "config" / f"{name}.yaml"), "--profile", str(edited_profile(directory)),
+               "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+               "--latency-wait", "10", "--verbose", f"{runs}/{method}/seed0/summary.json",
+               f"{runs}/base/seed0/eval.json"]
+    env = {**os.environ, **cluster.environment(),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
-    calls = sbatch_calls(output)
-    assert set(calls) == {"train", "evaluate"}, output[-3000:]
-    job_ids = dict(re.findall(r"rule_(train|evaluate)/\S+?/(\d+)\.log", output))
-    wall_minutes = wall_limit_hours(config) * 60
-    for kind, arguments in calls.items():
-        asked = job_resources(config, task, kind)
-        print(f"{name} {kind}: {arguments}")  # the report quotes these
-        for argument in (f"-p {GPU_PARTITION}", f"-A {ACCOUNT}", f"--gpus={asked['gpu']}",
-                         f"--cpus-per-task={asked['cpus_per_task']}", f"--mem {asked['mem_mb']}",
-                         f"-t {asked['runtime']}"):
-            assert f" {argument} " in f" {arguments} ", (argument, arguments)
-        assert "--cpus-per-gpu" not in arguments and 0 < asked["runtime"] <= wall_minutes
-        job = scontrol_job(job_ids[kind], cluster)
-        assert (job["Partition"], job["Account"], job["TresPerJob"]) == (GPU_PARTITION, ACCOUNT,
-                                                                          f"gres:gpu:{asked['gpu']}")
-        assert int(job["NumCPUs"]) == asked["cpus_per_task"] and job["JobState"] == "FAILED"
-        log = (work / f"results/{config['scale']}/logs/{kind}/{task}/{method if kind == 'train' else 'base'}"
-               "/seed0.log").read_text()
-        assert (f"{kind} job of task {task!r}" in log and f"asks for {asked['gpu']} GPU(s)" in log
-                and f"tasks.{task}.resources.{kind}.gpus" in log and "this node has 0" in log), log
-        assert "Traceback" not in log  # the reason, not a stack
+
+def test_each_paper_config_submits_its_gpu_jobs_from_a_node_without_a_gpu(cluster, tmp_path):
+    """`snakemake --profile profiles/slurm --configfile config/paper-<family>.yaml` from the controller (no
+    GPU), the three configs at once: the train and evaluate jobs reach sbatch with the GPUs, cores, memory and
+    wall time of the config's `resources:` and the partition and account of the profile; on the node, which
+    has no CUDA device, each stops at once with the device message in its log."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the jobs would not stop at the device check")
+    submissions = {name: submit_paper_jobs(name, tmp_path / name, cluster) for name in sorted(PAPER_JOBS)}
+    outputs = {name: process.communicate(timeout=1200)[0] for name, process in submissions.items()}
+    for name, output in outputs.items():
+        config = load_config(REPO / "config" / f"{name}.yaml")
+        task, method = PAPER_JOBS[name]
+        work = tmp_path / name / "work"
+        assert submissions[name].returncode != 0, f"{name}: the GPU jobs should have failed on a node without a GPU"
+        assert "GPURequiredError" not in output.split("has been submitted with SLURM jobid")[0]  # onstart let it go
+        calls = sbatch_calls(output)
+        assert set(calls) == {"train", "evaluate"}, output[-3000:]
+        job_ids = dict(re.findall(r"rule_(train|evaluate)/\S+?/(\d+)\.log", output))
+        wall_minutes = wall_limit_hours(config) * 60
+        for kind, arguments in calls.items():
+            asked = job_resources(config, task, kind)
+            print(f"{name} {kind}: {arguments}")  # the sbatch arguments, for the record
+            for argument in (f"-p {GPU_PARTITION}", f"-A {ACCOUNT}", f"--gpus={asked['gpu']}",
+                             f"--cpus-per-task={asked['cpus_per_task']}", f"--mem {asked['mem_mb']}",
+                             f"-t {asked['runtime']}"):
+                assert f" {argument} " in f" {arguments} ", (name, argument, arguments)
+            assert "--cpus-per-gpu" not in arguments and 0 < asked["runtime"] <= wall_minutes
+            job = scontrol_job(job_ids[kind], cluster)
+            assert (job["Partition"], job["Account"], job["TresPerJob"]) == (GPU_PARTITION, ACCOUNT,
+                                                                              f"gres:gpu:{asked['gpu']}")
+            assert int(job["NumCPUs"]) == asked["cpus_per_task"] and job["JobState"] == "FAILED", job
+            log = (work / f"results/{config['scale']}/logs/{kind}/{task}/{method if kind == 'train' else 'base'}"
+                   "/seed0.log").read_text()
+            assert (f"{kind} job of task {task!r}" in log and f"asks for {asked['gpu']} GPU(s)" in log
+                    and f"tasks.{task}.resources.{kind}.gpus" in log and "this node has 0" in log), log
+            assert "Traceback" not in log  # the reason, not a stack

@@ -98,8 +98,9 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
     if not claims.empty:
         lines.append(f"Seeds per method for {target:.0%} power (gdpo.reporting.calibration.seeds_for_power, the "
                      "paper's effect, the default seed spread) and the GPU-hours of the claim's trained runs:")
-        lines.append(claims.to_string(index=False, formatters={"GPU-h": _hours_text,
-                                                                "GPU-h at those seeds": _hours_text}))
+        for column in ("GPU-h", "GPU-h at those seeds"):  # pandas prints NaN before any formatter sees it
+            claims[column] = claims[column].map(_hours_text)
+        lines.append(claims.to_string(index=False))
     return "\n".join(lines)
 
 
