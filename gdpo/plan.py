@@ -882,6 +882,25 @@ def task_resources(config: Mapping, task: str) -> dict:
     return copy.deepcopy(dict(_task_spec(dict(config), task).get("resources") or {}))
 
 
+def check_job_resources(config: Mapping) -> None:
+    """``ValueError`` naming the task and the fix when a task's jobs ask for GPUs the launch or the node cannot
+    use: a train job's GPUs must equal ``launch.num_processes`` (one process per GPU) and no job may ask for
+    more GPUs than ``gpu.per_node`` (one node per job)."""
+    processes = (config.get("launch") or {}).get("num_processes")
+    per_node = (config.get("gpu") or {}).get("per_node")
+    for task in config.get("tasks") or {}:
+        needs = task_resources(config, task)
+        if needs and processes and needs["train"]["gpus"] != processes:
+            raise ValueError(
+                f"task {task!r}: resources.train.gpus is {needs['train']['gpus']} but launch.num_processes is "
+                f"{processes}; accelerate starts one process per GPU, so set them equal.")
+        for kind, asked in needs.items():
+            if per_node and asked["gpus"] > per_node:
+                raise ValueError(
+                    f"task {task!r}: resources.{kind}.gpus is {asked['gpus']}, more than the {per_node} GPUs of one "
+                    f"node (gpu.per_node); a job runs on one node: ask for at most {per_node}.")
+
+
 def job_env_file(config: Mapping) -> str:
     """The conda environment file of the train and evaluate jobs (repository path, :data:`JOB_ENVS`):
     the GPU one for a config that names a ``gpu``."""

@@ -15,6 +15,7 @@ import yaml
 from gdpo.cli import main
 from gdpo.config import ConfigError, apply_miniature, load_config, validate_config
 from gdpo.plan import (
+    check_job_resources,
     DEFAULT_WALL_LIMIT_HOURS,
     RUNTIME_SAFETY,
     device_check_command,
@@ -194,3 +195,12 @@ def test_gdpo_plan_prints_the_bill(capsys):
     assert "total: 25 jobs" not in out  # evaluations are jobs too
     assert "train: 25 jobs (25 runs)" in out and "evaluate: 27 jobs (27 evaluations)" in out
     assert "node-days of one 8-GPU node" in out and "seeds for 80% power" in out and "C3" in out
+
+
+def test_a_tasks_gpus_must_fit_its_launch_and_one_node():
+    config = paper("paper-math")
+    check_job_resources(config)
+    with pytest.raises(ValueError, match="resources.train.gpus is 8 but launch.num_processes is 4"):
+        check_job_resources({**config, "launch": {**config["launch"], "num_processes": 4}})
+    with pytest.raises(ValueError, match="more than the 4 GPUs of one node"):
+        check_job_resources({**config, "gpu": {**config["gpu"], "per_node": 4}, "launch": {"num_processes": 8}})

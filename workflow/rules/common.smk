@@ -14,6 +14,7 @@ from gdpo.plan import (
     EVAL_FILE,
     RUN_WILDCARDS,
     RunKey,
+    check_job_resources,
     describe_runs,
     device_check_command,
     gpu_only_settings,
@@ -50,6 +51,8 @@ MINIATURE_CONFIG = apply_miniature(config)
 config.clear()
 config.update(MINIATURE_CONFIG)
 validate_config(config, SCHEMA, CONFIG_FILES)
+# Each task's GPUs fit its launch and one node.
+check_job_resources(config)
 
 SCALE = config["scale"]
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
