@@ -244,6 +244,29 @@ def cmd_power(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_plan(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "plan", help="the bill of a config: jobs, GPU-hours per job kind and in total, node-days, seeds per claim",
+        description="Prints, from the config's per-task `resources:` (the numbers its jobs ask the cluster for): "
+                    "the train jobs (a run longer than wall_limit_hours is a chain of jobs) and evaluations, "
+                    "GPU-hours per job kind and in total, node-days, and for each claim the seeds per method "
+                    "for 80 %% power and what those seeds cost.")
+    sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
+    sub.add_argument("--grid", choices=["default", "full"], default="default",
+                     help="the config's default grid or its full_grid (as snakemake --config grid=full)")
+    sub.add_argument("--target", type=float, default=0.8, help="power the seeds must reach (default 0.8)")
+    sub.set_defaults(handler=cmd_plan)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from gdpo.config import apply_grid, apply_miniature, load_config
+    from gdpo.reporting.bill import format_bill
+
+    config = apply_miniature(apply_grid({**load_config(args.config), "grid": args.grid}))
+    print(format_bill(config, f"{args.config} ({args.grid} grid)", target=args.target))
+    return 0
+
+
 def _add_calibrate(commands: argparse._SubParsersAction) -> None:
     sub = commands.add_parser(
         "calibrate", help="null false-decision rate and power of every claim rule at each config's design",
@@ -433,6 +456,31 @@ def cmd_warmup_model(args: argparse.Namespace) -> int:
     record = warmup_model(WarmupSettings.from_json(args.settings), args.model_dir, args.out, threads=args.threads)
     print(json.dumps({"examples": record["examples"], "first_loss": record["losses"][0],
                       "last_loss": record["losses"][-1]}))
+    return 0
+
+
+def _add_check_device(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "check-device",
+        help="stop a GPU job at once on a node without the GPUs it asked for (run first by train and evaluate)",
+    )
+    sub.add_argument("--job", required=True, choices=["train", "evaluate"], help="the rule")
+    sub.add_argument("--task", required=True)
+    sub.add_argument("--method", required=True)
+    sub.add_argument("--seed", required=True, type=int)
+    sub.add_argument("--gpus", required=True, type=int, help="GPUs the job asked for (its resources.gpu)")
+    sub.set_defaults(handler=cmd_check_device)
+
+
+def cmd_check_device(args: argparse.Namespace) -> int:
+    from gdpo.training.device import GPURequiredError, check_job_device
+
+    try:
+        check_job_device(args.job, args.task, args.method, args.seed, args.gpus)
+    except GPURequiredError as error:  # the job's log should hold the reason, not a traceback
+        print(f"gdpo check-device: error: {error}", file=sys.stderr)
+        return 3
+    print(f"{args.job} job of {args.task}/{args.method}/seed{args.seed}: {args.gpus} GPU(s) found as asked")
     return 0
 
 
@@ -757,6 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_figure,
         _add_claims,
         _add_power,
+        _add_plan,
         _add_calibrate,
         _add_publish_results,
         _add_republish_ledger,
@@ -765,6 +814,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_prepare_model,
         _add_train,
         _add_warmup_model,
+        _add_check_device,
         _add_evaluate,
         _add_aggregate,
         _add_item_pairing,

@@ -178,7 +178,8 @@ def apply_miniature(config: Mapping) -> dict:
     benchmarks, the convention, the ``reporting`` block, and every TRL setting the block does not name.
     Replaced: every task's model (``miniature.model``); lm-eval's vLLM backend by its hf one; its ``data_dir`` (``miniature.data_dir/<family>``,
     generated copies of the paper data sets in their hub layouts); the seeds; the TRL settings and the
-    evaluation settings the block names; the launch (one plain process: no accelerate, no DeepSpeed).
+    evaluation settings the block names; the launch (one plain process: no accelerate, no DeepSpeed); the
+    ``gpu`` and every task's ``resources`` are dropped (the jobs ask for no GPU).
     The scale ``paper-<x>`` becomes ``miniature-<x>``, so outputs go to ``results/miniature-<x>/`` and never
     mix with a paper run's. A config without the block is returned unchanged.
     """
@@ -194,6 +195,8 @@ def apply_miniature(config: Mapping) -> dict:
         )
     config["scale"] = "miniature-" + scale[len("paper-"):]
     config.pop("launch", None)
+    # The tiny jobs need no GPU: no GPU is planned for and no task asks a cluster for one.
+    config.pop("gpu", None)
     seeds = list(miniature.get("seeds", config["seeds"]))
     config["seeds"] = seeds
     config["training"] = {**(config.get("training") or {}), **(miniature.get("training") or {})}
@@ -201,6 +204,7 @@ def apply_miniature(config: Mapping) -> dict:
     tasks = {}
     for name, spec in (config.get("tasks") or {}).items():
         spec = {**spec, "model": miniature["model"]}
+        spec.pop("resources", None)
         if spec.get("eval_backend") == "vllm":  # lm-eval's vLLM backend needs a GPU; its hf backend does not
             spec["eval_backend"] = "hf"
         if spec["family"] in MINIATURE_DATA_FAMILIES:

@@ -1014,3 +1014,114 @@ def resolve_warmup_settings(config: dict, task: str) -> WarmupSettings | None:
 def warmup_model_dir(scale: str, task: str) -> str:
     """``results/<scale>/warmup/<task>/model``: a task's warmed-up model (rule ``warmup_model``)."""
     return f"results/{scale}/warmup/{task}/model"
+
+
+# --------------------------------------------------------------------------------------------------
+# What each job asks of the machine or cluster (config `gpu`, `wall_limit_hours`, a task's `resources`)
+# --------------------------------------------------------------------------------------------------
+
+#: Longest wall time of one cluster job when a config does not set ``wall_limit_hours`` (hours).
+DEFAULT_WALL_LIMIT_HOURS = 24.0
+#: A job asks for its expected hours times this margin (capped at the wall limit): estimates are not
+#: measurements, and a job killed at its limit loses the work since its last checkpoint.
+RUNTIME_SAFETY = CHAIN_SAFETY_FACTOR
+#: The per-run jobs whose needs a task's ``resources`` block states.
+JOB_KINDS = ("train", "evaluate")
+#: What a train or evaluate job asks for where its task states no ``resources`` (the CPU scales): no GPU,
+#: the config's ``job_threads`` cores, host memory in MB; its runtime is the wall limit.
+CPU_JOB_MEM_MB = 4000
+#: The conda environment of the train and evaluate jobs (repository paths): CUDA torch, vLLM and DeepSpeed
+#: where the config names a GPU (``gpu:``), CPU torch otherwise.
+JOB_ENVS = {"gpu": "envs/train-gpu.yaml", "cpu": "envs/train.yaml"}
+
+
+def wall_limit_hours(config: Mapping) -> float:
+    """The longest wall time one cluster job may take (hours): the config's ``wall_limit_hours``, default
+    :data:`DEFAULT_WALL_LIMIT_HOURS`. Longer training runs as a chain of jobs."""
+    return float(config.get("wall_limit_hours") or DEFAULT_WALL_LIMIT_HOURS)
+
+
+def task_resources(config: Mapping, task: str) -> dict:
+    """A task's ``resources`` block: ``{"train": {...}, "evaluate": {...}}``, each with ``gpus``,
+    ``cpus_per_gpu``, ``mem_mb`` (host memory per job, MB) and ``hours`` (expected wall time: of the whole
+    uninterrupted training run, or of one evaluation). Empty for a task that states none (CPU scales)."""
+    return copy.deepcopy(dict(_task_spec(dict(config), task).get("resources") or {}))
+
+
+def check_job_resources(config: Mapping) -> None:
+    """``ValueError`` naming the task and the fix when a task's jobs ask for GPUs the launch or the node cannot
+    use: a train job's GPUs must equal ``launch.num_processes`` (one process per GPU) and no job may ask for
+    more GPUs than ``gpu.per_node`` (one node per job)."""
+    processes = (config.get("launch") or {}).get("num_processes")
+    per_node = (config.get("gpu") or {}).get("per_node")
+    for task in config.get("tasks") or {}:
+        needs = task_resources(config, task)
+        if needs and processes and needs["train"]["gpus"] != processes:
+            raise ValueError(
+                f"task {task!r}: resources.train.gpus is {needs['train']['gpus']} but launch.num_processes is "
+                f"{processes}; accelerate starts one process per GPU, so set them equal.")
+        for kind, asked in needs.items():
+            if per_node and asked["gpus"] > per_node:
+                raise ValueError(
+                    f"task {task!r}: resources.{kind}.gpus is {asked['gpus']}, more than the {per_node} GPUs of one "
+                    f"node (gpu.per_node); a job runs on one node: ask for at most {per_node}.")
+
+
+def job_env_file(config: Mapping) -> str:
+    """The conda environment file of the train and evaluate jobs (repository path, :data:`JOB_ENVS`):
+    the GPU one for a config that names a ``gpu``."""
+    return JOB_ENVS["gpu" if config.get("gpu") else "cpu"]
+
+
+def train_segments(config: Mapping, task: str) -> int:
+    """How many cluster jobs one training run of ``task`` takes: the segments of its chain
+    (:func:`plan_training_chain`; 1 for a task without resources)."""
+    return len(plan_training_chain(dict(config), task))
+
+
+def job_hours(config: Mapping, task: str, kind: str) -> float | None:
+    """Expected wall time of one ``kind`` job of ``task`` (hours; a train job: one segment of the chain,
+    :func:`train_segments`), None for a task without resources."""
+    if kind not in JOB_KINDS:
+        raise ValueError(f"Unknown job kind {kind!r}; one of {', '.join(JOB_KINDS)}.")
+    hours = (task_resources(config, task).get(kind) or {}).get("hours")
+    if hours is None:
+        return None
+    return hours / train_segments(config, task) if kind == "train" else float(hours)
+
+
+def job_resources(config: Mapping, task: str, kind: str) -> dict:
+    """What one ``kind`` job ("train" or "evaluate") of ``task`` asks Snakemake and the cluster for, in the
+    resource names of Snakemake's SLURM executor plugin:
+
+    - ``gpu``: GPUs of the job (sbatch ``--gpus``); 0 for a task without resources (no GPU asked).
+    - ``cpus_per_task``: CPU cores of the job's one task (sbatch ``--cpus-per-task``): GPUs × ``cpus_per_gpu``,
+      or the config's ``job_threads`` without resources. The plugin reads ``cpus_per_task`` before
+      ``cpus_per_gpu``, so the job states the total and never relies on which wins.
+    - ``mem_mb``: host memory of the job (MB; sbatch ``--mem``).
+    - ``runtime``: wall time asked for (minutes; sbatch ``-t``): the expected hours of one job × :data:`RUNTIME_SAFETY`
+      within the wall limit (a train job: the longest segment of its chain, :func:`plan_training_chain`; an
+      evaluation: its hours); the wall limit without resources.
+    """
+    if kind not in JOB_KINDS:
+        raise ValueError(f"Unknown job kind {kind!r}; one of {', '.join(JOB_KINDS)}.")
+    wall = wall_limit_hours(config)
+    needs = task_resources(config, task).get(kind)
+    if not needs:
+        return {"gpu": 0, "cpus_per_task": int(config.get("job_threads", 2)), "mem_mb": CPU_JOB_MEM_MB,
+                "runtime": math.ceil(wall * 60)}
+    if kind == "train":  # the train job is the chain's last segment; each segment asks for its own share
+        runtime = max(segment.request_minutes() for segment in plan_training_chain(dict(config), task))
+    else:
+        runtime = math.ceil(min(wall, needs["hours"] * RUNTIME_SAFETY) * 60)
+    return {"gpu": int(needs["gpus"]), "cpus_per_task": int(needs["gpus"] * needs["cpus_per_gpu"]),
+            "mem_mb": int(needs["mem_mb"]), "runtime": min(runtime, math.ceil(wall * 60))}
+
+
+def device_check_command(job: str, task: str, method: str, seed: int | str, gpus: int) -> str:
+    """The shell command a GPU job runs first (``python -m gdpo check-device …``, then ``&&``): it stops the
+    job at once, naming it, on a node without the GPUs it asked for. Empty for a job that asks for none."""
+    if not gpus:
+        return ""
+    return (f"python -m gdpo check-device --job {shlex.quote(job)} --task {shlex.quote(task)} "
+            f"--method {shlex.quote(method)} --seed {int(seed)} --gpus {int(gpus)} && ")

@@ -4,7 +4,8 @@ No accounting and no cgroups: job status comes from ``squeue`` (``MinJobAge`` ke
 for 10 minutes). Every daemon runs from a private directory with its own munge socket, ports and PID
 files, and :meth:`LocalSlurmCluster.stop` stops exactly the daemons it started, by PID.
 
-The config is also placed at SLURM's default path ``/etc/slurm/slurm.conf`` (and removed by ``stop``):
+The config is also placed at SLURM's default path ``/etc/slurm/slurm.conf``, with its ``gres.conf`` (both
+removed by ``stop``):
 Snakemake's job-step executor strips every ``SLURM_*`` variable, ``SLURM_CONF`` included, before the
 ``srun`` inside a job, which then only finds the default path. An existing config there that this class
 did not write is never replaced.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SYSTEM_CONFIG = Path("/etc/slurm/slurm.conf")
+SYSTEM_GRES_CONFIG = SYSTEM_CONFIG.parent / "gres.conf"
 _MARKER = "# written by the suite's tests (tests/local_slurm.py); removed when its cluster stops\n"
 DEBIAN_PACKAGES = ("slurm-wlm", "munge")
 
@@ -64,20 +66,33 @@ def _daemon(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
+#: Partition of CPU jobs (the default, limited to this machine's real CPUs) and of GPU jobs; the names
+#: profiles/slurm/config.yaml ships with.
+CPU_PARTITION, GPU_PARTITION = "debug", "gpu"
+
+
 class LocalSlurmCluster:
     """munge + slurmctld + slurmd on this host, configured under ``root``.
 
+    The node may claim more than the machine has (``SlurmdParameters=config_overrides``): an 8-GPU node with
+    GPUs that exist only as a count (GRES without device files, ``gres.conf`` ``Name=gpu Count=N``), so SLURM
+    schedules GPU jobs with their real requests. Jobs on such a node see no CUDA device.
+
     Args:
         root: private directory for the config, keys, sockets, state, logs and PID files.
-        cpus: CPUs the node offers (default: all of this machine's).
+        cpus: CPUs the node offers (default: all of this machine's). The CPU partition uses at most this
+            machine's real CPUs per node; the GPU partition all of them.
         memory_mb: memory the node offers (default: 80 % of this machine's).
+        gpus: GPUs the node claims (GRES gpu; 0: none, and no GPU partition limits apply).
     """
 
-    def __init__(self, root: Path, cpus: int | None = None, memory_mb: int | None = None):
+    def __init__(self, root: Path, cpus: int | None = None, memory_mb: int | None = None, gpus: int = 0):
         self.root = Path(root)
-        self.cpus = cpus or os.cpu_count() or 1
+        self.real_cpus = os.cpu_count() or 1
+        self.cpus = cpus or self.real_cpus
         total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
         self.memory_mb = memory_mb or int(total_mb * 0.8)
+        self.gpus = gpus
         self.hostname = socket.gethostname().split(".")[0]
         self.config_path = self.root / "slurm.conf"
         self.munge_socket = self.root / "munge" / "munge.sock"
@@ -129,24 +144,44 @@ class LocalSlurmCluster:
                     "JobAcctGatherType=jobacct_gather/none",
                     "JobCompType=jobcomp/none",
                     "MinJobAge=600",
-                    f"NodeName={self.hostname} CPUs={self.cpus} RealMemory={self.memory_mb} State=UNKNOWN",
-                    f"PartitionName=debug Nodes={self.hostname} Default=YES MaxTime=INFINITE State=UP",
+                    # The node's CPUs, memory and GPUs as configured, not as detected.
+                    "SlurmdParameters=config_overrides",
+                    *(["GresTypes=gpu"] if self.gpus else []),
+                    f"NodeName={self.hostname} CPUs={self.cpus} RealMemory={self.memory_mb}"
+                    + (f" Gres=gpu:{self.gpus}" if self.gpus else "") + " State=UNKNOWN",
+                    f"PartitionName={CPU_PARTITION} Nodes={self.hostname} Default=YES MaxTime=INFINITE "
+                    f"MaxCPUsPerNode={min(self.cpus, self.real_cpus)} State=UP",
+                    f"PartitionName={GPU_PARTITION} Nodes={self.hostname} MaxTime=INFINITE State=UP",
                     "",
                 ]
             ),
             encoding="utf-8",
         )
+        # GPUs that are only a count: nothing detected, no GPU behind them. slurmd (22.05) drops a GPU without
+        # a File ("Removing file-less GPU") and wants a character device there, so each is a link to
+        # /dev/null. slurmd reads gres.conf beside slurm.conf.
+        gres = ""
+        if self.gpus:
+            (self.root / "gpus").mkdir(exist_ok=True)
+            for index in range(self.gpus):
+                link = self.root / "gpus" / f"gpu{index}"
+                if not link.is_symlink():
+                    link.symlink_to("/dev/null")
+            gres = f"AutoDetect=off\nName=gpu File={self.root / 'gpus'}/gpu[0-{self.gpus - 1}]\n"
+        (self.root / "gres.conf").write_text(_MARKER + gres, encoding="utf-8")
 
     def start(self, timeout: float = 60) -> None:
         """Start the three daemons and wait until the node is idle; stops them again on failure."""
         reason = unavailable_reason()
         if reason:
             raise RuntimeError(f"cannot start a local SLURM cluster: {reason}")
-        if SYSTEM_CONFIG.exists() and not SYSTEM_CONFIG.read_text(errors="replace").startswith(_MARKER):
-            raise RuntimeError(f"{SYSTEM_CONFIG} exists and was not written by this harness; not replacing it.")
+        for system_file in (SYSTEM_CONFIG, SYSTEM_GRES_CONFIG):
+            if system_file.exists() and not system_file.read_text(errors="replace").startswith(_MARKER):
+                raise RuntimeError(f"{system_file} exists and was not written by this harness; not replacing it.")
         self._write_config()
         SYSTEM_CONFIG.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.config_path, SYSTEM_CONFIG)
+        shutil.copyfile(self.root / "gres.conf", SYSTEM_GRES_CONFIG)
         munge_dir = self.root / "munge"
         commands = {
             "munged": [_daemon("munged"), f"--socket={self.munge_socket}", f"--key-file={munge_dir / 'munge.key'}",
@@ -181,7 +216,7 @@ class LocalSlurmCluster:
             result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
                                     env={**os.environ, **self.environment()}, timeout=30)
             state = result.stdout.strip()
-            if state == "idle":
+            if set(state.split()) == {"idle"}:  # one line per partition
                 return
             time.sleep(0.5)
         raise RuntimeError(f"the node did not become idle (sinfo says {state!r}); logs in {self.root / 'logs'}")
@@ -201,8 +236,9 @@ class LocalSlurmCluster:
                 time.sleep(0.1)
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        if SYSTEM_CONFIG.exists() and SYSTEM_CONFIG.read_text(errors="replace").startswith(_MARKER):
-            SYSTEM_CONFIG.unlink()
+        for system_file in (SYSTEM_CONFIG, SYSTEM_GRES_CONFIG):
+            if system_file.exists() and system_file.read_text(errors="replace").startswith(_MARKER):
+                system_file.unlink()
 
 
 def _alive(pid: int) -> bool:

@@ -183,7 +183,8 @@ def test_miniature_keeps_the_paper_design_and_replaces_only_gpu_and_hub_parts(fa
     assert set(small["tasks"]) == set(paper["tasks"])
     for name, spec in paper["tasks"].items():
         changed = {k for k in set(spec) | set(small["tasks"][name]) if spec.get(k) != small["tasks"][name].get(k)}
-        assert changed <= {"model", "data_dir", "eval_backend"}, (name, changed)
+        assert changed <= {"model", "data_dir", "eval_backend", "resources"}, (name, changed)
+        assert "resources" not in small["tasks"][name]  # in miniature no job asks for a GPU
         assert small["tasks"][name].get("eval_backend", "hf") == "hf"
         assert small["tasks"][name]["model"] == "builtin:tiny-qwen2"
         assert small["tasks"][name]["data_dir"] == f"resources/data/miniature/{family}"

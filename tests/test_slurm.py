@@ -1,13 +1,18 @@
-"""The SLURM profile for real: a single-node cluster on localhost runs the smoke workflow.
+"""The SLURM profile for real: a single-node cluster on localhost runs the smoke workflow, and takes the
+paper configs' GPU jobs with the requests their configs state.
 
-Marked ``slurm``. Needs root (it starts munged, slurmctld and slurmd, and installs Debian's slurm-wlm and
-munge with apt-get if they are missing); elsewhere it is skipped with the reason.
+The node claims 8 GPUs that exist only as a count (tests/local_slurm.py), 128 CPUs and 1 TiB, like an
+8-GPU node; its ``debug`` partition uses this machine's real CPUs only. Marked ``slurm``. Needs root (it
+starts munged, slurmctld and slurmd, and installs Debian's slurm-wlm and munge with apt-get if they are
+missing); elsewhere it is skipped with the reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +21,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.local_slurm import LocalSlurmCluster, _alive, install_packages, unavailable_reason
+from tests.local_slurm import CPU_PARTITION, GPU_PARTITION, LocalSlurmCluster, _alive, install_packages, unavailable_reason
+from gdpo.config import load_config
+from gdpo.plan import job_resources, model_dir, wall_limit_hours
+from gdpo.tasks import required_files
 from gdpo.training.run import TIMING_KEYS, read_metrics
 
 pytestmark = pytest.mark.slurm
@@ -34,7 +42,7 @@ def cluster(tmp_path_factory):
         install_packages()
     except (subprocess.SubprocessError, OSError) as error:
         pytest.skip(f"no local SLURM cluster here: installing slurm-wlm and munge failed ({error})")
-    local = LocalSlurmCluster(tmp_path_factory.mktemp("slurm"))
+    local = LocalSlurmCluster(tmp_path_factory.mktemp("slurm"), cpus=128, memory_mb=1_048_576, gpus=8)
     local.start()
     pids = dict(local.pids)
     yield local
@@ -42,14 +50,15 @@ def cluster(tmp_path_factory):
     assert not any(_alive(pid) for pid in pids.values()), "a daemon survived stop()"
 
 
-def snakemake(directory: Path, config: Path, *args: str, cluster: LocalSlurmCluster | None = None):
+def snakemake(directory: Path, config: Path, *args: str, cluster: LocalSlurmCluster | None = None,
+              profile: Path = REPO / "profiles/slurm"):
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(directory),
                "--configfile", str(config), *args]
     if cluster is not None:
         env.update(cluster.environment())
         # Faster polling than the profile's 10 s: the test's jobs take seconds.
-        command += ["--profile", str(REPO / "profiles/slurm"), "--slurm-init-seconds-before-status-checks", "2",
+        command += ["--profile", str(profile), "--slurm-init-seconds-before-status-checks", "2",
                     "--seconds-between-status-checks", "2", "--latency-wait", "10"]
     else:
         command += ["--cores", "2"]
@@ -71,7 +80,10 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     local, on_slurm = tmp_path / "local", tmp_path / "slurm"
     result = snakemake(local, smoke)
     assert result.returncode == 0, result.stderr[-3000:]
-    result = snakemake(on_slurm, smoke, cluster=cluster)
+    # A CPU-scale config: its train and evaluate jobs ask for no GPU, so they go to the CPU partition.
+    cpu_partition = ("--set-resources", f"train:slurm_partition={CPU_PARTITION}",
+                     f"evaluate:slurm_partition={CPU_PARTITION}")
+    result = snakemake(on_slurm, smoke, *cpu_partition, cluster=cluster)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "has been submitted with SLURM jobid" in result.stdout + result.stderr  # really through sbatch
 
@@ -85,7 +97,7 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     config["tasks"]["broken"] = {**config["tasks"]["arithmetic"], "model": "gdpo-test-org/no-such-model"}
     broken = tmp_path / "broken.yaml"
     broken.write_text(yaml.safe_dump(config))
-    result = snakemake(on_slurm, broken, cluster=cluster)
+    result = snakemake(on_slurm, broken, *cpu_partition, cluster=cluster)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "Error in rule prepare_model" in output and "no-such-model" in output
@@ -94,30 +106,99 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     assert "exact_distinct_counts" not in planned
 
 
-#: Resources the profile must request for paper train jobs (config, task, GPUs, runtime in minutes); the
-#: variants (conditioned, weight sweep, 3 objectives) get their family's and model size's runtime.
-PAPER_TRAIN_REQUESTS = [
-    ("paper-tool_calling", "tool_calling_3b", "gpu=8", "runtime=360"),
-    ("paper-math", "math_r1_7b", "gpu=8", "runtime=9000"),
-    ("paper-math", "math_conditioned_r1_7b", "gpu=8", "runtime=9000"),
-    ("paper-math", "math_w0.25_r1_7b", "gpu=8", "runtime=9000"),
-    ("paper-code", "code_r1_7b", "gpu=8", "runtime=630"),
-    ("paper-code", "code_3obj_r1_7b", "gpu=8", "runtime=630"),
-]
+#: The account the test's user writes into the profile: the one edit README shows.
+ACCOUNT = "gdpo-test"
+#: Per paper config, the run whose train job and the base model whose evaluation the test submits.
+PAPER_JOBS = {"paper-tool_calling": ("tool_calling_3b", "gdpo"), "paper-math": ("math_r1_7b", "gdpo"),
+              "paper-code": ("code_r1_7b", "gdpo")}
 
 
-def test_slurm_profile_plans_the_paper_configs_with_their_gpu_requests(tmp_path):
-    for name, task, gpus, runtime in PAPER_TRAIN_REQUESTS:
-        result = subprocess.run(
-            [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-             "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config" / f"{name}.yaml"), "-n"],
-            capture_output=True, text=True, timeout=300,
-            env={**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
-        )
-        assert result.returncode == 0, result.stderr[-2000:]
-        jobs = (result.stdout + result.stderr).split("\nrule ")
-        train = [job for job in jobs if job.startswith("train:") and f"task={task}," in job]
-        evaluate = [job for job in jobs if job.startswith("evaluate:") and f"task={task}," in job]
-        assert train and evaluate, name
-        assert all(gpus in job and runtime in job and "slurm_partition=gpu" in job for job in train), train[0]
-        assert all("gpu=1," in job for job in evaluate), evaluate[0]
+def edited_profile(directory: Path) -> Path:
+    """profiles/slurm with the account set, as README tells a user to."""
+    profile = directory / "profile"
+    shutil.copytree(REPO / "profiles/slurm", profile)
+    text = (profile / "config.yaml").read_text()
+    assert '  # slurm_account: "my-account"' in text
+    (profile / "config.yaml").write_text(text.replace('  # slurm_account: "my-account"',
+                                                      f'  slurm_account: "{ACCOUNT}"'))
+    return profile
+
+
+def sbatch_calls(output: str) -> dict[str, str]:
+    """The sbatch arguments (before the wrapped command) of each submitted job, by rule (`--verbose` log)."""
+    calls = {}
+    for line in output.splitlines():
+        if line.startswith("sbatch call: "):
+            arguments = line[len("sbatch call: "):].split(" --wrap=")[0]
+            calls[re.search(r"--comment rule_(\w+?)_wildcards", arguments).group(1)] = arguments
+    return calls
+
+
+def scontrol_job(job_id: str, cluster: LocalSlurmCluster) -> dict[str, str]:
+    text = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True, check=True,
+                          env={**os.environ, **cluster.environment()}).stdout
+    return dict(field.split("=", 1) for field in text.split() if "=" in field)
+
+
+def submit_paper_jobs(name: str, directory: Path, cluster: LocalSlurmCluster) -> subprocess.Popen:
+    """Start `snakemake --profile <edited profile> --configfile config/<name>.yaml` for one run's train job and
+    the base model's evaluation, in ``directory``. The model and data a paper job reads come from the hub,
+    which the test cannot reach: empty stand-ins mark them as present (the jobs stop before reading them)."""
+    config = load_config(REPO / "config" / f"{name}.yaml")
+    task, method = PAPER_JOBS[name]
+    spec = config["tasks"][task]
+    work = directory / "work"
+    (work / model_dir(spec["model"])).mkdir(parents=True)
+    (work / model_dir(spec["model"]) / "config.json").write_text("{}")
+    for path in required_files(spec):
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).touch()
+    runs = f"results/{config['scale']}/runs/{task}"
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work),
+               "--configfile", str(REPO / "config" / f"{name}.yaml"), "--profile", str(edited_profile(directory)),
+               "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+               "--latency-wait", "10", "--verbose", f"{runs}/{method}/seed0/summary.json",
+               f"{runs}/base/seed0/eval.json"]
+    env = {**os.environ, **cluster.environment(),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_each_paper_config_submits_its_gpu_jobs_from_a_node_without_a_gpu(cluster, tmp_path):
+    """`snakemake --profile profiles/slurm --configfile config/paper-<family>.yaml` from the controller (no
+    GPU), the three configs at once: the train and evaluate jobs reach sbatch with the GPUs, cores, memory and
+    wall time of the config's `resources:` and the partition and account of the profile; on the node, which
+    has no CUDA device, each stops at once with the device message in its log."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the jobs would not stop at the device check")
+    submissions = {name: submit_paper_jobs(name, tmp_path / name, cluster) for name in sorted(PAPER_JOBS)}
+    outputs = {name: process.communicate(timeout=1200)[0] for name, process in submissions.items()}
+    for name, output in outputs.items():
+        config = load_config(REPO / "config" / f"{name}.yaml")
+        task, method = PAPER_JOBS[name]
+        work = tmp_path / name / "work"
+        assert submissions[name].returncode != 0, f"{name}: the GPU jobs should have failed on a node without a GPU"
+        assert "GPURequiredError" not in output.split("has been submitted with SLURM jobid")[0]  # onstart let it go
+        calls = sbatch_calls(output)
+        assert set(calls) == {"train", "evaluate"}, output[-3000:]
+        job_ids = dict(re.findall(r"rule_(train|evaluate)/\S+?/(\d+)\.log", output))
+        wall_minutes = wall_limit_hours(config) * 60
+        for kind, arguments in calls.items():
+            asked = job_resources(config, task, kind)
+            print(f"{name} {kind}: {arguments}")  # the sbatch arguments, for the record
+            for argument in (f"-p {GPU_PARTITION}", f"-A {ACCOUNT}", f"--gpus={asked['gpu']}",
+                             f"--cpus-per-task={asked['cpus_per_task']}", f"--mem {asked['mem_mb']}",
+                             f"-t {asked['runtime']}"):
+                assert f" {argument} " in f" {arguments} ", (name, argument, arguments)
+            assert "--cpus-per-gpu" not in arguments and 0 < asked["runtime"] <= wall_minutes
+            job = scontrol_job(job_ids[kind], cluster)
+            assert (job["Partition"], job["Account"], job["TresPerJob"]) == (GPU_PARTITION, ACCOUNT,
+                                                                              f"gres:gpu:{asked['gpu']}")
+            assert int(job["NumCPUs"]) == asked["cpus_per_task"] and job["JobState"] == "FAILED", job
+            log = (work / f"results/{config['scale']}/logs/{kind}/{task}/{method if kind == 'train' else 'base'}"
+                   "/seed0.log").read_text()
+            assert (f"{kind} job of task {task!r}" in log and f"asks for {asked['gpu']} GPU(s)" in log
+                    and f"tasks.{task}.resources.{kind}.gpus" in log and "this node has 0" in log), log
+            assert "Traceback" not in log  # the reason, not a stack

@@ -580,6 +580,27 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
     return designs
 
 
+def claim_runs(config: Mapping) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """For each claim :func:`designs_from_config` finds in ``config``: the tasks whose runs decide it and the
+    trained methods it compares (``base``, evaluated once per task, left out) — what its seeds cost."""
+    reporting = config.get("reporting") or {}
+    tables, figures = reporting.get("tables") or {}, reporting.get("figures") or {}
+    runs = {}
+    for claim_id, design in designs_from_config(config).items():
+        if claim_id == "C5":
+            tasks, methods = [figures["fig5"]], (Method.GRPO, Method.GDPO)
+        elif claim_id == "C10":
+            tasks, methods = [figures["fig8"]], (Method.GDPO_NOBN, Method.GDPO)
+        elif claim_id == "C7":
+            sweep = figures.get("fig6") or {}
+            tasks, methods = [sweep[w]["plain"] for w in sweep if (sweep[w] or {}).get("plain")], _METHODS["C7"]
+        else:
+            table = {str(k): v for k, v in (tables.get(_TABLE_OF[claim_id]) or {}).items()}
+            tasks, methods = [table[setup] for setup in design.setups], _METHODS[claim_id]
+        runs[claim_id] = (tuple(dict.fromkeys(tasks)), tuple(m for m in methods if m != "base"))
+    return runs
+
+
 #: Simulated workflows behind a stated power (`gdpo power`, the calibration table): its standard error is at most
 #: 0.011, so a check against an independent simulation of as many workflows agrees within ±0.03.
 STATED_REPLICATES = 2000

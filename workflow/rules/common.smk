@@ -15,8 +15,12 @@ from gdpo.plan import (
     EVAL_FILE,
     RUN_WILDCARDS,
     RunKey,
+    check_job_resources,
     describe_runs,
+    device_check_command,
     gpu_only_settings,
+    job_env_file,
+    job_resources,
     model_dir,
     model_slug,
     plan_evaluations,
@@ -54,6 +58,8 @@ validate_config(config, SCHEMA, CONFIG_FILES)
 # A GPU config whose jobs cannot fit the GPU they are planned for stops here, before any job, with each job's
 # sum (`python -m gdpo memory-plan --config <file>` prints them all); a CPU-scale config has no GPU jobs to plan.
 check_memory_plan(config, Path(workflow.basedir), ", ".join(map(str, CONFIG_FILES)) or "the config")
+# Each task's GPUs fit its launch and one node.
+check_job_resources(config)
 
 SCALE = config["scale"]
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
@@ -133,6 +139,25 @@ def run_benchmark(rule):
     return RunKey.pattern(f"results/{SCALE}/benchmarks/{rule}") + ".tsv"
 
 
+def job_resource(kind, name):
+    """One resource (gpu, cpus_per_task, mem_mb, runtime in minutes) of a train or evaluate job, from its
+    task's `resources:` in the config (gdpo.plan.job_resources): no GPU where a task states none."""
+    return lambda wildcards: job_resources(config, wildcards.task, kind)[name]
+
+
+def device_check(kind):
+    """The command a GPU job of `kind` runs first: it stops the job at once on a node without the GPUs it
+    asked for, naming the job (gdpo.plan.device_check_command); nothing for a job that asks for none."""
+    return lambda wildcards, resources: device_check_command(
+        kind, wildcards.task, wildcards.method, wildcards.seed, resources.gpu
+    )
+
+
+# The conda environment of train and evaluate jobs (`--sdm conda`): CUDA torch, vLLM and DeepSpeed for a
+# config that names a GPU, CPU torch otherwise (gdpo.plan.job_env_file).
+JOB_ENV = f"../../{job_env_file(config)}"
+
+
 def run_settings(wildcards):
     """A training job's settings as the JSON its command reads (gdpo.plan.RunSettings): a change of any of
     them re-runs the job."""
@@ -142,11 +167,6 @@ def run_settings(wildcards):
 # One job of a training run cut into a chain within the wall limit: results/<scale>/runs/{task}/{method}/
 # seed{seed}.work/segment{segment}.json records that segment {segment} (1 .. n-1) has saved its checkpoint.
 SEGMENT_RECORD = f"{RUN_DIR}.work/segment{{segment}}.json"
-
-
-def train_resources(wildcards):
-    """The task's resources.train (gpus, cpus_per_gpu, mem_mb, hours); empty at CPU scales."""
-    return task_resources(config, wildcards.task).get("train") or {}
 
 
 def training_chain(wildcards):
@@ -195,21 +215,26 @@ for study_file in SIM_STUDY_FILES:
 MODEL_SPECS = {model_slug(spec["model"]): spec["model"] for spec in (config.get("tasks") or {}).values()}
 
 
-# Checks that need torch run here, before any job and never in a dry run: a GPU-only setting on a machine
-# without a GPU stops the run (a dry run may still plan it), and so does a study whose reward difficulties
-# and correlations cannot be met together.
+# Checks that need torch run here, before any job and never in a dry run: a study whose reward difficulties
+# and correlations cannot be met together stops the run, and so does, when the jobs run on this machine, a
+# GPU-only setting on a machine without a GPU (a dry run may still plan it). Under a cluster executor
+# (`--executor slurm`, profiles/slurm) the jobs run elsewhere: submitting from a login node without a GPU is
+# fine, and each GPU job checks its own node first (device_check). `workflow.local_exec` is the executor
+# plugin's own statement (snakemake-interface-executor-plugins CommonSettings.local_exec); jobs spawned on
+# the cluster run with --no-hooks, so this never runs inside them.
 onstart:
     from gdpo.sim.study import load_study  # loads torch: never when a workflow is only planned
 
     for study_file in SIM_STUDY_FILES:
         load_study(study_file)
-    for task in sorted({run.task for run in RUNS}):
-        spec = config["tasks"][task]
-        training = {**config.get("training", {}), **spec.get("training", {})}
-        if gpu_only_settings(training, spec.get("eval_backend"), vllm_python()):
-            from gdpo.training.run import check_device
+    if workflow.local_exec:
+        for task in sorted({run.task for run in RUNS}):
+            spec = config["tasks"][task]
+            training = {**config.get("training", {}), **spec.get("training", {})}
+            if gpu_only_settings(training, spec.get("eval_backend"), vllm_python()):
+                from gdpo.training.device import check_device
 
-            check_device(training, task, spec.get("eval_backend"))
+                check_device(training, task, spec.get("eval_backend"))
 
 
 wildcard_constraints:

@@ -15,15 +15,22 @@ rule evaluate:
         # The evaluation's resolved settings: a change of any of them re-runs the job.
         settings=eval_settings,
         adapter=lambda wildcards, input: f"--adapter-dir {input.adapter}" if input.adapter else "",
-    threads: JOB_THREADS
+        # On a node without the GPU the job asked for, stop at once, naming the job (nothing at CPU scales).
+        device_check=device_check("evaluate"),
+    # GPUs, cores, memory and minutes from the task's `resources:` (gdpo.plan.job_resources); the cluster's
+    # names (partition, account) from the profile.
+    threads: job_resource("evaluate", "cpus_per_task")
     resources:
-        mem_mb=4000,
+        gpu=job_resource("evaluate", "gpu"),
+        cpus_per_task=job_resource("evaluate", "cpus_per_task"),
+        mem_mb=job_resource("evaluate", "mem_mb"),
+        runtime=job_resource("evaluate", "runtime"),
     log:
         run_log("evaluate"),
     benchmark:
         run_benchmark("evaluate")
     conda:
-        "../../envs/train.yaml"
+        JOB_ENV
     shell:
-        "python -m gdpo evaluate --settings {params.settings:q} --model-dir {input.model} {params.adapter} "
-        "--out {output.eval} --work-dir {output.work} --threads {threads} > {log} 2>&1"
+        "({params.device_check}python -m gdpo evaluate --settings {params.settings:q} --model-dir {input.model} "
+        "{params.adapter} --out {output.eval} --work-dir {output.work} --threads {threads}) > {log} 2>&1"

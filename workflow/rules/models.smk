@@ -8,6 +8,10 @@ rule prepare_model:
         spec=lambda wildcards: MODEL_SPECS[wildcards.model],
     log:
         "resources/logs/prepare_model_{model}.log",
+    resources:
+        # Building, converting or downloading a model: disk and network bound (minutes, MB).
+        runtime=120,
+        mem_mb=8000,
     conda:
         "../../envs/train.yaml"
     shell:

@@ -18,12 +18,13 @@ rule train_segment:
         run_dir=run_dir,
         launcher=train_launcher(config, base_dir=workflow.basedir),
         stop_at_step=lambda wildcards: training_segment(wildcards).end_step,
-    threads: JOB_THREADS
+        device_check=device_check("train"),
+    threads: job_resource("train", "cpus_per_task")
     # A segment needs what the run's train job needs (the task's resources.train), for its own share of the hours.
     resources:
-        gpu=lambda wildcards: train_resources(wildcards).get("gpus", 0),
-        cpus_per_gpu=lambda wildcards: train_resources(wildcards).get("cpus_per_gpu", 1),
-        mem_mb=lambda wildcards: train_resources(wildcards).get("mem_mb", 4000),
+        gpu=job_resource("train", "gpu"),
+        cpus_per_task=job_resource("train", "cpus_per_task"),
+        mem_mb=job_resource("train", "mem_mb"),
         # Minutes: the segment's expected hours times the chain's safety factor, within the wall limit.
         runtime=lambda wildcards: training_segment(wildcards).request_minutes(),
     log:
@@ -31,11 +32,11 @@ rule train_segment:
     benchmark:
         RunKey.pattern(f"results/{SCALE}/benchmarks/train_segment") + ".segment{segment}.tsv"
     conda:
-        "../../envs/train.yaml"
+        JOB_ENV
     shell:
-        "{params.launcher} -m gdpo train --settings {params.settings:q} --model-dir {input.model} "
-        "--run-dir {params.run_dir} --threads {threads} --stop-at-step {params.stop_at_step} "
-        "--segment-record {output.record} > {log} 2>&1"
+        "({params.device_check}{params.launcher} -m gdpo train --settings {params.settings:q} "
+        "--model-dir {input.model} --run-dir {params.run_dir} --threads {threads} "
+        "--stop-at-step {params.stop_at_step} --segment-record {output.record}) > {log} 2>&1"
 
 
 rule train:
@@ -57,15 +58,22 @@ rule train:
         # `python`, or `trap '' USR1; accelerate launch --config_file … --num_processes N` (config `launch:`;
         # the launcher ignores SLURM's warning signal, its processes save a checkpoint on it).
         launcher=train_launcher(config, base_dir=workflow.basedir),
-    threads: JOB_THREADS
+        # On a node without the GPUs the job asked for, stop at once, naming the job (nothing at CPU scales).
+        device_check=device_check("train"),
+    # GPUs, cores, memory and minutes from the task's `resources:` (gdpo.plan.job_resources); the cluster's
+    # names (partition, account) from the profile.
+    threads: job_resource("train", "cpus_per_task")
     resources:
-        mem_mb=4000,
+        gpu=job_resource("train", "gpu"),
+        cpus_per_task=job_resource("train", "cpus_per_task"),
+        mem_mb=job_resource("train", "mem_mb"),
+        runtime=job_resource("train", "runtime"),
     log:
         run_log("train"),
     benchmark:
         run_benchmark("train")
     conda:
-        "../../envs/train.yaml"
+        JOB_ENV
     shell:
-        "{params.launcher} -m gdpo train --settings {params.settings:q} --model-dir {input.model} "
-        "--run-dir {params.run_dir} --threads {threads} > {log} 2>&1"
+        "({params.device_check}{params.launcher} -m gdpo train --settings {params.settings:q} "
+        "--model-dir {input.model} --run-dir {params.run_dir} --threads {threads}) > {log} 2>&1"
