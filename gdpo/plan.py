@@ -735,7 +735,8 @@ class TrainingSegment:
 
     def request_minutes(self) -> int | None:
         """The runtime the job asks for, minutes: expected hours × :data:`CHAIN_SAFETY_FACTOR`, rounded up."""
-        return None if self.hours is None else math.ceil(self.hours * CHAIN_SAFETY_FACTOR * 60)
+        # rounded to the second first: 7 h × 1.5 × 60 is 630.0000000000001 in floating point
+        return None if self.hours is None else math.ceil(round(self.hours * CHAIN_SAFETY_FACTOR * 60, 4))
 
 
 def plan_training_chain(config: dict, task: str) -> list[TrainingSegment]:
@@ -1020,8 +1021,6 @@ def warmup_model_dir(scale: str, task: str) -> str:
 # What each job asks of the machine or cluster (config `gpu`, `wall_limit_hours`, a task's `resources`)
 # --------------------------------------------------------------------------------------------------
 
-#: Longest wall time of one cluster job when a config does not set ``wall_limit_hours`` (hours).
-DEFAULT_WALL_LIMIT_HOURS = 24.0
 #: A job asks for its expected hours times this margin (capped at the wall limit): estimates are not
 #: measurements, and a job killed at its limit loses the work since its last checkpoint.
 RUNTIME_SAFETY = CHAIN_SAFETY_FACTOR
@@ -1033,19 +1032,6 @@ CPU_JOB_MEM_MB = 4000
 #: The conda environment of the train and evaluate jobs (repository paths): CUDA torch, vLLM and DeepSpeed
 #: where the config names a GPU (``gpu:``), CPU torch otherwise.
 JOB_ENVS = {"gpu": "envs/train-gpu.yaml", "cpu": "envs/train.yaml"}
-
-
-def wall_limit_hours(config: Mapping) -> float:
-    """The longest wall time one cluster job may take (hours): the config's ``wall_limit_hours``, default
-    :data:`DEFAULT_WALL_LIMIT_HOURS`. Longer training runs as a chain of jobs."""
-    return float(config.get("wall_limit_hours") or DEFAULT_WALL_LIMIT_HOURS)
-
-
-def task_resources(config: Mapping, task: str) -> dict:
-    """A task's ``resources`` block: ``{"train": {...}, "evaluate": {...}}``, each with ``gpus``,
-    ``cpus_per_gpu``, ``mem_mb`` (host memory per job, MB) and ``hours`` (expected wall time: of the whole
-    uninterrupted training run, or of one evaluation). Empty for a task that states none (CPU scales)."""
-    return copy.deepcopy(dict(_task_spec(dict(config), task).get("resources") or {}))
 
 
 def check_job_resources(config: Mapping) -> None:

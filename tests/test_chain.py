@@ -99,7 +99,7 @@ def test_a_long_run_is_cut_into_jobs_within_the_wall_limit(hours, limit, jobs):
     chain = plan_training_chain(config, "math_r1_7b")
     assert len(chain) == jobs
     assert [s.index for s in chain] == list(range(1, jobs + 1))
-    assert chain[0].start_step == 0 and chain[-1].end_step == 500
+    assert chain[0].start_step == 0 and chain[-1].end_step == config["training"]["max_steps"]
     assert all(a.end_step == b.start_step for a, b in zip(chain, chain[1:]))
     assert sum(s.hours for s in chain) == pytest.approx(hours)
     assert all(s.request_minutes() <= limit * 60 for s in chain)  # every job's request fits the limit
@@ -116,13 +116,14 @@ def test_segments_end_on_generation_batch_boundaries():
     assert optimizer_steps_per_generation({"gradient_accumulation_steps": 4, "steps_per_generation": 6}) == 3
     config["tasks"]["math_r1_7b"]["resources"] = {"train": {"hours": 150.0}}
     chain = plan_training_chain(config, "math_r1_7b")
-    assert all(s.end_step % 8 == 0 for s in chain[:-1]) and chain[-1].end_step == 500
+    assert all(s.end_step % 8 == 0 for s in chain[:-1]) and chain[-1].end_step == config["training"]["max_steps"]
     assert all(s.request_minutes() <= 24 * 60 for s in chain)
 
 
 def test_a_generation_batch_longer_than_a_job_is_refused_with_the_fix():
     config = paper_math()
-    config["training"].update(gradient_accumulation_steps=1, steps_per_generation=250)
+    # half the run's optimizer steps between two generations: about 75 of its 150 hours in one batch
+    config["training"].update(gradient_accumulation_steps=1, steps_per_generation=config["training"]["max_steps"] // 2)
     config["tasks"]["math_r1_7b"]["resources"] = {"train": {"hours": 150.0}}
     with pytest.raises(ValueError, match="one generation batch .* raise `wall_limit_hours:`"):
         plan_training_chain(config, "math_r1_7b")

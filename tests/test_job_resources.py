@@ -23,6 +23,7 @@ from gdpo.plan import (
     job_resources,
     plan_evaluations,
     plan_runs,
+    plan_training_chain,
     task_resources,
     train_segments,
     wall_limit_hours,
@@ -51,16 +52,19 @@ def test_every_paper_task_states_its_jobs_needs_and_they_fit_the_wall_limit(name
         assert evaluate["cpus_per_task"] == needs["evaluate"]["cpus_per_gpu"]
         for asked, kind in ((train, "train"), (evaluate, "evaluate")):
             assert asked["mem_mb"] == needs[kind]["mem_mb"]
-            assert asked["runtime"] == math.ceil(min(24, needs[kind]["hours"] * RUNTIME_SAFETY) * 60) <= 24 * 60
-        # the chain of train jobs asks for at least the run's hours with the margin
-        assert train_segments(config, task) * train["runtime"] / 60 >= needs["train"]["hours"] * RUNTIME_SAFETY
+        assert evaluate["runtime"] == math.ceil(min(24, needs["evaluate"]["hours"] * RUNTIME_SAFETY) * 60) <= 24 * 60
+        # the train job asks for its longest segment's hours with the margin; the chain covers the whole run
+        chain = plan_training_chain(config, task)
+        assert train["runtime"] == max(segment.request_minutes() for segment in chain) <= 24 * 60
+        assert len(chain) == train_segments(config, task)
+        assert sum(segment.hours for segment in chain) == pytest.approx(needs["train"]["hours"])
 
 
 def test_a_long_run_is_a_chain_of_jobs_and_a_short_one_is_one():
     math_config = paper("paper-math")
     assert task_resources(math_config, "math_r1_7b")["train"]["hours"] == 100
-    assert train_segments(math_config, "math_r1_7b") == 7  # 150 h asked in jobs of at most 24 h
-    assert job_resources(math_config, "math_r1_7b", "train")["runtime"] == 24 * 60
+    assert train_segments(math_config, "math_r1_7b") == 7  # 100 h in segments of at most 24 / 1.5 h
+    assert 20 * 60 < job_resources(math_config, "math_r1_7b", "train")["runtime"] <= 24 * 60
     assert train_segments({**math_config, "wall_limit_hours": 72}, "math_r1_7b") == 3
     tool = paper("paper-tool_calling")
     assert train_segments(tool, "tool_calling_3b") == 1
@@ -143,7 +147,8 @@ def test_the_slurm_profile_plans_paper_jobs_with_the_configs_requests(tmp_path):
     assert len(train) == sum(r.task == "math_r1_7b" for r in plan_runs(config)) == 6
     assert len(evaluate) == sum(e.task == "math_r1_7b" for e in plan_evaluations(config))
     for job in train:
-        assert all(f in job for f in ("gpu=8", "cpus_per_task=64", "mem_mb=512000", "runtime=1440",
+        runtime = job_resources(config, "math_r1_7b", "train")["runtime"]
+        assert all(f in job for f in ("gpu=8", "cpus_per_task=64", "mem_mb=512000", f"runtime={runtime}",
                                       "slurm_partition=gpu", "check-device --job train --task math_r1_7b"))
     for job in evaluate:
         assert all(f in job for f in ("gpu=1", "cpus_per_task=16", "mem_mb=128000", "runtime=900",
@@ -172,7 +177,7 @@ def test_the_bill_counts_every_run_and_evaluation_at_the_configs_hours():
     expected_train = sum(task_resources(config, r.task)["train"]["hours"] * 8 for r in runs)
     expected_eval = sum(task_resources(config, e.task)["evaluate"]["hours"] for e in evaluations)
     train, evaluate = table[table["kind"] == "train"], table[table["kind"] == "evaluate"]
-    assert train["GPU-h"].sum() == pytest.approx(expected_train) == 26_760
+    assert train["GPU-h"].sum() == pytest.approx(expected_train) == 43_800  # Fig. 6's sweep on R1-7B: most of it
     assert evaluate["GPU-h"].sum() == pytest.approx(expected_eval)
     assert train["runs"].sum() == len(runs) and evaluate["jobs"].sum() == len(evaluations)
     assert train["jobs"].sum() == sum(train_segments(config, r.task) for r in runs)

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gdpo.config import read_yaml
-from gdpo.plan import gpu_only_settings, model_slug
+from gdpo.plan import model_slug
 
 GIB = 2**30
 #: Where the architecture of each paper model is shipped (``<model_slug(hub id)>.json``).
@@ -290,14 +290,10 @@ def gpu_memory_bytes(config: Mapping) -> int:
 
 
 def runs_on_gpu(config: Mapping) -> bool:
-    """Whether the config's jobs are GPU jobs: it names a ``gpu``, or a task asks for a GPU-only setting."""
-    if config.get("gpu"):
-        return True
-    for spec in (config.get("tasks") or {}).values():
-        training = {**(config.get("training") or {}), **(spec.get("training") or {})}
-        if gpu_only_settings(training, spec.get("eval_backend")):
-            return True
-    return False
+    """Whether the config's jobs are planned for a GPU: it names the ``gpu`` they run on (the paper configs). A
+    CPU-scale config that asks for a GPU-only setting is refused by the device check instead (it names no GPU
+    whose memory a plan could be held against)."""
+    return bool(config.get("gpu"))
 
 
 def _zero_stage(config: Mapping, base_dir: Path | None) -> tuple[int, bool]:
