@@ -23,7 +23,7 @@ import yaml
 
 from tests.local_slurm import CPU_PARTITION, GPU_PARTITION, LocalSlurmCluster, _alive, install_packages, unavailable_reason
 from gdpo.config import load_config
-from gdpo.plan import job_resources, model_dir, wall_limit_hours
+from gdpo.plan import job_resources, model_dir, plan_training_chain, wall_limit_hours
 from gdpo.tasks import required_files
 from gdpo.training.run import TIMING_KEYS, read_metrics
 
@@ -182,23 +182,30 @@ def test_each_paper_config_submits_its_gpu_jobs_from_a_node_without_a_gpu(cluste
         assert submissions[name].returncode != 0, f"{name}: the GPU jobs should have failed on a node without a GPU"
         assert "GPURequiredError" not in output.split("has been submitted with SLURM jobid")[0]  # onstart let it go
         calls = sbatch_calls(output)
-        assert set(calls) == {"train", "evaluate"}, output[-3000:]
-        job_ids = dict(re.findall(r"rule_(train|evaluate)/\S+?/(\d+)\.log", output))
+        # A run longer than the wall limit starts with the first job of its chain (rule train_segment).
+        chain = plan_training_chain(config, task)
+        train_rule = "train" if len(chain) == 1 else "train_segment"
+        assert set(calls) == {train_rule, "evaluate"}, output[-3000:]
+        job_ids = dict(re.findall(r"rule_(train_segment|train|evaluate)/\S+?/(\d+)\.log", output))
         wall_minutes = wall_limit_hours(config) * 60
-        for kind, arguments in calls.items():
+        for rule, arguments in calls.items():
+            kind = "evaluate" if rule == "evaluate" else "train"
             asked = job_resources(config, task, kind)
-            print(f"{name} {kind}: {arguments}")  # the sbatch arguments, for the record
+            if rule == "train_segment":  # the first segment asks for its own share of the run's hours
+                asked = {**asked, "runtime": chain[0].request_minutes()}
+            print(f"{name} {rule}: {arguments}")  # the sbatch arguments, for the record
             for argument in (f"-p {GPU_PARTITION}", f"-A {ACCOUNT}", f"--gpus={asked['gpu']}",
                              f"--cpus-per-task={asked['cpus_per_task']}", f"--mem {asked['mem_mb']}",
                              f"-t {asked['runtime']}"):
                 assert f" {argument} " in f" {arguments} ", (name, argument, arguments)
             assert "--cpus-per-gpu" not in arguments and 0 < asked["runtime"] <= wall_minutes
-            job = scontrol_job(job_ids[kind], cluster)
+            job = scontrol_job(job_ids[rule], cluster)
             assert (job["Partition"], job["Account"], job["TresPerJob"]) == (GPU_PARTITION, ACCOUNT,
                                                                               f"gres:gpu:{asked['gpu']}")
             assert int(job["NumCPUs"]) == asked["cpus_per_task"] and job["JobState"] == "FAILED", job
-            log = (work / f"results/{config['scale']}/logs/{kind}/{task}/{method if kind == 'train' else 'base'}"
-                   "/seed0.log").read_text()
+            who = method if kind == "train" else "base"
+            suffix = ".segment1.log" if rule == "train_segment" else ".log"
+            log = (work / f"results/{config['scale']}/logs/{rule}/{task}/{who}/seed0{suffix}").read_text()
             assert (f"{kind} job of task {task!r}" in log and f"asks for {asked['gpu']} GPU(s)" in log
                     and f"tasks.{task}.resources.{kind}.gpus" in log and "this node has 0" in log), log
             assert "Traceback" not in log  # the reason, not a stack
