@@ -648,7 +648,7 @@ def launcher_command(config: dict, base_dir: str | Path | None = None) -> str:
 
 
 def train_launcher(config: dict, base_dir: str | Path | None = None) -> str:
-    """What starts a train job's ``-m gdpo train``: :func:`launcher_command`, behind ``trap '' USR1;`` for a
+    """What starts a train job's ``-m gdpo train``: :func:`launcher_command`, behind ``trap '' USR1 &&`` for a
     multi-process launch.
 
     SIGUSR1 (SLURM's time-limit warning) asks the training processes to save a checkpoint and stop
@@ -657,7 +657,8 @@ def train_launcher(config: dict, base_dir: str | Path | None = None) -> str:
     signal still reaches the processes, which install their own handler, and the launcher waits for them.
     """
     command = launcher_command(config, base_dir)
-    return command if command == "python" else f"trap '' USR1; {command}"
+    # `&&`, not `;`: the job's device check before it (`check && trap … && launch`) must guard the launch too
+    return command if command == "python" else f"trap '' USR1 && {command}"
 
 
 def gpu_only_settings(training: dict, evaluation_backend: str | None = None,

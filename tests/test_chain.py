@@ -136,7 +136,7 @@ def test_a_multi_process_launcher_ignores_the_warning_signal_that_its_processes_
     # torchrun does not handle SIGUSR1: it would die at once and end the job while its processes save.
     assert train_launcher(smoke_config(4, 2)) == "python"  # CPU scales: the command as before
     assert train_launcher(paper_math(), base_dir="/repo") == (
-        "trap '' USR1; accelerate launch --config_file /repo/envs/accelerate/deepspeed_zero3.yaml --num_processes 8")
+        "trap '' USR1 && accelerate launch --config_file /repo/envs/accelerate/deepspeed_zero3.yaml --num_processes 8")
 
 
 # --------------------------------------------------------------------------------------------------

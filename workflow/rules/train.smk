@@ -55,7 +55,7 @@ rule train:
         # The run's settings (gdpo.plan.RunSettings): a change of any of them re-runs the job.
         settings=run_settings,
         run_dir=run_dir,
-        # `python`, or `trap '' USR1; accelerate launch --config_file … --num_processes N` (config `launch:`;
+        # `python`, or `trap '' USR1 && accelerate launch --config_file … --num_processes N` (config `launch:`;
         # the launcher ignores SLURM's warning signal, its processes save a checkpoint on it).
         launcher=train_launcher(config, base_dir=workflow.basedir),
         # On a node without the GPUs the job asked for, stop at once, naming the job (nothing at CPU scales).
