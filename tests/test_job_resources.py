@@ -108,7 +108,8 @@ def test_the_slurm_profile_holds_cluster_names_only():
     profile = yaml.safe_load(text)
     # no resource parsed out of a task name, no setting the pinned plugin does not read
     assert "wildcards" not in text and "slurm-no-account" not in profile
-    assert set(profile["set-resources"]) == {"train", "evaluate"}
+    # every GPU rule (a chained run starts with train_segment jobs) goes to the GPU partition
+    assert set(profile["set-resources"]) == {"train", "train_segment", "evaluate"}
     for rule in profile["set-resources"].values():
         assert set(rule) <= {"slurm_partition", "constraint", "qos", "slurm_account"}
     # a CPU job's requests; cpus_per_task would override every GPU job's cores (the plugin reads it first)
