@@ -698,8 +698,9 @@ def wall_limit_hours(config: dict) -> float:
 
 
 def task_resources(config: dict, task: str) -> dict:
-    """What the jobs of ``task`` need (the task's ``resources:`` block: ``train`` and ``evaluate``, each with
-    ``gpus``, ``cpus_per_gpu``, ``mem_mb`` and ``hours``); ``{}`` for a task without one (CPU scales)."""
+    """What the jobs of ``task`` need (the task's ``resources:`` block: ``train`` and/or ``evaluate``, each with
+    ``hours`` and, for a GPU job, ``gpus``, ``cpus_per_gpu`` and ``mem_mb``; a CPU job may state ``cpus`` and
+    ``mem_mb``); ``{}`` for a task without one (CPU scales)."""
     return copy.deepcopy(dict(_task_spec(config, task).get("resources") or {}))
 
 
@@ -1038,17 +1039,25 @@ JOB_ENVS = {"gpu": "envs/train-gpu.yaml", "cpu": "envs/train.yaml"}
 def check_job_resources(config: Mapping) -> None:
     """``ValueError`` naming the task and the fix when a task's jobs ask for GPUs the launch or the node cannot
     use: a train job's GPUs must equal ``launch.num_processes`` (one process per GPU) and no job may ask for
-    more GPUs than ``gpu.per_node`` (one node per job)."""
+    more GPUs than ``gpu.per_node`` (one node per job); a GPU job states cores per GPU, a CPU job cores."""
     processes = (config.get("launch") or {}).get("num_processes")
     per_node = (config.get("gpu") or {}).get("per_node")
     for task in config.get("tasks") or {}:
         needs = task_resources(config, task)
-        if needs and processes and needs["train"]["gpus"] != processes:
+        train_gpus = (needs.get("train") or {}).get("gpus", 0)
+        if train_gpus and processes and train_gpus != processes:
             raise ValueError(
-                f"task {task!r}: resources.train.gpus is {needs['train']['gpus']} but launch.num_processes is "
+                f"task {task!r}: resources.train.gpus is {train_gpus} but launch.num_processes is "
                 f"{processes}; accelerate starts one process per GPU, so set them equal.")
         for kind, asked in needs.items():
-            if per_node and asked["gpus"] > per_node:
+            gpu_job = asked.get("gpus", 0) > 0
+            if gpu_job and "cpus" in asked:
+                raise ValueError(f"task {task!r}: resources.{kind} states `cpus:` for a GPU job; a GPU job states "
+                                 "its cores as `cpus_per_gpu:` (cores per GPU). Remove `cpus:`.")
+            if not gpu_job and "cpus_per_gpu" in asked:
+                raise ValueError(f"task {task!r}: resources.{kind} states `cpus_per_gpu:` for a job without GPUs "
+                                 "(gpus 0 or absent); state its cores as `cpus:`.")
+            if per_node and asked.get("gpus", 0) > per_node:
                 raise ValueError(
                     f"task {task!r}: resources.{kind}.gpus is {asked['gpus']}, more than the {per_node} GPUs of one "
                     f"node (gpu.per_node); a job runs on one node: ask for at most {per_node}.")
@@ -1101,8 +1110,10 @@ def job_resources(config: Mapping, task: str, kind: str) -> dict:
         runtime = max(segment.request_minutes() for segment in plan_training_chain(dict(config), task))
     else:
         runtime = math.ceil(min(wall, needs["hours"] * RUNTIME_SAFETY) * 60)
-    return {"gpu": int(needs["gpus"]), "cpus_per_task": int(needs["gpus"] * needs["cpus_per_gpu"]),
-            "mem_mb": int(needs["mem_mb"]), "runtime": min(runtime, math.ceil(wall * 60))}
+    gpus = int(needs.get("gpus", 0))
+    cpus = gpus * int(needs["cpus_per_gpu"]) if gpus else int(needs.get("cpus", config.get("job_threads", 2)))
+    return {"gpu": gpus, "cpus_per_task": cpus, "mem_mb": int(needs.get("mem_mb", CPU_JOB_MEM_MB)),
+            "runtime": min(runtime, math.ceil(wall * 60))}
 
 
 def device_check_command(job: str, task: str, method: str, seed: int | str, gpus: int) -> str:

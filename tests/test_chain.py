@@ -263,7 +263,7 @@ def test_the_workflow_runs_a_three_job_chain_to_the_uninterrupted_runs_files(tin
     target = f"{RUN}/summary.json"
 
     plan = _snakemake("-n", "--directory", str(tmp_path / "chain"), "--configfile", str(chain_config), "--", target)
-    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
     planned = plan.stdout + plan.stderr
     # Segments of 4 steps, each 1 expected hour: requests of 1 h × 1.5 = 90 minutes.
     assert re.search(r"train_segment\s+2\n", planned) and planned.count("runtime=90") == 2

@@ -92,7 +92,7 @@ def test_a_paper_config_in_miniature_asks_for_no_gpu():
 
 
 @pytest.mark.parametrize(("change", "complaint"), [
-    ({"gpus": 0}, "gpus"), ({"hours": -1}, "hours"), ({"memory": 1}, "memory"),
+    ({"gpus": -1}, "gpus"), ({"hours": -1}, "hours"), ({"memory": 1}, "memory"),
 ])
 def test_the_schema_refuses_a_bad_resources_block(change, complaint):
     config = paper("paper-code")
@@ -210,3 +210,37 @@ def test_a_tasks_gpus_must_fit_its_launch_and_one_node():
         check_job_resources({**config, "launch": {**config["launch"], "num_processes": 4}})
     with pytest.raises(ValueError, match="more than the 4 GPUs of one node"):
         check_job_resources({**config, "gpu": {**config["gpu"], "per_node": 4}, "launch": {"num_processes": 8}})
+
+
+def test_a_cpu_task_states_hours_alone_and_gets_a_cpu_job():
+    """A CPU cluster's task: `hours` alone (a chain when longer than the wall limit), `cpus`/`mem_mb` optional."""
+    config = {**paper("paper-code"), "wall_limit_hours": 2.0}
+    config.pop("gpu")
+    task = "code_r1_7b"
+    config["tasks"][task] = {**config["tasks"][task], "resources": {"train": {"hours": 4.0, "cpus": 6}}}
+    validate_config(config)
+    check_job_resources(config)
+    assert job_resources(config, task, "train")["gpu"] == 0
+    assert job_resources(config, task, "train")["cpus_per_task"] == 6
+    assert job_resources(config, task, "evaluate")["runtime"] == 120  # no evaluate block: the wall limit
+    assert train_segments(config, task) >= 3  # 4 h over 2 h / 1.5 per job (segments end on generation batches)
+
+
+@pytest.mark.parametrize(("train", "complaint"), [
+    ({"gpus": 0, "cpus_per_gpu": 8, "hours": 1.0}, "state its cores as `cpus:`"),
+    ({"gpus": 8, "cpus_per_gpu": 8, "mem_mb": 1000, "cpus": 4, "hours": 1.0}, "Remove `cpus:`"),
+])
+def test_a_jobs_cores_are_stated_the_way_its_kind_needs(train, complaint):
+    config = paper("paper-code")
+    config["tasks"]["code_r1_7b"] = {**config["tasks"]["code_r1_7b"],
+                                     "resources": {**config["tasks"]["code_r1_7b"]["resources"], "train": train}}
+    with pytest.raises(ValueError, match=complaint):
+        check_job_resources(config)
+
+
+def test_a_gpu_job_must_state_its_cores_and_memory():
+    config = paper("paper-code")
+    config["tasks"]["code_r1_7b"] = {**config["tasks"]["code_r1_7b"],
+                                     "resources": {"train": {"gpus": 8, "hours": 1.0}}}
+    with pytest.raises(ConfigError, match="cpus_per_gpu"):
+        validate_config(config)

@@ -31,7 +31,7 @@ def gpu_hours_per_job(config: Mapping, task: str, kind: str) -> float:
     """Expected GPU-hours of one ``kind`` ("train": a whole training run, all its chained jobs together;
     "evaluate": one evaluation) of ``task``: GPUs × expected hours; 0 for a task without resources."""
     needs = task_resources(config, task).get(kind)
-    return float(needs["gpus"] * needs["hours"]) if needs else 0.0
+    return float(needs.get("gpus", 0) * needs["hours"]) if needs else 0.0
 
 
 def job_table(config: Mapping) -> pd.DataFrame:
