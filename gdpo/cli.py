@@ -192,8 +192,9 @@ def _add_power(commands: argparse._SubParsersAction) -> None:
                     "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
                     "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
                     "seed spread is --seed-sd, by default the evaluation's own binomial sd of a run's score. "
-                    "Variance model: each run's score is its method's rate + a normal seed spread, measured by "
-                    "independent binomial item draws (items x samples).")
+                    "Variance model: each run's score is its method's rate + a normal seed spread, measured on "
+                    "the items both methods answer, their outcomes correlated at --item-correlation (0: independent "
+                    "binomial item draws, items x samples).")
     sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
     sub.add_argument("--grid", choices=["default", "full"], default="default",
                      help="the config's default grid or its full_grid (as snakemake --config grid=full)")
@@ -201,6 +202,11 @@ def _add_power(commands: argparse._SubParsersAction) -> None:
                      help="run-to-run standard deviation of one method's benchmark score, in points (default: "
                           "the evaluation's own binomial sd of a run's score over its items x samples, per claim, "
                           "gdpo.reporting.calibration.default_seed_sd; pass the spread measured over your runs)")
+    sub.add_argument("--item-correlation", type=float, default=None,
+                     help="correlation of two methods' outcomes on the same items (paired items; the rules floor each "
+                          "difference by the paired item noise where per-item outcomes are recorded). Default: "
+                          "gdpo.reporting.calibration.DEFAULT_ITEM_CORRELATION (0.5, below every value measured on "
+                          "our runs with `gdpo item-pairing`); 0: independent binomial items")
     sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
     sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
     sub.add_argument("--collapse-rate", type=float, default=None,
@@ -213,13 +219,24 @@ def _add_power(commands: argparse._SubParsersAction) -> None:
 
 def cmd_power(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, load_config
-    from gdpo.reporting.calibration import STATED_REPLICATES, VARIANCE_MODEL, TableDesign, designs_from_config, power_report
+    from gdpo.reporting.calibration import (
+        DEFAULT_ITEM_CORRELATION,
+        STATED_REPLICATES,
+        TableDesign,
+        designs_from_config,
+        power_report,
+        variance_model,
+    )
 
+    rho = DEFAULT_ITEM_CORRELATION if args.item_correlation is None else args.item_correlation
+    if not 0 <= rho < 1:
+        raise SystemExit(f"--item-correlation {rho:g} must lie in [0, 1): the correlation of two methods' outcomes "
+                         "on the same items (0: independent binomial items).")
     config = apply_grid({**load_config(args.config), "grid": args.grid})
-    print(f"{args.config} ({args.grid} grid), target power {args.target:g}. Variance model: {VARIANCE_MODEL}. "
+    print(f"{args.config} ({args.grid} grid), target power {args.target:g}. Variance model: {variance_model(rho)}. "
           f"Power from {STATED_REPLICATES:,} simulated workflows; seeds for the target by bisection, re-simulated "
           "near the target.")
-    for claim, design in designs_from_config(config, args.seed_sd).items():
+    for claim, design in designs_from_config(config, args.seed_sd, rho).items():
         if isinstance(design, TableDesign):
             print(f"  {claim}: seed spread {design.spread_source}")
     if args.seed_sd is None:
@@ -231,13 +248,13 @@ def cmd_power(args: argparse.Namespace) -> int:
     print(f"  run collapse rate {collapse_rate:g} per run (table claims; not tested where more than "
           f"{100 * MAX_COLLAPSED_SHARE:g} % of every arm's runs collapse; --collapse-rate)")
     print(power_report(config, seed_sd=args.seed_sd, target=args.target,
-                       collapse_rate=collapse_rate).to_string(index=False))
+                       collapse_rate=collapse_rate, item_correlation=rho).to_string(index=False))
     if args.parts:
         from gdpo.reporting.calibration import part_power
 
         print("Each part alone, P(reproduced) under the paper's effect at the design's seeds (the part that limits "
               "the claim is the lowest):")
-        for claim, design in designs_from_config(config, args.seed_sd).items():
+        for claim, design in designs_from_config(config, args.seed_sd, rho).items():
             if isinstance(design, TableDesign):
                 parts = ", ".join(f"{part} {p:.2f}" for part, p in part_power(design).items())
                 print(f"  {claim} ({design.seeds} seeds): {parts}")

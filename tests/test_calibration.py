@@ -114,6 +114,24 @@ def test_every_table_rule_is_calibrated_at_the_paper_design_and_the_smallest_gat
     assert calibration.calibration_failures(smallest) == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("label", "claim", "design"), PAPER_TABLE_DESIGNS,
+                         ids=[f"{c}-{l}" for l, c, _ in PAPER_TABLE_DESIGNS])
+def test_every_table_rule_is_calibrated_with_paired_items(label, claim, design):
+    """The same checks where the rule floors by the paired item noise and the items correlate at the power plan's
+    default ρ (and a high 0.9): pairing never buys a false 'reproduced' or a false refutation."""
+    for rho in (calibration.DEFAULT_ITEM_CORRELATION, 0.9):
+        paired = dataclasses.replace(design, item_correlation=rho)
+        assert calibration.calibration_failures(paired) == [], rho
+
+
+def test_the_c8_rule_is_calibrated_at_the_paper_math_design_with_paired_items():
+    design = calibration.designs_from_config(config("paper-math"), item_correlation=0.5)["C8"]
+    checks = calibration.calibration_checks(design)
+    assert calibration.calibration_failures_of(checks) == [], checks
+    assert 0.2 < checks["power"] < 0.95, checks
+
+
 def test_the_c8_rule_is_calibrated_at_the_paper_math_design():
     """The fast suite's share of the check above: C8 at paper-math's design and its default spread, where the
     stated power is far from 0 and 1 (so that its check can fail)."""

@@ -187,3 +187,110 @@ def test_planned_paired_variance_shrinks_with_the_items_correlation():
     assert items.planned_paired_variance(0.4, 0.4, 1.0, 10) == 0.0
     with pytest.raises(ValueError, match="correlation"):
         items.planned_paired_variance(0.3, 0.3, 1.5, 10)
+
+
+# ---- The rules' floor: paired items where both runs recorded them -------------------------------------------
+
+def _record(task: str, method: str, seed: int, outcomes: list[int], benchmark: str = "arithmetic") -> dict:
+    return {"task": task, "method": method, "seed": seed, "family": "arithmetic",
+            "items": {benchmark: item_outcomes([f"q{i}" for i in range(len(outcomes))],
+                                               {"acc": [[o] for o in outcomes]})}}
+
+
+def _evals(records: list[dict]) -> "pd.DataFrame":
+    import pandas as pd
+
+    rows = [{"task": r["task"], "method": r["method"], "seed": r["seed"], "benchmark": "arithmetic",
+             "metric": "acc", "value": 100.0 * np.mean(decode_sample_scores("".join(r["items"]["arithmetic"]["scores"]["acc"]))),
+             "n_items": len(r["items"]["arithmetic"]["ids"]), "n_samples": 1, "note": "", "health": "healthy",
+             "collapsed": "", "start_weights": ""} for r in records]
+    return pd.DataFrame(rows)
+
+
+def _two_methods(flip: int, seeds: int = 3, n: int = 200) -> list[dict]:
+    """GDPO and GRPO answer the same n items; GDPO gets ``flip`` more right, per seed (a shifted set)."""
+    rng = np.random.default_rng(0)
+    base = (rng.random(n) < 0.4).astype(int)
+    records = []
+    for seed in range(seeds):
+        gdpo = base.copy()
+        wrong = np.flatnonzero(gdpo == 0)[seed: seed + flip]
+        gdpo[wrong] = 1
+        records += [_record("math", "gdpo", seed, gdpo.tolist()), _record("math", "grpo", seed, base.tolist())]
+    return records
+
+
+def test_the_rules_floor_a_difference_by_the_paired_item_noise_where_items_are_recorded():
+    from gdpo.reporting.verdicts.model_evidence import Evidence
+    from gdpo.reporting.verdicts.samples import paired
+
+    records = _two_methods(flip=6)
+    with_items = Evidence(_evals(records), None, {}, "mini", items={"runs": records})
+    without = Evidence(_evals(records), None, {}, "mini")
+    est_paired = paired(with_items.sample("math", "gdpo", "acc"), with_items.sample("math", "grpo", "acc"))
+    est_binomial = paired(without.sample("math", "gdpo", "acc"), without.sample("math", "grpo", "acc"))
+    # Three seeds with the same +3-point gain: the seeds tie, so each interval rests on its floor.
+    assert est_paired.mean == est_binomial.mean == pytest.approx(3.0)
+    assert "paired item noise (200 items answered by both)" in est_paired.source
+    assert "discordant items per seed (a better / b better): 6/0, 6/0, 6/0" in est_paired.source
+    assert "binomial noise" in est_binomial.source and "paired" not in est_binomial.source
+    # 6 discordant items of 200 (Agresti–Min): far below two binomials at 40 % on 200 items each.
+    expected = 1e4 * items.adjusted_paired_variance(np.r_[np.ones(6), np.zeros(194)])
+    assert est_paired.scale**2 == pytest.approx((2 * 0 + expected) / 3 / 3, rel=1e-9)
+    assert est_paired.scale < est_binomial.scale / 3
+    assert est_paired.lower(0.95) > 0 > est_binomial.lower(0.95)
+
+
+def test_runs_that_agree_on_every_item_keep_a_floor_above_zero():
+    from gdpo.reporting.verdicts.model_evidence import Evidence
+    from gdpo.reporting.verdicts.samples import paired
+
+    records = _two_methods(flip=0, seeds=2)
+    evidence = Evidence(_evals(records), None, {}, "mini", items={"runs": records})
+    estimate = paired(evidence.sample("math", "gdpo", "acc"), evidence.sample("math", "grpo", "acc"))
+    assert estimate.mean == 0 and estimate.scale > 0
+    assert estimate.lower(0.95) < 0 < estimate.upper(0.95)
+    assert "0/0, 0/0" in estimate.source
+
+
+def test_items_that_differ_between_the_runs_fall_back_to_independent_binomials():
+    from gdpo.reporting.verdicts.model_evidence import Evidence
+    from gdpo.reporting.verdicts.samples import paired
+
+    records = _two_methods(flip=6, seeds=2)
+    for record in records:  # each method on its own items: nothing pairs
+        if record["method"] == "grpo":
+            record["items"]["arithmetic"]["ids"] = [f"other{i}" for i in range(200)]
+    evidence = Evidence(_evals(records), None, {}, "mini", items={"runs": records})
+    estimate = paired(evidence.sample("math", "gdpo", "acc"), evidence.sample("math", "grpo", "acc"))
+    assert "binomial noise" in estimate.source and "paired item noise" not in estimate.source
+
+
+def test_bfcl_summary_metrics_pair_on_the_category_weighted_correct_outcomes():
+    record = {"items": {"bfcl_v3": item_outcomes(["a", "b", "c"], {"correct": [[1], [0], [1]], "format": [[1], [1], [0]]},
+                                                 groups=["simple", "simple", "live_simple"],
+                                                 weights={"avg": {"simple": 0.5, "live_simple": 0.5},
+                                                          "non_live": {"simple": 1.0}})}}
+    scores = items.item_scores(record, ["bfcl_v3"], "non_live")
+    ids, means, weights = scores.benchmarks["bfcl_v3"]
+    assert list(ids) == ["a", "b", "c"] and list(means) == [1, 0, 1] and list(weights) == [0.5, 0.5, 0.0]
+    assert items.item_scores(record, ["bfcl_v3"], "format").benchmarks["bfcl_v3"][1].tolist() == [1, 1, 0]
+    assert items.item_scores(record, ["bfcl_v3"], "calls") is None  # not an item metric: no pairing
+    assert items.item_scores(record, ["other"], "format") is None
+
+
+def test_the_power_plan_pairs_items_when_told_their_correlation():
+    """Same design, ρ = 0 vs 0.8: pairing can only tighten a difference, so power does not fall; and under no
+    difference the paired rule stays calibrated (false 'reproduced' ≤ 5 %)."""
+    from gdpo.reporting.calibration import designs_from_config, simulate_table
+    from gdpo.config import load_config
+    import dataclasses
+
+    config = load_config(Path(__file__).resolve().parents[1] / "config" / "paper-math.yaml")
+    design = designs_from_config(config, seed_sd=0.0)["C8"]
+    independent = simulate_table(design, effect=True, replicates=300, seed=1).get("reproduced", 0.0)
+    paired_design = dataclasses.replace(design, item_correlation=0.8)
+    paired_power = simulate_table(paired_design, effect=True, replicates=300, seed=1).get("reproduced", 0.0)
+    assert paired_power >= independent - 0.02
+    null = simulate_table(paired_design, effect=False, replicates=400, seed=2)
+    assert null.get("reproduced", 0.0) <= 0.05

@@ -24,7 +24,12 @@ from gdpo.plan import (
     train_segments,
     wall_limit_hours,
 )
-from gdpo.reporting.calibration import claim_runs, designs_from_config, seeds_for_power
+from gdpo.reporting.calibration import (
+    DEFAULT_ITEM_CORRELATION,
+    claim_runs,
+    designs_from_config,
+    seeds_for_power,
+)
 
 
 def gpu_hours_per_job(config: Mapping, task: str, kind: str) -> float:
@@ -52,11 +57,13 @@ def job_table(config: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "kind", "runs", "jobs", "GPUs/job", "asked h/job", "GPU-h"])
 
 
-def claim_cost_table(config: Mapping, target: float = 0.8, replicates: int = 400) -> pd.DataFrame:
+def claim_cost_table(config: Mapping, target: float = 0.8, replicates: int = 400,
+                     item_correlation: float = DEFAULT_ITEM_CORRELATION) -> pd.DataFrame:
     """Per claim the config decides: its tasks, the seeds per method it plans and those that reach ``target``
-    power (:func:`gdpo.reporting.calibration.seeds_for_power`), and the GPU-hours of the trained runs (train
-    and evaluate) at each: tasks × compared methods × seeds."""
-    designs = designs_from_config(config)
+    power (:func:`gdpo.reporting.calibration.seeds_for_power`, paired items at ``item_correlation`` as
+    ``gdpo power`` plans by default), and the GPU-hours of the trained runs (train and evaluate) at each:
+    tasks × compared methods × seeds."""
+    designs = designs_from_config(config, item_correlation=item_correlation)
     rows = []
     for claim_id, (tasks, methods) in claim_runs(config).items():
         per_seed = sum(len(methods) * (gpu_hours_per_job(config, t, "train") + gpu_hours_per_job(config, t, "evaluate"))
@@ -97,7 +104,9 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
     claims = claim_cost_table(config, target, replicates)
     if not claims.empty:
         lines.append(f"Seeds per method for {target:.0%} power (gdpo.reporting.calibration.seeds_for_power, the "
-                     "paper's effect, the default seed spread) and the GPU-hours of the claim's trained runs:")
+                     "paper's effect, the default seed spread, paired items at ρ = "
+                     f"{DEFAULT_ITEM_CORRELATION:g} as `gdpo power` plans) and the GPU-hours of the claim's trained "
+                     "runs:")
         for column in ("GPU-h", "GPU-h at those seeds"):  # pandas prints NaN before any formatter sees it
             claims[column] = claims[column].map(_hours_text)
         lines.append(claims.to_string(index=False))

@@ -48,6 +48,7 @@ from gdpo.reporting.verdicts.decisions import (
     decide_events, decide_sim_pairs, effect_or_zero, event_outcomes, over_cells,
 )
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence
+from gdpo.reporting.verdicts.items import SimulatedItems
 from gdpo.reporting.verdicts.samples import Sample, seeds_compared
 from gdpo.reporting.verdicts.validity import DEFAULT_COLLAPSE_RATE, comparable_probability
 from gdpo.tasks.tool_calling.bfcl_aggregate import held_out_items
@@ -109,6 +110,9 @@ class TableDesign:
     seeds: int
     items: float
     spread_source: str = "given"
+    #: Correlation of two methods' item outcomes on the same items (ρ; 0: independent binomial items). Above 0
+    #: the simulated runs carry their items (SimulatedItems) and the rule floors by the paired item noise.
+    item_correlation: float = 0.0
 
     def with_seeds(self, seeds: int) -> TableDesign:
         cells = {k: dataclasses.replace(c, seeds=seeds if c.seeds > 1 or k[1] != "base" else 1)
@@ -206,17 +210,31 @@ def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, see
     (:func:`simulate_table` describes the simulation)."""
     rng = np.random.default_rng(seed)
     means = cell_means(design, effect)
+    rho = design.item_correlation
+    # Paired items: every run of a (setup, metric) answers the same items, so their evaluation noise shares a
+    # component (one draw per replicate, common to every seed and method) with weight √ρ.
+    common = {(setup, metric): rng.standard_normal(replicates) for setup, _, metric in design.cells} if rho else {}
     draws = {}
     for key, cell in design.cells.items():
         sd = design.seed_sd if cell.seed_sd is None else cell.seed_sd
         rates = np.clip(means[key] + sd * rng.standard_normal((replicates, cell.seeds)), 0.0, 100.0)
         trials = max(1, int(round(cell.trials)))
-        values = 100.0 * rng.binomial(trials, rates / 100.0) / trials
+        if rho:
+            # Normal approximation of the binomial draws, correlated at ρ with the other methods' on these items.
+            noise = (math.sqrt(rho) * common[(key[0], key[2])][:, None]
+                     + math.sqrt(1 - rho) * rng.standard_normal((replicates, cell.seeds)))
+            values = np.clip(rates + np.sqrt(rates * (100.0 - rates) / trials) * noise, 0.0, 100.0)
+        else:
+            values = 100.0 * rng.binomial(trials, rates / 100.0) / trials
         draws[key] = (values, binomial_variance(values, cell.trials))
     for r in range(replicates):
-        cells = {key: Sample(tuple(range(values.shape[1])), values[r], variances[r],
-                                   np.full(values.shape[1], design.cells[key].items), once=key[1] == BASE)
-                 for key, (values, variances) in draws.items()}
+        cells = {}
+        for key, (values, variances) in draws.items():
+            outcomes = (tuple(SimulatedItems(float(v), design.cells[key].trials, rho) for v in values[r])
+                        if rho else None)
+            cells[key] = Sample(tuple(range(values.shape[1])), values[r], variances[r],
+                                np.full(values.shape[1], design.cells[key].items), once=key[1] == BASE,
+                                outcomes=outcomes)
         yield _decision(design, cells)
 
 
@@ -503,7 +521,8 @@ def _evaluated_items(family: str, metric: str, benchmarks: Sequence[str]) -> flo
     return len(sizes) ** 2 / sum(1 / n for n in sizes) if sizes else 100.0
 
 
-def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[str, TableDesign | EventDesign]:
+def designs_from_config(config: Mapping, seed_sd: float | None = None,
+                        item_correlation: float = 0.0) -> dict[str, TableDesign | EventDesign]:
     """Every claim's design in a workflow config (a loaded YAML; ``full_grid`` not applied): seeds and
     methods per task, items per run (``eval_size`` × the task's benchmarks, or what the workflow evaluates
     when a task sets no ``eval_size``: :data:`EVALUATED_ITEMS`), samples per item, training steps, prompts per batch; reference rates
@@ -562,7 +581,7 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None) -> dict[s
                     cells[(setup, method, metric)] = Cell(_paper_mean(claim_id, setup, method, metric),
                                                           items_of(task, metric), seeds, samples_of(task))
         design = TableDesign(claim_id, tuple(setups), cells, 0.0, min(seeds_of(t) for t in setups.values()),
-                             min(items_of(t, metrics[0]) for t in setups.values()))
+                             min(items_of(t, metrics[0]) for t in setups.values()), item_correlation=item_correlation)
         if seed_sd is None:
             sd = default_seed_sd(design)
             design = dataclasses.replace(design, seed_sd=sd, spread_source=(
@@ -604,9 +623,22 @@ def claim_runs(config: Mapping) -> dict[str, tuple[tuple[str, ...], tuple[str, .
 #: Simulated workflows behind a stated power (`gdpo power`, the calibration table): its standard error is at most
 #: 0.011, so a check against an independent simulation of as many workflows agrees within ±0.03.
 STATED_REPLICATES = 2000
-#: How the power plan models a run's score (named wherever a power is printed).
+#: How the power plan models a run's score (named wherever a power is printed; :func:`variance_model`).
 VARIANCE_MODEL = ("score = method's rate + normal seed spread, measured by independent binomial item draws "
                   "(items × samples, GDPO's and GRPO's items not paired); events: binomial over seeds, exact")
+#: The item correlation `gdpo power` plans with by default: below every correlation of two methods' item
+#: outcomes measured on our runs (`gdpo item-pairing`: 0.68–0.81 tool calling, 0.66–1.00 math, on the
+#: cpu-evidence samples), since the paper models' is unmeasured.
+DEFAULT_ITEM_CORRELATION = 0.5
+
+
+def variance_model(item_correlation: float) -> str:
+    """The variance model's description at item correlation ρ (ρ = 0: :data:`VARIANCE_MODEL`)."""
+    if not item_correlation:
+        return VARIANCE_MODEL
+    return (f"score = method's rate + normal seed spread, measured on items both methods answer (paired items: "
+            f"outcomes correlated at ρ = {item_correlation:g}, normal approximation of items × samples draws; the "
+            "rule floors each difference by the paired item noise); events: binomial over seeds, exact")
 
 
 def power_of(design: TableDesign | EventDesign, replicates: int = 1000, gated: bool = True,
@@ -748,16 +780,17 @@ def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
 
 
 def power_report(config: Mapping, seed_sd: float | None = None, target: float = 0.8,
-                 replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE) -> pd.DataFrame:
+                 replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE,
+                 item_correlation: float = 0.0) -> pd.DataFrame:
     """What `gdpo power` prints: per claim the config can decide, its design, the power of its rule (gated by
     the claim's minimum; :data:`STATED_REPLICATES` simulated workflows, exact for event claims; table claims at a
     run collapse rate ``collapse_rate``), the fewest seeds per method for ``target`` at the design's items
     (:func:`seeds_for_power`), and the fewest evaluated items per run for ``target`` at its seeds (table claims).
     The variance model (:data:`VARIANCE_MODEL`): each run's score is its method's rate + a normal seed spread,
-    measured by independent binomial draws over items × samples; event claims: independent seeds, binomial event
-    counts."""
+    measured by independent binomial draws over items × samples, or, at ``item_correlation`` ρ > 0, on items both
+    methods answer (:func:`variance_model`); event claims: independent seeds, binomial event counts."""
     records = []
-    for claim_id, design in designs_from_config(config, seed_sd).items():
+    for claim_id, design in designs_from_config(config, seed_sd, item_correlation).items():
         minimum = CLAIMS_BY_ID[claim_id].minimum
         if isinstance(design, EventDesign):
             short = minimum.shortfall(design.seeds, steps=design.steps, prompts_per_batch=design.prompts_per_batch)

@@ -56,7 +56,11 @@ seeds vary more than that, their sample variance s² is the estimate and the bou
 k − 1 degrees of freedom (k seeds); where they vary less (ties, one seed, runs that agree to the item), the
 binomial variance v enters as one more observation: ((k − 1) s² + v) / k, still with k − 1 degrees of freedom
 (1 for one seed), so that the interval never narrows as v grows (fewer items never look like more evidence)
-(:func:`paired_estimate`, an :class:`Estimate` read at any level). Bounds are clipped to what the metric can
+(:func:`paired_estimate`, an :class:`Estimate` read at any level). Where both runs of a difference kept their
+per-item outcomes on the same items (items.json beside eval.csv), v is instead the paired, item-clustered
+variance of their difference with Agresti and Min's half-counts (never 0; :mod:`gdpo.reporting.verdicts.items`),
+since an item easy for one method is easy for the other; the source text says which floor was used and, for
+paired items, the discordant items of each seed (as McNemar counts them). Bounds are clipped to what the metric can
 take (a difference of two percentages to [−100, 100], a percentage minus c to [−c, 100 − c]; the source text
 says "clipped" where it acted; no threshold lies outside, so clipping never moves a verdict). The interval
 never collapses to a point; more seeds that agree with the mean (or tighter around it) on an equal or larger
@@ -227,7 +231,8 @@ def binomial_variance(percent: float | np.ndarray, n_items: float | np.ndarray) 
 
 
 def paired_estimate(differences: Sequence[float], item_variances: Sequence[float], common_variance: float = 0.0,
-                    limits: tuple[float, float] = (-math.inf, math.inf)) -> Estimate:
+                    limits: tuple[float, float] = (-math.inf, math.inf),
+                    floor_name: str = "the evaluation's binomial noise", note: str = "") -> Estimate:
     """The mean of per-seed paired differences (points) and its t distribution: a seed spread floored by the
     evaluation's binomial variance, pooled (the module docstring says why).
 
@@ -239,6 +244,9 @@ def paired_estimate(differences: Sequence[float], item_variances: Sequence[float
             evaluated once and compared with every seed: it does not average out over seeds, so it is
             added to the variance of the mean.
         limits: the range the mean can take (bounds are clipped to it).
+        floor_name: what ``item_variances`` are, for the source text (the paired item noise where the two runs'
+            per-item outcomes pair, :func:`gdpo.reporting.verdicts.items.pair_noise`).
+        note: appended to the source text (e.g. the discordant items).
 
     With s² the seeds' sample variance (0 for one seed) and v the mean item variance: where s² ≥ v (k ≥ 2) the
     variance of one difference is s² (Student's t); otherwise it is ((k − 1) s² + v) / k; both with k − 1
@@ -260,7 +268,8 @@ def paired_estimate(differences: Sequence[float], item_variances: Sequence[float
     else:
         variance, dof = ((k - 1) * spread + floor) / k, max(k - 1, 1)
         why = "one seed" if k == 1 else f"{k} seeds vary less than it"
-        source = f"t over {k} seed{'s' if k > 1 else ''}, floored by the evaluation's binomial noise ({why})"
+        source = f"t over {k} seed{'s' if k > 1 else ''}, floored by {floor_name} ({why})"
+    source += note
     scale = math.sqrt(variance / k + common_variance) if variance / k + common_variance >= 0 else math.nan
     if not scale > 0:  # a zero variance can only come from zero item variances: not a measurement
         scale = math.nan

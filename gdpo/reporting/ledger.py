@@ -7,6 +7,7 @@ The rows come from the rules registered in :mod:`gdpo.reporting.verdicts` under 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -107,6 +108,7 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
         _read_optional(eval_csv), _read_optional(steps_csv), reporting or {}, scale,
         eval_path=str(eval_csv or f"results/{scale}/summary/eval.csv"),
         steps_path=str(steps_csv or f"results/{scale}/summary/steps.csv"), runs=runs,
+        items=_read_items(eval_csv),
     )
     counts = _read_optional(distinct_counts)
     per_seed = _read_optional(sim_per_seed)
@@ -194,6 +196,22 @@ def _event_basis(claim_id: str, scale: str, verdict: Verdict) -> str:
 def _read_optional(path: str | Path | None) -> pd.DataFrame | None:
     """The CSV at ``path``, or None when no path is given or the file does not exist (its rules say ``not run``)."""
     return pd.read_csv(path) if path is not None and Path(path).is_file() else None
+
+
+def _read_items(eval_csv: str | Path | None) -> dict | None:
+    """items.json beside ``eval_csv`` (each run's per-item outcomes, :func:`gdpo.reporting.aggregate.gather_items`),
+    or None where the scale kept none (evidence made before per-item outcomes were kept): the rules then floor
+    each difference by two independent binomials and say so."""
+    if eval_csv is None:
+        return None
+    path = Path(eval_csv).with_name("items.json")
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); remake it with `gdpo aggregate --out-items {path}` "
+                         "from the scale's eval.json files, or remove it to judge without paired items.") from None
 
 
 def _power_text(power: float) -> str:

@@ -8,6 +8,8 @@ rule claims_ledger:
         # The task families' summaries, when the config trains anything.
         evals=[f"results/{SCALE}/summary/eval.csv"] if RUN_DIRS else [],
         steps=[f"results/{SCALE}/summary/steps.csv"] if RUN_DIRS else [],
+        # Per-item outcomes beside eval.csv: the rules pair the items both methods answered (read from there).
+        item_outcomes=[f"results/{SCALE}/summary/items.json"] if RUN_DIRS else [],
     output:
         csv=in_report("paper_figures/{scale}/claims.csv"),
         md="paper_figures/{scale}/CLAIMS.md",

@@ -43,6 +43,7 @@ Pure numpy/scipy; the only evidence read is :func:`paired_items`, which takes tw
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -354,3 +355,105 @@ def compare_evaluations(eval_a: Mapping, eval_b: Mapping, benchmark: str, metric
     """:func:`compare_items` on :func:`paired_items` (same arguments and errors)."""
     paired = paired_items(eval_a, eval_b, benchmark, metric, weights_metric)
     return compare_items(paired.a, paired.b, paired.weights)
+
+
+# --------------------------------------------------------------------------------------------------
+# The rules' paired noise floor: per-seed item scores carried by a Sample, paired between two samples
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ItemScores:
+    """One run's per-item outcomes of one metric, averaged over its samples, per benchmark: what a rule's
+    :class:`gdpo.reporting.verdicts.samples.Sample` carries per seed to pair with another run's.
+
+    Attributes:
+        benchmarks: benchmark → (ids (n,), item means (n,) in [0, 1], weights (n,) summing to 1).
+    """
+
+    benchmarks: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class SimulatedItems:
+    """A simulated run's evaluation for the power plan: its score (percent) over ``trials`` Bernoulli draws,
+    with item outcomes correlated at ``correlation`` with any other run scored on the same items."""
+
+    percent: float
+    trials: float
+    correlation: float
+
+
+@dataclass(frozen=True)
+class PairNoise:
+    """The paired noise floor of one seed's difference a − b and its discordant items.
+
+    Attributes:
+        variance: points² (Agresti–Min, :func:`adjusted_paired_variance`, × 10⁴; averaged over benchmarks as
+            the value is, Σ / B²).
+        items: common items over the benchmarks. a_only, b_only: discordant items (NaN for a simulation).
+    """
+
+    variance: float
+    items: int
+    a_only: float = float("nan")
+    b_only: float = float("nan")
+
+
+def item_scores(record: Mapping, benchmarks: Sequence[str], metric: str) -> ItemScores | None:
+    """The per-item means of ``metric`` on ``benchmarks`` from one eval.json (or one items.json entry), or None
+    where any benchmark lacks them. A summary metric that BFCL weights by category (``live``, ``non_live``,
+    ``avg``) reads the items' ``correct`` outcomes with those weights."""
+    items = record.get(ITEMS_KEY) or {}
+    out = {}
+    for benchmark in benchmarks:
+        bench = items.get(benchmark)
+        if not bench:
+            return None
+        scores = bench.get("scores") or {}
+        if metric in scores:
+            name, weights_metric = metric, None
+        elif "correct" in scores and metric in (bench.get("weights") or {}):
+            name, weights_metric = "correct", metric
+        else:
+            return None
+        ids = list(bench["ids"])
+        means = item_means(_matrix(scores[name]))
+        weights = _item_weights(bench, ids, weights_metric)
+        if weights is None:
+            weights = np.full(len(ids), 1.0)
+        out[benchmark] = (np.array(ids, dtype=object), means, np.asarray(weights, dtype=float))
+    return ItemScores(out)
+
+
+def pair_noise(a: ItemScores | SimulatedItems | None, b: ItemScores | SimulatedItems | None) -> PairNoise | None:
+    """The paired noise floor of a − b (:class:`PairNoise`) where both runs' items pair, else None (the rule
+    then floors with two independent binomials).
+
+    Real runs pair on the items both scored, per benchmark (weights renormalised on them); a benchmark they
+    share no item of gives None. Simulated runs: (v_a + v_b − 2ρ√(v_a v_b)), v the Agresti–Coull binomial
+    variance of each score over its draws, at least 10⁴/(n + 2)² like Agresti–Min's."""
+    if isinstance(a, SimulatedItems) and isinstance(b, SimulatedItems):
+        va = float(binomial_variance(a.percent, a.trials))
+        vb = float(binomial_variance(b.percent, b.trials))
+        rho = min(a.correlation, b.correlation)
+        trials = min(a.trials, b.trials)
+        floor = 1e4 / (trials + 2) ** 2
+        return PairNoise(max(va + vb - 2 * rho * math.sqrt(va * vb), floor), int(trials))
+    if not (isinstance(a, ItemScores) and isinstance(b, ItemScores)) or set(a.benchmarks) != set(b.benchmarks):
+        return None
+    variance, items, a_only, b_only = 0.0, 0, 0, 0
+    for benchmark, (ids_a, means_a, weights_a) in a.benchmarks.items():
+        ids_b, means_b, _ = b.benchmarks[benchmark]
+        rows_b = {item: index for index, item in enumerate(ids_b)}
+        keep = [index for index, item in enumerate(ids_a) if item in rows_b and weights_a[index] > 0]
+        if not keep:
+            return None
+        x = means_a[keep]
+        y = means_b[[rows_b[ids_a[index]] for index in keep]]
+        w = weights_a[keep]
+        variance += 1e4 * adjusted_paired_variance(x - y, w)
+        items += len(keep)
+        a_only += int(np.sum(x > y))
+        b_only += int(np.sum(x < y))
+    count = len(a.benchmarks)
+    return PairNoise(variance / count**2, items, a_only, b_only)

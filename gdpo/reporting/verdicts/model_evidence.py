@@ -5,7 +5,7 @@ config's ``reporting:`` block, which says which task stands for which paper setu
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ import pandas as pd
 from gdpo.plan import model_display_name
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, START_WEIGHTS, run_health
 from gdpo.reporting.contract import binomial_variance
+from gdpo.reporting.verdicts.items import item_scores
 from gdpo.reporting.verdicts.samples import Sample
 
 
@@ -43,10 +44,14 @@ class Evidence:
     """
 
     def __init__(self, evals: pd.DataFrame | None, steps: pd.DataFrame | None, reporting: dict, scale: str,
-                 eval_path: str = "eval.csv", steps_path: str = "steps.csv", runs: dict | None = None):
+                 eval_path: str = "eval.csv", steps_path: str = "steps.csv", runs: dict | None = None,
+                 items: Mapping | None = None):
         if evals is not None:
             evals = _checked_evals(evals, eval_path)
         self.evals = evals
+        # items.json (gdpo.reporting.aggregate.gather_items): each run's per-item outcomes, for the paired floor.
+        self.item_records = {(str(run["task"]), str(run["method"]), int(run["seed"])): run
+                             for run in (items or {}).get("runs", [])}
         self.steps = steps
         self.reporting = reporting or {}
         self.scale = scale
@@ -97,12 +102,26 @@ class Evidence:
         # A benchmark without an item count leaves the seed's item variance unknown (NaN), not smaller.
         variances = grouped["item_variance"].agg(lambda v: v.sum(skipna=False)) / grouped.size() ** 2
         items = grouped["items"].agg(lambda v: v.sum(skipna=False))
-        sample = Sample(tuple(int(s) for s in values.index), values.to_numpy(dtype=float),
-                        variances.to_numpy(dtype=float), items.to_numpy(dtype=float))
+        seeds = tuple(int(s) for s in values.index)
+        outcomes = None
+        if self.item_records:
+            used = rows.groupby("seed")["benchmark"].agg(lambda v: sorted(set(v))) if "benchmark" in rows else {}
+            outcomes = tuple(self._item_scores(task, method, seed, used[seed] if len(used) else [], metric)
+                             for seed in seeds)
+            outcomes = outcomes if any(o is not None for o in outcomes) else None
+        sample = Sample(seeds, values.to_numpy(dtype=float), variances.to_numpy(dtype=float),
+                        items.to_numpy(dtype=float), outcomes=outcomes)
         if method == BASE and len(sample):
+            # One reference: its first seed's items pair with every run (its items are the same on every seed).
             return Sample(sample.seeds[:1], np.array([sample.values.mean()]), np.array([sample.variances.mean()]),
-                          np.array([np.nanmax(sample.items) if np.isfinite(sample.items).any() else np.nan]), once=True)
+                          np.array([np.nanmax(sample.items) if np.isfinite(sample.items).any() else np.nan]), once=True,
+                          outcomes=None if outcomes is None else outcomes[:1])
         return sample
+
+    def _item_scores(self, task: str, method: str, seed: int, benchmarks: Sequence[str], metric: str):
+        """One run's :class:`~gdpo.reporting.verdicts.items.ItemScores` of ``metric`` on ``benchmarks``, or None."""
+        record = self.item_records.get((task, method, seed))
+        return item_scores(record, benchmarks, metric) if record and benchmarks else None
 
     def missing(self, task: str, methods: Sequence[str], metrics: Sequence[str]) -> str | None:
         """Why (task, methods, metrics) cannot be compared, or None."""

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from gdpo.reporting.contract import Estimate, paired_estimate
+from gdpo.reporting.verdicts.items import pair_noise
 
 #: The range of a difference of two percentages (points).
 PERCENT_DIFFERENCE = (-100.0, 100.0)
@@ -33,6 +34,13 @@ class Sample:
     variances: np.ndarray
     items: np.ndarray | None = None
     once: bool = False
+    #: Per seed, the run's per-item outcomes (:class:`~gdpo.reporting.verdicts.items.ItemScores`, or
+    #: :class:`~gdpo.reporting.verdicts.items.SimulatedItems` in the power plan; None where not recorded): two
+    #: samples whose seeds both carry them are floored by the paired item noise, not two binomials.
+    outcomes: tuple | None = None
+
+    def outcome(self, index: int):
+        return self.outcomes[index] if self.outcomes is not None else None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -42,25 +50,54 @@ def _no_estimate(why: str) -> Estimate:
     return Estimate(math.nan, math.nan, 1, why, PERCENT_DIFFERENCE)
 
 
+def pair_floor(a: Sample, b: Sample, ia: Sequence[int], ib: Sequence[int]) -> tuple[np.ndarray, str, str]:
+    """Per common seed, the noise floor of a − b (points²), what it is, and the discordant items.
+
+    Where both runs of every seed pair carry per-item outcomes of the same items, the floor is the paired
+    (item-clustered, Agresti–Min) variance (:func:`gdpo.reporting.verdicts.items.pair_noise`): the items both
+    answered do not count twice. Otherwise (evaluations recorded before per-item outcomes were kept, or items
+    that differ) the sum of the two runs' binomial variances, as independent items would give; the text says
+    which, and why."""
+    pairs = [pair_noise(a.outcome(i), b.outcome(j)) for i, j in zip(ia, ib)]
+    binomial = a.variances[list(ia)] + b.variances[list(ib)]
+    if not pairs or any(pair is None for pair in pairs):
+        why = ("no per-item outcomes recorded" if a.outcomes is None or b.outcomes is None
+               else "items not paired for every seed")
+        return binomial, f"the evaluation's binomial noise (items as independent: {why})", ""
+    variances = np.array([pair.variance for pair in pairs])
+    items = sorted({pair.items for pair in pairs})
+    count = f"{items[0]:,}" if len(items) == 1 else f"{items[0]:,}–{items[-1]:,}"
+    note = ""
+    a_only = [pair.a_only for pair in pairs if not math.isnan(pair.a_only)]
+    if a_only:
+        b_only = [pair.b_only for pair in pairs if not math.isnan(pair.b_only)]
+        note = (f"; discordant items per seed (a better / b better): "
+                + ", ".join(f"{int(x)}/{int(y)}" for x, y in zip(a_only, b_only)))
+    return variances, f"the paired item noise ({count} items answered by both)", note
+
+
 def paired(a: Sample, b: Sample) -> Estimate:
     """Estimate of a − b over the seeds both have (:func:`gdpo.reporting.contract.paired_estimate`), inside
-    [−100, 100].
+    [−100, 100], floored by the paired item noise where both sides carry per-item outcomes (:func:`pair_floor`).
     A reference evaluated once (``once``) pairs with every seed of the other side; its item variance is shared
     by every difference and does not average out. Any other sample pairs only on common seeds."""
     common_variance = 0.0
     if b.once:
         common_variance = float(b.variances[0])
-        b = Sample(a.seeds, np.repeat(b.values[:1], len(a)), np.repeat(b.variances[:1], len(a)), b.items)
+        b = Sample(a.seeds, np.repeat(b.values[:1], len(a)), np.repeat(b.variances[:1], len(a)), b.items,
+                   outcomes=None if b.outcomes is None else (b.outcomes[0],) * len(a))
     if a.once:
         common_variance = float(a.variances[0])
-        a = Sample(b.seeds, np.repeat(a.values[:1], len(b)), np.repeat(a.variances[:1], len(b)), a.items)
+        a = Sample(b.seeds, np.repeat(a.values[:1], len(b)), np.repeat(a.variances[:1], len(b)), a.items,
+                   outcomes=None if a.outcomes is None else (a.outcomes[0],) * len(b))
     common = [s for s in a.seeds if s in b.seeds] if a.seeds != b.seeds else list(a.seeds)
     if not common:
         return _no_estimate("no seed in common")
     ia = [a.seeds.index(s) for s in common]
     ib = [b.seeds.index(s) for s in common]
-    return paired_estimate(a.values[ia] - b.values[ib], a.variances[ia] + b.variances[ib], common_variance,
-                           PERCENT_DIFFERENCE)
+    floor, floor_name, note = pair_floor(a, b, ia, ib)
+    return paired_estimate(a.values[ia] - b.values[ib], floor, common_variance, PERCENT_DIFFERENCE,
+                           floor_name, note)
 
 
 def shifted(a: Sample, by: float) -> Estimate:
@@ -82,12 +119,18 @@ def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Estimate:
         return _no_estimate("no seed common to every setup")
     diffs = np.zeros(len(common))
     variances = np.zeros(len(common))
+    names, notes = [], []
     for a, b in samples:
         ia = [a.seeds.index(s) for s in common]
         ib = [b.seeds.index(s) for s in common]
         diffs += a.values[ia] - b.values[ib]
-        variances += a.variances[ia] + b.variances[ib]
-    return paired_estimate(diffs / len(samples), variances / len(samples) ** 2, limits=PERCENT_DIFFERENCE)
+        floor, floor_name, note = pair_floor(a, b, ia, ib)
+        variances += floor
+        names.append(floor_name)
+        notes.append(note)
+    floor_name = names[0] if len(set(names)) == 1 else "; ".join(dict.fromkeys(names))
+    return paired_estimate(diffs / len(samples), variances / len(samples) ** 2, limits=PERCENT_DIFFERENCE,
+                           floor_name=floor_name, note="".join(notes))
 
 
 #: Cells of a claim's samples: (setup label, method, metric) → Sample.
