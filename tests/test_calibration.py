@@ -149,11 +149,11 @@ def test_the_calibration_fails_a_deliberately_broken_rule(monkeypatch, broken):
 
     honest = contract.paired_estimate
 
-    def too_narrow(differences, item_variances, common_variance=0.0, limits=(-np.inf, np.inf)):
-        estimate = honest(differences, item_variances, common_variance, limits)
+    def too_narrow(differences, item_variances, common_variance=0.0, limits=(-np.inf, np.inf), *labels):
+        estimate = honest(differences, item_variances, common_variance, limits, *labels)
         return dataclasses.replace(estimate, scale=estimate.scale / 4)
 
-    def no_floor(differences, item_variances, common_variance=0.0, limits=(-np.inf, np.inf)):
+    def no_floor(differences, item_variances, common_variance=0.0, limits=(-np.inf, np.inf), *labels):
         d = np.asarray(differences, dtype=float)
         scale = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 and d.std() > 0 else 1e-6
         return contract.Estimate(float(d.mean()), float(scale), np.inf, "broken", limits)

@@ -61,7 +61,13 @@ def test_validate_config_command(capsys):
 def test_power_command_prints_each_claims_design_and_the_seeds_it_needs(capsys):
     assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5"]) == 0
     out = capsys.readouterr().out
-    assert "C9: seed spread 0.5 pts, given" in out and "seeds for 0.8" in out and "binomial item draws" in out
+    assert "C9: seed spread 0.5 pts, given" in out and "seeds for 0.8" in out
+    assert "paired items: outcomes correlated at ρ = 0.5" in out  # the variance model, named
+    assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5",
+                 "--item-correlation", "0"]) == 0
+    assert "independent binomial item draws" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="item-correlation"):
+        main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--item-correlation", "1"])
     assert main(["power", "--config", str(REPO / "config/paper-math.yaml")]) == 0
     out = capsys.readouterr().out
     # The default spread and where it came from: the evaluation's own noise (AIME's 30 problems × 16 samples...).

@@ -56,14 +56,14 @@ def pair_floor(a: Sample, b: Sample, ia: Sequence[int], ib: Sequence[int]) -> tu
     Where both runs of every seed pair carry per-item outcomes of the same items, the floor is the paired
     (item-clustered, Agresti–Min) variance (:func:`gdpo.reporting.verdicts.items.pair_noise`): the items both
     answered do not count twice. Otherwise (evaluations recorded before per-item outcomes were kept, or items
-    that differ) the sum of the two runs' binomial variances, as independent items would give; the text says
-    which, and why."""
+    that differ) the sum of the two runs' binomial variances, as independent items would give; the text names
+    which floor was used."""
     pairs = [pair_noise(a.outcome(i), b.outcome(j)) for i, j in zip(ia, ib)]
     binomial = a.variances[list(ia)] + b.variances[list(ib)]
     if not pairs or any(pair is None for pair in pairs):
-        why = ("no per-item outcomes recorded" if a.outcomes is None or b.outcomes is None
-               else "items not paired for every seed")
-        return binomial, f"the evaluation's binomial noise (items as independent: {why})", ""
+        # The floor every ledger used before per-item outcomes were kept; its text is unchanged, so a ledger
+        # built from such evidence reads as it did.
+        return binomial, "the evaluation's binomial noise", ""
     variances = np.array([pair.variance for pair in pairs])
     items = sorted({pair.items for pair in pairs})
     count = f"{items[0]:,}" if len(items) == 1 else f"{items[0]:,}–{items[-1]:,}"
