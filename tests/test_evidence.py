@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -351,7 +352,7 @@ def test_the_driver_never_breaks_the_lock_of_a_live_snakemake_and_clears_a_stale
     # A real Snakemake on a workflow in the worktree, started by hand beside the driver: it holds the lock.
     (tmp_path / "Snakefile").write_text('rule all:\n    output: "done"\n    shell: "sleep 120 && touch done"\n')
     live = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.time() + 120
         while not list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock")) and time.time() < deadline:
@@ -373,7 +374,7 @@ def test_the_driver_never_breaks_the_lock_of_a_live_snakemake_and_clears_a_stale
         assert not any("--unlock" in c or any(t.endswith("eval.json") for t in c) for c in commands), commands
         assert list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock"))  # the live lock is still there
     finally:
-        live.kill()
+        os.killpg(live.pid, signal.SIGKILL)  # Snakemake and its job, as a crash would leave the lock
         live.wait()
     # Killed, it left its lock behind: stale now, so the driver clears it and runs the batch.
     assert list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock")) and not live_snakemake_processes(tmp_path)
