@@ -297,15 +297,19 @@ def setting_conflicts(config: Mapping) -> list[SettingConflict]:
             batch = per_device * processes * per_generation
             if batch % generations:
                 whole = generations * math.ceil(per_device / generations)
+                keys = [_training_key(config, task, name) for name in ("num_generations", "per_device_train_batch_size",
+                                                                      "steps_per_generation")]
+                # a conflict of the scale's own keys is every such task's: said once, without a task name
+                of_task = f" of task {task!r}" if any(key[0] == "tasks" for key in keys) else ""
                 conflicts.append(SettingConflict(
                     _training_key(config, task, "num_generations"), generations,
-                    f"rollouts per prompt do not divide the generation batch of task {task!r}: "
+                    f"rollouts per prompt do not divide the generation batch{of_task}: "
                     f"per_device_train_batch_size {per_device} × {processes} process(es) × steps_per_generation "
                     f"{per_generation} = {batch} completions, not whole prompt groups of {generations}",
                     f"set `per_device_train_batch_size:` to a multiple of {generations} (e.g. {whole}), or "
                     f"`num_generations:` to a divisor of {batch}",
                     _training_key(config, task, "per_device_train_batch_size")))
-    return conflicts
+    return list(dict.fromkeys(conflicts))
 
 
 def check_settings(config: Mapping, config_files=(), command_line: Mapping | None = None) -> None:

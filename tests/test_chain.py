@@ -337,8 +337,8 @@ def test_the_workflow_runs_a_three_job_chain_to_the_uninterrupted_runs_files(tin
     plan = _snakemake("-n", "--directory", str(tmp_path / "chain"), "--configfile", str(chain_config), "--", target)
     assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
     planned = plan.stdout + plan.stderr
-    # Segments of 4 steps, each 1 expected hour: requests of 1 h × 1.5 = 90 minutes.
-    assert re.search(r"train_segment\s+2\n", planned) and planned.count("runtime=90") == 2
+    # Segments of 4 steps, each 1 expected hour: requests of 1 h × 1.5 = 90 minutes, the last (the train job) too.
+    assert re.search(r"train_segment\s+2\n", planned) and planned.count("runtime=90") == 3
     one = _snakemake("-n", "--directory", str(tmp_path / "whole"), "--configfile", str(whole_config), "--", target)
     assert one.returncode == 0 and "train_segment" not in one.stdout + one.stderr  # the train job alone, as before
 

@@ -271,7 +271,7 @@ def test_rollouts_per_prompt_that_do_not_divide_the_generation_batch_are_refused
     config = smoke()  # 8 completions per device and step
     config["training"]["num_generations"] = 3
     message = conflicts_of(config)
-    assert "key 'training.num_generations' = 3" in message
+    assert message.count("key 'training.num_generations' = 3") == 1  # the scale's keys: once for every task
     assert "per_device_train_batch_size 8 × 1 process(es) × steps_per_generation 1 = 8 completions" in message
     assert "'training.per_device_train_batch_size'" in message
     assert "Fix: set `per_device_train_batch_size:` to a multiple of 3 (e.g. 9)" in message
@@ -279,6 +279,7 @@ def test_rollouts_per_prompt_that_do_not_divide_the_generation_batch_are_refused
     config = smoke()
     config["tasks"]["math"]["training"] = {"per_device_train_batch_size": 6}
     assert "key 'tasks.math.training.per_device_train_batch_size'" not in conflicts_of(config)
+    assert "generation batch of task 'math'" in conflicts_of(config)
     assert "'tasks.math.training.per_device_train_batch_size'" in conflicts_of(config)
     paper = load_config(REPO / "config/paper-tool_calling.yaml")  # 8 × 8 processes × 32 = 2048, G = 4
     paper["training"]["num_generations"] = 3
