@@ -377,13 +377,17 @@ def _add_run_experiment(commands: argparse._SubParsersAction) -> None:
 
 def cmd_run_experiment(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
-    from gdpo.experiment import run_experiment
+    from gdpo.experiment import WorkflowLocked, run_experiment
 
     config = load_config(args.configfile)
     if not config.get("evidence_dir"):
         raise ValueError(f"{args.configfile} has no evidence_dir: the driver commits each run's evidence there.")
-    return run_experiment(config, args.configfile, args.repo, cores=args.cores, budget_hours=args.budget_hours,
-                          commit=not args.no_commit)
+    try:
+        return run_experiment(config, args.configfile, args.repo, cores=args.cores, budget_hours=args.budget_hours,
+                              commit=not args.no_commit)
+    except WorkflowLocked as locked:
+        print(f"gdpo run-experiment: error: {locked}", file=sys.stderr)
+        return 2
 
 
 def _add_prepare_model(commands: argparse._SubParsersAction) -> None:
@@ -411,7 +415,8 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
         "train",
         help="train one policy (TRL GRPOTrainer with the registry's advantage)",
         description="Trains one (task, method, seed) run and writes metrics.jsonl, model/, config.json, env.json "
-                    "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists.",
+                    "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists and was "
+                    "trained under the same settings (else it stops, naming the settings that differ).",
     )
     sub.add_argument("--settings", required=True,
                      help="the run's settings as JSON (gdpo.plan.RunSettings.to_json)")
@@ -422,26 +427,42 @@ def _add_train(commands: argparse._SubParsersAction) -> None:
                      help="one job of a chain (gdpo.plan.plan_training_chain): train to this optimizer step, "
                           "save a checkpoint in <run-dir>.work and stop without writing --run-dir")
     sub.add_argument("--segment-record", help="with --stop-at-step: write the segment's record (JSON) here")
+    sub.add_argument("--restart-changed", action="store_true",
+                     help="if the checkpoint in <run-dir>.work was trained under other settings (or unrecorded "
+                          "ones), delete it and train afresh instead of stopping (also: GDPO_RESTART_CHANGED=1 in "
+                          "the environment, e.g. for the workflow); a checkpoint of the same settings is resumed")
     sub.set_defaults(handler=cmd_train)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     import json
+    import os
     import sys
 
     from gdpo.plan import RunSettings
-    from gdpo.training.run import INTERRUPTED_EXIT_CODE, TrainingInterrupted, train
+    from gdpo.training.run import (
+        INTERRUPTED_EXIT_CODE,
+        RESTART_CHANGED_ENV,
+        SettingsChanged,
+        TrainingInterrupted,
+        train,
+    )
 
     if args.stop_at_step is not None and args.stop_at_step < 1:
         raise SystemExit(f"--stop-at-step {args.stop_at_step} must be an optimizer step >= 1.")
     if args.segment_record and args.stop_at_step is None:
         raise SystemExit("--segment-record records a segment: give --stop-at-step too.")
     try:
+        restart_changed = args.restart_changed or os.environ.get(RESTART_CHANGED_ENV, "") not in ("", "0")
         summary = train(RunSettings.from_json(args.settings), args.model_dir, args.run_dir, threads=args.threads,
-                        stop_at_step=args.stop_at_step, segment_record=args.segment_record)
+                        stop_at_step=args.stop_at_step, segment_record=args.segment_record,
+                        restart_changed=restart_changed)
     except TrainingInterrupted as interruption:
         print(f"gdpo train: {interruption}", file=sys.stderr)
         return INTERRUPTED_EXIT_CODE
+    except SettingsChanged as refusal:
+        print(f"gdpo train: error: {refusal}", file=sys.stderr)
+        return 2
     keys = ("stop_at_step", "global_step", "resumed_from") if "stop_at_step" in summary else (
         "steps", "divergence_step", "resumed_from")
     print(json.dumps({k: summary[k] for k in keys}))
@@ -771,10 +792,12 @@ def _add_validate_config(commands: argparse._SubParsersAction) -> None:
 
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
+    from gdpo.plan import check_settings
     from gdpo.training.memory_plan import check_memory_plan
 
     for file in args.files:
         config = load_config(file)
+        check_settings(config, [file])  # keys that conflict with each other, as the workflow's planning checks
         plans = check_memory_plan(config, config_name=file)  # GPU configs: every job fits its GPU
         print(f"{file}: valid" + (f"; {len(plans)} GPU jobs fit their memory plan" if plans else ""))
     return 0

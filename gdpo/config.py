@@ -1,7 +1,7 @@
 """Workflow configuration: validation against ``workflow/schemas/config.schema.yaml``.
 
 A bad key or value stops the workflow before any job runs, with a message that names the key, what is
-allowed there, and the config file it came from.
+allowed there, and where it came from: the config file, or ``--config`` on the command line.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _load_schema(path: str, mtime_ns: int, methods: tuple[str, ...], conventions
     return schema
 
 
-def _key_name(path: Sequence) -> str:
+def key_name(path: Sequence) -> str:
     name = ""
     for part in path:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
@@ -67,14 +67,36 @@ def _defines(config: Mapping, path: Sequence) -> bool:
     return True
 
 
-def _blame(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
-    """The highest-precedence file that defines ``path`` (sources go from lowest to highest)."""
-    # A list item comes from whichever file set the whole list.
+#: How a key set by ``snakemake --config key=value`` is named in messages.
+COMMAND_LINE = "--config on the command line"
+
+
+def config_sources(config_files: Iterable[str | Path] = (), command_line: Mapping | None = None
+                   ) -> list[tuple[str, Mapping]]:
+    """What each source of a merged config set, lowest precedence first: ``(label, data)`` per config file,
+    then ``(COMMAND_LINE, values)`` for ``--config`` (Snakemake's ``workflow.config_settings.config``). Read
+    only to say where a key came from; an unreadable file counts as setting nothing."""
+    sources = []
+    for file in config_files:
+        try:
+            data = read_yaml(Path(file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            data = {}
+        sources.append((str(file), data if isinstance(data, Mapping) else {}))
+    if command_line:
+        sources.append((COMMAND_LINE, command_line))
+    return sources
+
+
+def origin(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
+    """Where the key at ``path`` came from: the highest-precedence source that sets it (sources lowest
+    first, :func:`config_sources`); a key none of them sets came from ``--config`` on the command line."""
+    # A list item comes from whichever source set the whole list.
     key_path = [p for p in path if not isinstance(p, int)]
     for label, data in reversed(sources):
         if _defines(data, key_path):
             return label
-    return "--config on the command line"
+    return COMMAND_LINE
 
 
 def _describe(error: jsonschema.ValidationError, sources: Sequence[tuple[str, Mapping]]) -> str:
@@ -84,14 +106,14 @@ def _describe(error: jsonschema.ValidationError, sources: Sequence[tuple[str, Ma
         extras = [key for key in error.instance if key not in error.schema.get("properties", {})]
         lines = []
         for extra in extras:
-            key = _key_name([*path, extra])
+            key = key_name([*path, extra])
             lines.append(
-                f"- unknown key '{key}' (in {_blame([*path, extra], sources)}); allowed keys under "
-                f"'{_key_name(path)}': {', '.join(allowed)}"
+                f"- unknown key '{key}' (in {origin([*path, extra], sources)}); allowed keys under "
+                f"'{key_name(path)}': {', '.join(allowed)}"
             )
         return "\n".join(lines)
-    key = _key_name(path)
-    where = _blame(path, sources)
+    key = key_name(path)
+    where = origin(path, sources)
     if error.validator == "enum":
         allowed = ", ".join(str(v) for v in error.validator_value)
         return f"- key '{key}' = {error.instance!r} (in {where}) is not allowed; allowed values: {allowed}"
@@ -106,6 +128,7 @@ def validate_config(
     config: Mapping,
     schema_path: str | Path = DEFAULT_SCHEMA,
     config_files: Iterable[str | Path] = (),
+    command_line: Mapping | None = None,
 ) -> None:
     """Raise :class:`ConfigError` listing every problem of ``config``.
 
@@ -113,23 +136,21 @@ def validate_config(
         config: the merged configuration (Snakemake's ``config``).
         schema_path: the JSON schema (YAML).
         config_files: the files that made ``config``, lowest precedence first; used to say which file a
-            bad key came from. Anything not found in them came from ``--config`` on the command line.
+            bad key came from.
+        command_line: the values given with ``--config`` on the command line (they override the files); a
+            key set there, or found in no file, is named as coming from the command line.
     """
     validator = jsonschema.Draft202012Validator(load_schema(schema_path))
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        sources = []  # read only to say where a bad key came from
-        for file in config_files:
-            try:
-                data = read_yaml(Path(file).read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError):
-                data = {}
-            sources.append((str(file), data if isinstance(data, Mapping) else {}))
+        config_files = list(config_files)
+        sources = config_sources(config_files, command_line)
         files = ", ".join(str(f) for f in config_files) or "no config file"
         problems = "\n".join(_describe(error, sources) for error in errors)
         raise ConfigError(
             f"Invalid workflow configuration ({files}):\n{problems}\n"
-            f"The schema with every key's meaning is {schema_path}; fix the value in the file named above."
+            f"The schema with every key's meaning is {schema_path}; fix each value where its line says it came "
+            "from (the config file, or --config on the command line)."
         )
 
 
@@ -174,8 +195,10 @@ MINIATURE_MANIFEST = "MANIFEST.json"
 def apply_miniature(config: Mapping) -> dict:
     """A paper config run in miniature (its ``miniature:`` block, e.g. from config/overlays/miniature.yaml).
 
-    Kept: the tasks and their names, families, methods, rewards and weights, length limits, evaluation
-    benchmarks, the convention, the ``reporting`` block, and every TRL setting the block does not name.
+    Kept: the tasks and their names, families, methods, rewards and weights, evaluation benchmarks, the
+    convention, the ``reporting`` block, and every TRL setting the block does not name. A task's
+    ``length_limit`` keeps its share of the completion cap (paper math: 4000 of 8000 tokens; in miniature 12 of
+    24), so that the length reward still tells completions apart.
     Replaced: every task's model (``miniature.model``); lm-eval's vLLM backend by its hf one; its ``data_dir`` (``miniature.data_dir/<family>``,
     generated copies of the paper data sets in their hub layouts); the seeds; the TRL settings and the
     evaluation settings the block names; the launch (one plain process: no accelerate, no DeepSpeed); the
@@ -199,10 +222,17 @@ def apply_miniature(config: Mapping) -> dict:
     config.pop("gpu", None)
     seeds = list(miniature.get("seeds", config["seeds"]))
     config["seeds"] = seeds
-    config["training"] = {**(config.get("training") or {}), **(miniature.get("training") or {})}
+    paper_training = dict(config.get("training") or {})
+    config["training"] = {**paper_training, **(miniature.get("training") or {})}
     config["evaluation"] = {**(config.get("evaluation") or {}), **(miniature.get("evaluation") or {})}
     tasks = {}
     for name, spec in (config.get("tasks") or {}).items():
+        if spec.get("length_limit") is not None:
+            paper_cap = {**paper_training, **(spec.get("training") or {})}.get("max_completion_length")
+            small_cap = {**paper_training, **(spec.get("training") or {}),
+                         **(miniature.get("training") or {})}.get("max_completion_length")
+            if paper_cap and small_cap and small_cap < paper_cap:
+                spec = {**spec, "length_limit": max(1, round(spec["length_limit"] * small_cap / paper_cap))}
         spec = {**spec, "model": miniature["model"]}
         spec.pop("resources", None)
         if spec.get("eval_backend") == "vllm":  # lm-eval's vLLM backend needs a GPU; its hf backend does not

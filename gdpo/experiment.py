@@ -9,7 +9,9 @@ skipped, so the driver resumes where the last machine stopped. A crashed batch i
 failure (counted over every start of the driver, from the timeline) its unfinished runs are left as failed and
 the next seed goes on (the note reports every rerun). An attempt recorded with exit code ``"locked"`` never
 started a job (a stopped driver's Snakemake lock was left behind) and is not counted; the driver now holds its
-own lock and clears Snakemake's stale one before its first batch, so that cannot happen again.
+own lock and, before its first batch, clears a Snakemake lock that no live Snakemake holds (a stale one). A lock
+held by a Snakemake that runs in the worktree is never broken: the driver stops, naming that process
+(:func:`clear_stale_snakemake_lock`).
 
 The budget counts the wall time of the batches in ``timeline.jsonl`` (committed beside the evidence): no new
 batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
@@ -37,6 +39,13 @@ from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 RUNNING = "running.json"
 #: The driver's own lock, beside Snakemake's in the worktree (not committed).
 DRIVER_LOCK = ".snakemake/gdpo-run-experiment.lock"
+#: Where Snakemake keeps the locks of a workflow's working directory (``0.input.lock``, ``0.output.lock``, ...).
+SNAKEMAKE_LOCKS = ".snakemake/locks"
+
+
+class WorkflowLocked(RuntimeError):
+    """Another driver, or a live Snakemake, runs in the worktree: starting a batch would train the same runs
+    twice, into the same files."""
 
 
 def failed_attempt(entry: dict) -> bool:
@@ -59,13 +68,85 @@ def hold_driver_lock(repo: Path):
         handle.seek(0)
         other = handle.read().strip() or "unknown"
         handle.close()
-        raise RuntimeError(f"Another `gdpo run-experiment` (pid {other}) is running in {repo}; stop it first "
+        raise WorkflowLocked(f"Another `gdpo run-experiment` (pid {other}) is running in {repo}; stop it first "
                            f"(kill {other}) or wait for it to end.") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")
     handle.flush()
     return handle
+
+
+def snakemake_locks(repo: Path) -> list[Path]:
+    """The lock files Snakemake keeps in ``repo`` (empty when no Snakemake holds or left a lock there)."""
+    return sorted((Path(repo) / SNAKEMAKE_LOCKS).glob("*.lock"))
+
+
+def _workflow_dir(cmdline: list[str], cwd: str | None) -> Path | None:
+    """The working directory of a Snakemake command line: its ``--directory``/``-d``, else the process's own
+    (None when neither is known)."""
+    directory = None
+    for index, arg in enumerate(cmdline):
+        if arg in ("--directory", "-d") and index + 1 < len(cmdline):
+            directory = cmdline[index + 1]
+        elif arg.startswith("--directory="):
+            directory = arg.split("=", 1)[1]
+    if directory is None:
+        return Path(cwd) if cwd else None
+    if not Path(directory).is_absolute():
+        if not cwd:
+            return None
+        directory = str(Path(cwd) / directory)
+    return Path(directory)
+
+
+def live_snakemake_processes(repo: Path) -> list[tuple[int, str]]:
+    """The processes of this machine that run Snakemake on the workflow in ``repo``: a command line with a
+    ``snakemake`` program or module (``snakemake …``, ``python -m snakemake …``, a job's own snakemake call)
+    whose working directory (``--directory`` or the process's) is ``repo``. Returns ``(pid, command line)``
+    pairs, this process left out. Processes whose working directory cannot be read (another user's) count when
+    their command line names ``repo``."""
+    import psutil
+
+    repo = Path(repo).resolve()
+    live = []
+    for process in psutil.process_iter(["pid", "cmdline", "cwd"]):
+        cmdline = process.info.get("cmdline") or []
+        if process.info["pid"] == os.getpid() or not any(Path(arg).name == "snakemake" for arg in cmdline):
+            continue
+        directory = _workflow_dir(cmdline, process.info.get("cwd"))
+        try:
+            same = directory is not None and directory.resolve() == repo
+        except OSError:
+            same = False
+        if same or (directory is None and any(str(repo) in arg for arg in cmdline)):
+            live.append((process.info["pid"], " ".join(cmdline)))
+    return live
+
+
+def clear_stale_snakemake_lock(repo: Path, configfile: str, cores: int) -> bool:
+    """Remove Snakemake's lock in ``repo`` if no live Snakemake holds it (:func:`live_snakemake_processes`):
+    a lock left by a stopped driver would fail every batch at once. Returns whether a lock was cleared.
+
+    Raises :class:`WorkflowLocked`, naming the live processes, when a Snakemake runs there: its lock is never
+    broken (two Snakemakes would train the same runs into the same files)."""
+    locks = snakemake_locks(repo)
+    if not locks:
+        return False
+    unlock = ["snakemake", "--profile", "profiles/workstation", "--configfile", configfile, "--unlock"]
+    holders = live_snakemake_processes(repo)
+    if holders:
+        described = "; ".join(f"pid {pid}: {command}" for pid, command in holders)
+        raise WorkflowLocked(
+            f"A Snakemake runs on the workflow in {repo} and holds its lock ({', '.join(p.name for p in locks)} in "
+            f"{repo / SNAKEMAKE_LOCKS}): {described}. The driver does not break a live lock: wait for that run to "
+            f"end, or stop it (kill {' '.join(str(pid) for pid, _ in holders)}), then start the driver again. A lock "
+            f"that no running Snakemake holds (e.g. one on another machine sharing this directory has stopped) is "
+            f"stale: clear it with `{' '.join(unlock)}` in {repo}.")
+    print(f"Clearing a stale Snakemake lock in {repo / SNAKEMAKE_LOCKS} (no Snakemake runs there): "
+          f"{' '.join(unlock)}", flush=True)
+    subprocess.run([sys.executable, "-m", *unlock[:-1], "--cores", str(cores), "--unlock"], cwd=repo, check=False)
+    return True
 
 
 def experiment_batches(config: dict) -> list[list[RunKey]]:
@@ -235,10 +316,9 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
             failure = failed_before[-1]["exit_code"]
             continue
         if not unlocked:
-            # Only this driver runs Snakemake in the worktree (its lock says so): a Snakemake lock left by a
-            # stopped driver is stale and would fail every batch at once.
-            subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
-                            configfile, "--cores", str(cores), "--unlock"], cwd=repo, check=False)
+            # A Snakemake lock left by a stopped driver is stale and would fail every batch at once; one that a
+            # live Snakemake holds (started by hand beside the driver) stops the driver instead.
+            clear_stale_snakemake_lock(repo, configfile, cores)
             unlocked = True
         for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()

@@ -7,7 +7,10 @@ model and metrics of the uninterrupted run, bit for bit (CPU, the tiny Qwen2 mod
 - a job sent SIGUSR1 mid-segment saves a checkpoint after the step in progress and stops
   (:class:`gdpo.training.run.TrainingInterrupted`; ``python -m gdpo train`` exits 75), and the same job resumes
   from it;
-- the workflow runs a 3-job chain (``train_segment`` × 2, then ``train``) to the uninterrupted run's files.
+- the workflow runs a 3-job chain (``train_segment`` × 2, then ``train``) to the uninterrupted run's files;
+- a checkpoint resumes only under the settings it was trained with (``run_settings.json`` in ``<run>.work``):
+  under changed ones, or none recorded, training stops naming the differences and the fix, and
+  ``restart_changed`` trains the run afresh.
 """
 
 from __future__ import annotations
@@ -38,7 +41,16 @@ from gdpo.plan import (
     wall_limit_hours,
 )
 from gdpo.training import models
-from gdpo.training.run import INTERRUPTED_EXIT_CODE, TIMING_KEYS, TrainingInterrupted, read_metrics, train
+from gdpo.training.run import (
+    INTERRUPTED_EXIT_CODE,
+    RUN_IDENTITY_FILE,
+    TIMING_KEYS,
+    SettingsChanged,
+    TrainingInterrupted,
+    read_metrics,
+    run_identity,
+    train,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 #: A seed whose rollouts give some group a reward spread early (the tiny random model rarely earns a reward), so
@@ -195,8 +207,68 @@ def test_a_signal_mid_segment_saves_the_step_in_progress_and_the_run_resumes_bit
     assert_same_run(killed, whole)
 
 
-def _start_train(settings, model: Path, run_dir: Path, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+# --------------------------------------------------------------------------------------------------
+# Resume only the same run
+# --------------------------------------------------------------------------------------------------
+
+
+def test_the_run_identity_covers_what_defines_the_run_and_not_where_it_logs_or_how_often_it_saves():
+    config = smoke_config(8, 4)
+    settings = resolve_run_settings(config, "arithmetic", "gdpo", SEED)
+    identity = run_identity(settings, 1)
+    assert identity["settings"]["trl"]["learning_rate"] == 1e-3 and identity["settings"]["num_processes"] == 1
+    saves_more_often = {**config, "training": {**config["training"], "save_steps": 1, "report_to": "tensorboard"}}
+    assert run_identity(resolve_run_settings(saves_more_often, "arithmetic", "gdpo", SEED), 1) == identity
+    assert run_identity(settings, 2)["digest"] != identity["digest"]  # each process takes its share of a batch
+    longer = {**config, "training": {**config["training"], "max_steps": 12}}  # the schedule's length
+    assert run_identity(resolve_run_settings(longer, "arithmetic", "gdpo", SEED), 1)["digest"] != identity["digest"]
+
+
+def test_a_checkpoint_resumes_only_under_the_settings_it_was_trained_with(tiny_model, tmp_path):
+    config = smoke_config(8, 4)
+    old = resolve_run_settings(config, "arithmetic", "gdpo", SEED)
+    changed = {**config, "training": {**config["training"], "learning_rate": 2e-3}}
+    new = resolve_run_settings(changed, "arithmetic", "gdpo", SEED)
+    run, work = tmp_path / "run", Path(f"{tmp_path / 'run'}.work")
+    train(old, tiny_model, run, threads=1, stop_at_step=4)  # the killed run: a checkpoint at step 4
+    assert json.loads((work / RUN_IDENTITY_FILE).read_text()) == run_identity(old, 1)
+
+    with pytest.raises(SettingsChanged) as refusal:
+        train(new, tiny_model, run, threads=1)
+    message = str(refusal.value)
+    assert "checkpoint-4 was trained under other settings" in message
+    assert [line for line in message.splitlines() if line.startswith("  ")] == ["  trl.learning_rate: 0.001 -> 0.002"]
+    assert "GDPO_RESTART_CHANGED=1" in message and "--restart-changed" in message
+    assert not run.exists() and (work / "checkpoint-4").is_dir()  # nothing trained, nothing deleted
+
+    # The train command says so and exits 2; with GDPO_RESTART_CHANGED=1 the workflow's job starts afresh.
+    refused = _start_train(new, tiny_model, run)
+    _, stderr = refused.communicate(timeout=600)
+    assert refused.returncode == 2 and "trl.learning_rate: 0.001 -> 0.002" in stderr, stderr
+
+    fresh = tmp_path / "fresh"
+    train(new, tiny_model, fresh, threads=1)
+    restarted = _start_train(new, tiny_model, run, env={"GDPO_RESTART_CHANGED": "1"})
+    stdout, stderr = restarted.communicate(timeout=600)
+    assert restarted.returncode == 0, stderr
+    assert json.loads(stdout.splitlines()[-1])["resumed_from"] is None
+    assert_same_run(run, fresh)
+
+
+def test_a_checkpoint_without_recorded_settings_is_not_resumed(tiny_model, tmp_path):
+    settings = resolve_run_settings(smoke_config(8, 4), "arithmetic", "gdpo", SEED)
+    run, work = tmp_path / "run", Path(f"{tmp_path / 'run'}.work")
+    train(settings, tiny_model, run, threads=1, stop_at_step=4)
+    (work / RUN_IDENTITY_FILE).unlink()  # as a checkpoint made before runs recorded their settings
+    with pytest.raises(SettingsChanged, match=r"(?s)checkpoint-4 has no record of the settings .*--restart-changed"):
+        train(settings, tiny_model, run, threads=1)
+    summary = train(settings, tiny_model, run, threads=1, restart_changed=True)
+    assert summary["resumed_from"] is None and summary["steps"] == 8
+
+
+def _start_train(settings, model: Path, run_dir: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "gdpo", "train", "--settings", settings.to_json(), "--model-dir", str(model),
          "--run-dir", str(run_dir), "--threads", "1", *extra],
@@ -265,8 +337,8 @@ def test_the_workflow_runs_a_three_job_chain_to_the_uninterrupted_runs_files(tin
     plan = _snakemake("-n", "--directory", str(tmp_path / "chain"), "--configfile", str(chain_config), "--", target)
     assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
     planned = plan.stdout + plan.stderr
-    # Segments of 4 steps, each 1 expected hour: requests of 1 h × 1.5 = 90 minutes.
-    assert re.search(r"train_segment\s+2\n", planned) and planned.count("runtime=90") == 2
+    # Segments of 4 steps, each 1 expected hour: requests of 1 h × 1.5 = 90 minutes, the last (the train job) too.
+    assert re.search(r"train_segment\s+2\n", planned) and planned.count("runtime=90") == 3
     one = _snakemake("-n", "--directory", str(tmp_path / "whole"), "--configfile", str(whole_config), "--", target)
     assert one.returncode == 0 and "train_segment" not in one.stdout + one.stderr  # the train job alone, as before
 

@@ -183,7 +183,11 @@ def test_miniature_keeps_the_paper_design_and_replaces_only_gpu_and_hub_parts(fa
     assert set(small["tasks"]) == set(paper["tasks"])
     for name, spec in paper["tasks"].items():
         changed = {k for k in set(spec) | set(small["tasks"][name]) if spec.get(k) != small["tasks"][name].get(k)}
-        assert changed <= {"model", "data_dir", "eval_backend", "resources"}, (name, changed)
+        assert changed <= {"model", "data_dir", "eval_backend", "resources", "length_limit"}, (name, changed)
+        if "length_limit" in spec:  # its share of the completion cap is kept (paper: 4000 of 8000 tokens)
+            paper_cap = {**paper["training"], **spec.get("training", {})}["max_completion_length"]
+            small_cap = {**small["training"], **small["tasks"][name].get("training", {})}["max_completion_length"]
+            assert small["tasks"][name]["length_limit"] / small_cap == spec["length_limit"] / paper_cap
         assert "resources" not in small["tasks"][name]  # in miniature no job asks for a GPU
         assert small["tasks"][name].get("eval_backend", "hf") == "hf"
         assert small["tasks"][name]["model"] == "builtin:tiny-qwen2"
@@ -218,3 +222,140 @@ def test_paper_variants_share_their_base_evaluation():
     assert base == {"math_r1_1.5b", "math_r1_7b", "math_qwen3_4b"}  # one per base model
     code = load_config(REPO / "config/paper-code.yaml")
     assert {e.task for e in plan_evaluations(code) if e.method == "base"} == {"code_r1_7b"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Settings that pass one by one but not together: refused at planning, naming key, value, conflict and fix
+# --------------------------------------------------------------------------------------------------
+
+
+def smoke() -> dict:
+    return yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+
+
+def conflicts_of(config: dict) -> str:
+    """The message planning (gdpo.plan.plan_runs) and `gdpo validate-config` (check_settings) stop with."""
+    from gdpo.plan import check_settings, plan_runs
+
+    with pytest.raises(ConfigError) as planned:
+        plan_runs(config)
+    with pytest.raises(ConfigError) as checked:
+        check_settings(config)
+    assert str(planned.value) == str(checked.value)
+    return str(checked.value)
+
+
+def test_a_length_limit_at_or_above_the_completion_cap_is_refused():
+    from gdpo.plan import plan_runs
+
+    config = smoke()  # max_completion_length 16
+    config["tasks"]["math"]["length_limit"] = 64
+    message = conflicts_of(config)
+    assert "key 'tasks.math.length_limit' = 64" in message
+    assert "at or above the completion cap max_completion_length 16" in message
+    assert "length reward is 1.0 on every step" in message and "'training.max_completion_length'" in message
+    assert "Fix: set the task's `length_limit:` below 16" in message and "raise `max_completion_length:`" in message
+    config["tasks"]["math"]["length_limit"] = 16  # at the cap: a truncated completion still earns it
+    assert "'tasks.math.length_limit' = 16" in conflicts_of(config)
+    config["tasks"]["math"]["length_limit"] = 15
+    plan_runs(config)
+    # the family's default limit (64 tokens for arithmetic) counts where the task sets none
+    del config["tasks"]["arithmetic"]["length_limit"]
+    assert "key 'tasks.arithmetic.family' = 'arithmetic': the length limit 64" in conflicts_of(config)
+    # a task without a length reward has nothing to check
+    config["tasks"]["arithmetic"]["reward_weights"] = {"correct": 1.0, "format": 1.0}
+    plan_runs(config)
+
+
+def test_rollouts_per_prompt_that_do_not_divide_the_generation_batch_are_refused():
+    config = smoke()  # 8 completions per device and step
+    config["training"]["num_generations"] = 3
+    message = conflicts_of(config)
+    assert message.count("key 'training.num_generations' = 3") == 1  # the scale's keys: once for every task
+    assert "per_device_train_batch_size 8 × 1 process(es) × steps_per_generation 1 = 8 completions" in message
+    assert "'training.per_device_train_batch_size'" in message
+    assert "Fix: set `per_device_train_batch_size:` to a multiple of 3 (e.g. 9)" in message
+    # a task's own training block is named as such; processes of the launch count
+    config = smoke()
+    config["tasks"]["math"]["training"] = {"per_device_train_batch_size": 6}
+    assert "key 'tasks.math.training.per_device_train_batch_size'" not in conflicts_of(config)
+    assert "generation batch of task 'math'" in conflicts_of(config)
+    assert "'tasks.math.training.per_device_train_batch_size'" in conflicts_of(config)
+    paper = load_config(REPO / "config/paper-tool_calling.yaml")  # 8 × 8 processes × 32 = 2048, G = 4
+    paper["training"]["num_generations"] = 3
+    assert "per_device_train_batch_size 8 × 8 process(es) × steps_per_generation 32 = 2048" in conflicts_of(paper)
+
+
+@pytest.mark.parametrize("where", ["task", "full grid"])
+def test_negative_seeds_are_refused_wherever_the_config_sets_them(tmp_path, where):
+    from gdpo.plan import plan_runs
+
+    def change(config):
+        if where == "task":
+            config["tasks"]["math"]["seeds"] = [-1]
+        else:
+            config["full_grid"] = {"tasks": {"math": {"seeds": [0, -1]}}}
+
+    with pytest.raises(ConfigError, match=r"'(full_grid\.)?tasks\.math\.seeds\[\d\]' = -1 .*minimum of 0"):
+        load_config(write(tmp_path, change))
+    config = smoke()
+    change(config)
+    if where == "task":  # the planner refuses what the validator refuses
+        with pytest.raises(ValueError, match="seed -1 .* must be an integer ≥ 0"):
+            plan_runs(config)
+    with pytest.raises(ConfigError, match="uniqueItems|non-unique"):
+        load_config(write(tmp_path, lambda c: c["tasks"]["math"].update(seeds=[0, 0])))
+
+
+def test_a_value_given_with_config_on_the_command_line_is_named_as_such():
+    base = smoke()
+    merged = {**base, "seeds": [-1]}  # smoke.yaml sets seeds too; `--config seeds=[-1]` overrode them
+    with pytest.raises(ConfigError) as error:
+        validate_config(merged, config_files=[REPO / "config/smoke.yaml"], command_line={"seeds": [-1]})
+    message = str(error.value)
+    assert "key 'seeds[0]' = -1 (in --config on the command line)" in message
+    assert str(REPO / "config/smoke.yaml") + ")" not in message.splitlines()[1]
+    from gdpo.plan import check_settings
+
+    merged = {**base, "training": {**base["training"], "num_generations": 3}}
+    with pytest.raises(ConfigError) as error:
+        check_settings(merged, [REPO / "config/smoke.yaml"], {"training": {"num_generations": 3}})
+    assert ("key 'training.num_generations' = 3 (in --config on the command line)" in str(error.value)
+            and f"'training.per_device_train_batch_size' (in {REPO / 'config/smoke.yaml'})" in str(error.value))
+
+
+def test_the_workflow_refuses_conflicting_settings_and_missing_data_before_any_job(tmp_path):
+    import subprocess
+    import sys
+
+    def dry_run(*args):
+        env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+        result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                                 str(tmp_path), "-n", "--configfile", *args], capture_output=True, text=True,
+                                env=env, timeout=600)
+        result.stderr += result.stdout  # Snakemake prints a workflow error on either
+        return result
+
+    # smoke.yaml sets the key too; the value at fault is the command line's
+    result = dry_run(str(REPO / "config/smoke.yaml"), "--config", "advantage_convention=nope")
+    assert result.returncode != 0
+    assert "key 'advantage_convention' = 'nope' (in --config on the command line)" in result.stderr
+    missing = write(tmp_path, lambda c: c["tasks"]["math"].update(data_dir="resources/data/deepscaler"))
+    result = dry_run(str(missing))
+    assert result.returncode != 0
+    assert "key 'tasks.math.data_dir' = 'resources/data/deepscaler' (in " + str(missing) in result.stderr
+    assert "no such directory" in result.stderr and "remove `data_dir:` to load the data from the hub" in result.stderr
+    (tmp_path / "resources/data/deepscaler").mkdir(parents=True)
+    assert dry_run(str(missing)).returncode == 0
+
+
+def test_planning_knows_each_familys_default_length_limit():
+    import inspect
+
+    from gdpo.tasks import FAMILIES, arithmetic
+    from gdpo.tasks.math.data import OPTION_DEFAULTS
+
+    assert FAMILIES["arithmetic"].length_limit == inspect.signature(arithmetic.build_dataset).parameters[
+        "length_limit"].default
+    assert FAMILIES["math"].length_limit == OPTION_DEFAULTS["length_limit"]
+    assert FAMILIES["code"].length_limit is None and "length_limit" in FAMILIES["code"].required_options

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -324,6 +325,8 @@ def test_a_stale_lock_costs_no_attempt_and_two_drivers_cannot_run_at_once(tmp_pa
         return subprocess.CompletedProcess(command, 0 if "--unlock" in command else 1)
 
     monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    (tmp_path / ".snakemake" / "locks").mkdir(parents=True)
+    (tmp_path / ".snakemake" / "locks" / "0.input.lock").write_text("")  # the stopped driver's, no Snakemake runs
     assert run_experiment(config, "cfg.yaml", tmp_path, commit=False) == 1
     # Snakemake's stale lock is cleared once, before the first batch; seed 0 gets its one remaining attempt
     assert "--unlock" in commands[0] and sum("--unlock" in c for c in commands) == 1
@@ -338,3 +341,44 @@ def test_a_stale_lock_costs_no_attempt_and_two_drivers_cannot_run_at_once(tmp_pa
             run_experiment(config, "cfg.yaml", tmp_path, commit=False)
     with hold_driver_lock(tmp_path):  # released when the first one ended
         pass
+
+
+def test_the_driver_never_breaks_the_lock_of_a_live_snakemake_and_clears_a_stale_one(tmp_path, monkeypatch, capsys):
+    from gdpo.experiment import SNAKEMAKE_LOCKS, WorkflowLocked, live_snakemake_processes
+
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0], "tasks": {"math": {**config["tasks"]["math"],
+                                                                                    "seeds": [0]}}}
+    # A real Snakemake on a workflow in the worktree, started by hand beside the driver: it holds the lock.
+    (tmp_path / "Snakefile").write_text('rule all:\n    output: "done"\n    shell: "sleep 120 && touch done"\n')
+    live = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock")) and time.time() < deadline:
+            time.sleep(0.2)
+        assert list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock")), "Snakemake took no lock"
+        assert live.pid in [pid for pid, _ in live_snakemake_processes(tmp_path)]
+        commands = []
+
+        def fake_run(command, cwd, check, **kwargs):
+            commands.append(command)
+            return subprocess.CompletedProcess(command, 0, stdout="abc\n")
+
+        monkeypatch.setattr(subprocess, "run", fake_run)
+        with pytest.raises(WorkflowLocked) as locked:
+            run_experiment(config, "cfg.yaml", tmp_path, commit=False)
+        message = str(locked.value)
+        assert f"pid {live.pid}" in message and f"kill {live.pid}" in message
+        assert "--unlock" in message and "stale" in message
+        assert not any("--unlock" in c or any(t.endswith("eval.json") for t in c) for c in commands), commands
+        assert list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock"))  # the live lock is still there
+    finally:
+        os.killpg(live.pid, signal.SIGKILL)  # Snakemake and its job, as a crash would leave the lock
+        live.wait()
+    # Killed, it left its lock behind: stale now, so the driver clears it and runs the batch.
+    assert list((tmp_path / SNAKEMAKE_LOCKS).glob("*.lock")) and not live_snakemake_processes(tmp_path)
+    run_experiment(config, "cfg.yaml", tmp_path, commit=False)
+    snakemake_calls = [c for c in commands if c[0] != "git"]
+    assert "--unlock" in snakemake_calls[0] and any(t.endswith("eval.json") for t in snakemake_calls[1])
+    assert "Clearing a stale Snakemake lock" in capsys.readouterr().out

@@ -36,20 +36,28 @@ class FamilySpec:
             reads no files a rule makes.
         required_options: task keys of :data:`DATA_OPTION_KEYS` the family has no default for (a paper setting
             each config must state); planning refuses a task without them (:func:`check_required_options`).
+        length_limit: the family's default ``length_limit`` (tokens) of its length rewards, where it has one
+            (planning checks it against the completion cap; the family module's own default must equal it).
+        local_data_dir: whether a task's ``data_dir`` is a local copy the user provides (math, code: without
+            one the data come from the hub), which planning requires to exist; tool calling's is made by a rule.
     """
 
     module: str
     reward_names: tuple[str, ...]
     files_module: str | None = None
     required_options: tuple[str, ...] = ()
+    length_limit: int | None = None
+    local_data_dir: bool = False
 
 
 #: Family name → :class:`FamilySpec`.
 FAMILIES = {
-    "arithmetic": FamilySpec("gdpo.tasks.arithmetic", ("correct", "format", "length")),
-    "code": FamilySpec("gdpo.tasks.code", ("pass", "length_conditioned", "bug"), required_options=("length_limit",)),
+    "arithmetic": FamilySpec("gdpo.tasks.arithmetic", ("correct", "format", "length"), length_limit=64),
+    "code": FamilySpec("gdpo.tasks.code", ("pass", "length_conditioned", "bug"), required_options=("length_limit",),
+                       local_data_dir=True),
     "tool_calling": FamilySpec("gdpo.tasks.tool_calling", ("correct", "format"), "gdpo.tasks.tool_calling.data"),
-    "math": FamilySpec("gdpo.tasks.math", ("correct", "length", "length_conditioned")),
+    "math": FamilySpec("gdpo.tasks.math", ("correct", "length", "length_conditioned"), length_limit=64,
+                       local_data_dir=True),
 }
 
 

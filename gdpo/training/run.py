@@ -12,7 +12,11 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
   W&B (:mod:`gdpo.training.tracking`), not among the workflow's declared outputs.
 
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
-workflow's declared outputs, so an interrupted run resumes from its last checkpoint.
+workflow's declared outputs, so an interrupted run resumes from its last checkpoint. ``run_settings.json``
+there records the settings the checkpoints were trained under (:func:`run_identity`, with their digest): a run
+resumes only under the same ones, and otherwise stops naming the settings that differ
+(:class:`SettingsChanged`); ``gdpo train --restart-changed`` or ``GDPO_RESTART_CHANGED=1`` deletes such a
+run's checkpoints and trains it afresh.
 
 A run longer than a cluster's wall limit is a chain of jobs (:func:`gdpo.plan.plan_training_chain`): each job
 but the last trains to its ``stop_at_step``, saves a checkpoint there and leaves the run directory alone; the
@@ -30,6 +34,7 @@ process runs :func:`train`; only the main process writes the files above. With t
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -64,6 +69,85 @@ RECORDED_PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "data
 
 class TrainingInterrupted(RuntimeError):
     """A stop signal ended the job early; its checkpoint is saved and running the job again resumes there."""
+
+
+class SettingsChanged(RuntimeError):
+    """The run's checkpoint was trained under other settings than the run's now (or under unrecorded ones):
+    resuming would continue the old run under the new settings' name."""
+
+
+#: The file in ``<run>.work`` recording the settings its checkpoints were trained under (:func:`run_identity`).
+RUN_IDENTITY_FILE = "run_settings.json"
+#: Environment variable: with ``1``, a run whose checkpoint was trained under other settings is started afresh
+#: (its checkpoints deleted) instead of stopping; what ``gdpo train --restart-changed`` does, for the workflow.
+RESTART_CHANGED_ENV = "GDPO_RESTART_CHANGED"
+#: TRL arguments that change neither the trained weights nor the metrics (where live logs go, how often a
+#: checkpoint is kept): a run may resume under other values of them.
+NOT_DEFINING_TRL_ARGUMENTS = ("report_to", "save_steps")
+
+
+def run_identity(settings: RunSettings, num_processes: int) -> dict:
+    """What defines a run, so that resuming its checkpoint continues the same run: its settings
+    (:meth:`gdpo.plan.RunSettings.to_dict`, but :data:`NOT_DEFINING_TRL_ARGUMENTS`) and the number of
+    processes it trains on (each takes its share of a batch). Not in it: what one job of a chain is told
+    (``stop_at_step``), the CPU threads, where the files go.
+
+    Returns ``{"digest": sha256 hex of the canonical JSON of "settings", "settings": {...}}``.
+    """
+    defining = settings.to_dict()
+    defining["trl"] = {k: v for k, v in defining["trl"].items() if k not in NOT_DEFINING_TRL_ARGUMENTS}
+    defining["num_processes"] = num_processes
+    canonical = json.dumps(defining, sort_keys=True, separators=(",", ":"), default=str)
+    return {"digest": hashlib.sha256(canonical.encode()).hexdigest(), "settings": defining}
+
+
+def _flatten(data: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def settings_differences(recorded: dict, current: dict) -> list[str]:
+    """``"key: old -> new"`` for every setting that differs between two :func:`run_identity` settings (nested
+    keys dotted, e.g. ``trl.learning_rate``; a key only one of them has shows ``(unset)`` on the other side)."""
+    old, new = _flatten(recorded), _flatten(current)
+    unset = "(unset)"
+    return [f"{key}: {json.dumps(old[key]) if key in old else unset} -> {json.dumps(new[key]) if key in new else unset}"
+            for key in sorted(set(old) | set(new)) if old.get(key, unset) != new.get(key, unset)]
+
+
+def restart_fix(work_dir: Path) -> str:
+    """How to start afresh a run whose checkpoint :func:`resume_refusal` refuses."""
+    return (f"To train this run afresh under the current settings (deleting the checkpoints in {work_dir}), run "
+            f"the workflow again with {RESTART_CHANGED_ENV}=1 in its environment (`{RESTART_CHANGED_ENV}=1 "
+            "snakemake ...`) or pass --restart-changed to `gdpo train`; to continue the old run instead, put its "
+            "settings back in the config.")
+
+
+def resume_refusal(work_dir: Path, checkpoint: Path, identity: dict) -> str | None:
+    """Why ``checkpoint`` may not be resumed under ``identity`` (:func:`run_identity`), or None when it was
+    trained under the same settings. A checkpoint without a readable record (made before runs recorded their
+    settings) is refused too: nothing says it is the same run."""
+    record_path = work_dir / RUN_IDENTITY_FILE
+    try:
+        recorded = json.loads(record_path.read_text(encoding="utf-8"))
+        recorded_digest, recorded_settings = recorded["digest"], recorded["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return (f"{checkpoint} has no record of the settings it was trained under ({record_path} is missing or "
+                "unreadable: it was made before runs recorded them), so resuming it under the current settings "
+                "could continue another run.")
+    if recorded_digest == identity["digest"]:
+        return None
+    differences = settings_differences(recorded_settings, identity["settings"]) or [
+        "(the recorded digest differs, but no setting does: the record was edited)"]
+    return (f"{checkpoint} was trained under other settings than this run's; resuming it would continue the old "
+            "run under the new settings' name. Settings that differ (checkpoint -> now):\n  "
+            + "\n  ".join(differences))
 
 
 #: Signals that make a training job save a checkpoint and stop: the scheduler's terminate, and SLURM's usual
@@ -328,7 +412,7 @@ def trl_arguments(settings: RunSettings, work_dir: str | Path) -> dict:
 
 def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
           threads: int | None = None, stop_at_step: int | None = None,
-          segment_record: str | Path | None = None) -> dict:
+          segment_record: str | Path | None = None, restart_changed: bool = False) -> dict:
     """Train one policy and write the run directory; resumes from ``<run_dir>.work`` if a checkpoint exists.
 
     Args:
@@ -341,12 +425,17 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
             directory unwritten (nothing is trained when the last checkpoint is at or past it). None, or a step
             at or past ``max_steps``: train to the end and write the run directory.
         segment_record: with ``stop_at_step``, where the main process writes the segment's record (JSON).
+        restart_changed: when the checkpoint in ``<run_dir>.work`` was trained under other settings (or
+            unrecorded ones), delete the checkpoints and train afresh instead of raising
+            :class:`SettingsChanged`. A checkpoint of the same settings is resumed either way.
 
     Returns:
         The run summary (also written to ``summary.json``), or for a segment its record: ``{"stop_at_step",
         "global_step", "checkpoint", "resumed_from"}``.
 
     Raises:
+        SettingsChanged: ``<run_dir>.work`` holds a checkpoint trained under other settings (the message lists
+            them, old -> new, and the fix), and ``restart_changed`` is false.
         TrainingInterrupted: a stop signal (:data:`STOP_SIGNALS`) came before the end; the checkpoint after
             the optimizer step in progress is saved, and the same call resumes from it.
     """
@@ -356,14 +445,17 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
     # Before TRL is imported: trackio, which TRL imports, reads where its store is once.
     with backend_environment(backends, run_logs_dir(run_dir)) as log_dirs, stop_requests() as received:
         return _train(settings, model_dir, Path(run_dir), threads, list(log_dirs.values()), stop_at_step,
-                      segment_record, received)
+                      segment_record, received, restart_changed)
 
 
 def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path,
-                  log_dirs: list[Path]) -> str | None:
+                  log_dirs: list[Path], identity: dict, restart_changed: bool = False) -> str | None:
     """The checkpoint to resume from (None: start over), after checking that the launcher's processes train
-    as one run; the main process cuts the live metrics back to that checkpoint (or removes them and the live
-    logs when starting over) and creates the backends' log directories."""
+    as one run and that the checkpoint was trained under the run's settings (``identity``,
+    :func:`run_identity`; :class:`SettingsChanged` otherwise, or with ``restart_changed`` its checkpoints are
+    deleted and the run starts over). The main process cuts the live metrics back to that checkpoint (or, when
+    starting over, removes them and the live logs and records ``identity``) and creates the backends' log
+    directories."""
     if accelerator.num_processes != launched_processes():
         raise RuntimeError(
             f"The launcher started {launched_processes()} processes (WORLD_SIZE), but each trains as one of "
@@ -373,6 +465,18 @@ def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path
     # With several processes (accelerate launch) only the main one touches shared files.
     checkpoint = last_complete_checkpoint(work_dir, delete_partial=accelerator.is_main_process)
     accelerator.wait_for_everyone()
+    if checkpoint:
+        refusal = resume_refusal(work_dir, checkpoint, identity)  # every process reads the same files
+        if refusal and not restart_changed:
+            raise SettingsChanged(f"{refusal}\n{restart_fix(work_dir)}")
+        if refusal:
+            if accelerator.is_main_process:
+                print(f"gdpo train: restarting as asked (--restart-changed): deleting the checkpoints in {work_dir} "
+                      f"and training afresh. {refusal}", flush=True)
+                for old in work_dir.glob("checkpoint-*"):
+                    shutil.rmtree(old)
+            accelerator.wait_for_everyone()
+            checkpoint = None
     if accelerator.is_main_process:
         if checkpoint:
             _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))
@@ -380,6 +484,7 @@ def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path
             # A run that never reached a checkpoint starts over, and so do its live logs.
             live_metrics.unlink(missing_ok=True)
             shutil.rmtree(run_logs_dir(run_dir), ignore_errors=True)
+            _write_json_atomically(work_dir / RUN_IDENTITY_FILE, identity)
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
     return str(checkpoint) if checkpoint else None
@@ -413,7 +518,7 @@ def _write_json_atomically(path: Path, data: dict) -> None:
 
 def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads: int | None,
            log_dirs: list[Path], stop_at_step: int | None, segment_record: str | Path | None,
-           received: list[int]) -> dict:
+           received: list[int], restart_changed: bool = False) -> dict:
     """:func:`train` once the checks have passed and the backends log into ``log_dirs``."""
     from datasets import disable_progress_bars
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -464,7 +569,8 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     accelerator = trainer.accelerator
     stopper = _stop_callback(stop_at_step, received, accelerator)
     trainer.add_callback(stopper)
-    checkpoint = _resume_point(accelerator, work_dir, live_metrics, run_dir, log_dirs)
+    checkpoint = _resume_point(accelerator, work_dir, live_metrics, run_dir, log_dirs,
+                               run_identity(settings, accelerator.num_processes), restart_changed)
     segment = stop_at_step is not None and stop_at_step < arguments.max_steps
     if received and accelerator.num_processes == 1:  # several processes decide together, after a step
         raise TrainingInterrupted(f"stopped by signal {received[0]} before training; the run resumes from "

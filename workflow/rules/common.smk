@@ -15,7 +15,9 @@ from gdpo.plan import (
     EVAL_FILE,
     RUN_WILDCARDS,
     RunKey,
+    check_data_dirs,
     check_job_resources,
+    check_settings,
     describe_runs,
     device_check_command,
     gpu_only_settings,
@@ -44,17 +46,23 @@ from gdpo.training.memory_plan import check_memory_plan
 CONFIG_FILES = [f for f in workflow.configfiles if f not in workflow.overwrite_configfiles] + list(
     workflow.overwrite_configfiles
 )
+# `--config key=value` overrides the files: a bad value given there is named as coming from the command line.
+COMMAND_LINE_CONFIG = dict(workflow.config_settings.config or {})
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
-validate_config(config, SCHEMA, CONFIG_FILES)
+validate_config(config, SCHEMA, CONFIG_FILES, COMMAND_LINE_CONFIG)
 # `--config grid=full`: the scale's full grid (its full_grid: block merged in), checked again as a whole.
 config.update(apply_grid(config))
-validate_config(config, SCHEMA, CONFIG_FILES)
+validate_config(config, SCHEMA, CONFIG_FILES, COMMAND_LINE_CONFIG)
 # A `miniature:` block (config/overlays/miniature.yaml) runs a paper config on a CPU: checked again as a whole.
 # It removes keys (the launch), so the config is replaced, not updated.
 MINIATURE_CONFIG = apply_miniature(config)
 config.clear()
 config.update(MINIATURE_CONFIG)
-validate_config(config, SCHEMA, CONFIG_FILES)
+validate_config(config, SCHEMA, CONFIG_FILES, COMMAND_LINE_CONFIG)
+# Settings that pass one by one but not together (a length limit at or above the completion cap, rollouts per
+# prompt that do not divide the generation batch), and local data directories that do not exist, stop here.
+check_settings(config, CONFIG_FILES, COMMAND_LINE_CONFIG)
+check_data_dirs(config, ".", CONFIG_FILES, COMMAND_LINE_CONFIG)
 # A GPU config whose jobs cannot fit the GPU they are planned for stops here, before any job, with each job's
 # sum (`python -m gdpo memory-plan --config <file>` prints them all); a CPU-scale config has no GPU jobs to plan.
 check_memory_plan(config, Path(workflow.basedir), ", ".join(map(str, CONFIG_FILES)) or "the config")
