@@ -6,6 +6,8 @@ the paper's task families are in the workflow. Two binary rewards, as in the pap
 - ``format``: the completion contains exactly one ``<answer>…</answer>`` block, and nothing after it;
 - ``correct``: the text inside that block is the right integer.
 
+Both read the text in time linear in its length; a message whose content is None reads as empty text.
+
 Problems are generated from a seed (``random.Random``), so splits with different seeds are disjoint in
 practice and every run sees the same data.
 """
@@ -18,7 +20,7 @@ import re
 from datasets import Dataset
 
 SYSTEM_PROMPT = "Solve the problem. Give the final answer as an integer inside <answer></answer>."
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_OPEN, _CLOSE = "<answer>", "</answer>"
 _AFTER_EQUALS = re.compile(r"=\s*(-?\d+)")
 
 
@@ -53,10 +55,28 @@ def build_dataset(split: str, size: int | None, seed: int, length_limit: int = 6
 
 
 def _text(completion) -> str:
-    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``."""
+    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``; a message whose
+    content is None or missing, or a None completion, reads as empty text."""
     if isinstance(completion, list):
-        return "".join(message.get("content", "") for message in completion)
-    return completion
+        return "".join(message.get("content") or "" for message in completion)
+    return completion or ""
+
+
+def answer_blocks(text: str, limit: int | None = None) -> list[str]:
+    """The contents of the ``<answer>…</answer>`` blocks of ``text``, left to right (at most ``limit``): each
+    opening tag with the first closing tag after it, as a lazy ``<answer>(.*?)</answer>`` finds them, in time
+    linear in the text (the pattern rescans the rest of the text from every unclosed opening tag)."""
+    blocks, position = [], 0
+    while limit is None or len(blocks) < limit:
+        start = text.find(_OPEN, position)
+        if start < 0:
+            break
+        end = text.find(_CLOSE, start + len(_OPEN))
+        if end < 0:  # no later opening tag has a closing tag after it either
+            break
+        blocks.append(text[start + len(_OPEN) : end])
+        position = end + len(_CLOSE)
+    return blocks
 
 
 def format_reward(completions, **kwargs) -> list[float]:
@@ -64,8 +84,8 @@ def format_reward(completions, **kwargs) -> list[float]:
     rewards = []
     for completion in completions:
         text = _text(completion).strip()
-        matches = _ANSWER.findall(text)
-        rewards.append(1.0 if len(matches) == 1 and text.endswith("</answer>") else 0.0)
+        blocks = answer_blocks(text, limit=2)
+        rewards.append(1.0 if len(blocks) == 1 and text.endswith("</answer>") else 0.0)
     return rewards
 
 
@@ -74,9 +94,9 @@ def extract_answer(text: str) -> str | None:
 
     The fallback accepts the ``a + b = c`` form small instruct models answer in before they learn the tags.
     """
-    match = _ANSWER.search(text)
-    if match:
-        return match.group(1).strip()
+    blocks = answer_blocks(text, limit=1)
+    if blocks:
+        return blocks[0].strip()
     match = _AFTER_EQUALS.search(text)
     return match.group(1) if match else None
 
@@ -141,7 +161,7 @@ def evaluate(request) -> dict:
     metrics = {"acc": percent(correct), "format": percent(formatted), "exceed": percent(exceeded),
                "n_items": len(dataset)}
     every = [c for completions in samples for c in completions]
-    health = {"answers": percent([1.0 if _ANSWER.search(c.text) else 0.0 for c in every]),
+    health = {"answers": percent([1.0 if answer_blocks(c.text, limit=1) else 0.0 for c in every]),
               TRUNCATED: percent([1.0 if c.truncated else 0.0 for c in every])}
     return {"family": "arithmetic", "benchmarks": {"arithmetic": metrics}, "summary": dict(metrics), "not_run": {},
             "health": health_record("arithmetic", health),

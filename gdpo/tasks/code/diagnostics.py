@@ -48,7 +48,8 @@ def program_parses(code: str) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # invalid escapes in generated strings
             tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):  # ValueError: null bytes; RecursionError: deep nesting
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: null bytes; RecursionError,
+        # MemoryError: deep nesting (the parser's own stack overflows on thousands of unclosed brackets)
         return False
     return any(_does_something(statement) for statement in tree.body)
 

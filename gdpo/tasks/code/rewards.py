@@ -14,7 +14,10 @@ from collections import OrderedDict
 
 from gdpo.tasks.code.sandbox import Job, RunResult, default_workers, run_many
 
-_OPENING_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n`]*\n")
+#: An opening fence and its language tag. The possessive quantifiers keep the search linear: with plain ones
+#: the tag and the rest of the line share characters, so a fence followed by a long line without a newline
+#: backtracks quadratically (a 20k-character tag took 3.7 s); nothing after them can give a match back.
+_OPENING_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*+)[^\n`]*\n")
 _PYTHON_TAGS = {"python", "py", "python3"}
 _CACHE_SIZE = 4096
 _cache: OrderedDict[tuple, RunResult] = OrderedDict()
@@ -22,15 +25,17 @@ _cache_lock = threading.Lock()
 
 
 def completion_text(completion) -> str:
-    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``."""
+    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``; a message whose
+    content is None or missing (a message of tool calls only), or a None completion, reads as empty text."""
     if isinstance(completion, list):
-        return "".join(message.get("content", "") for message in completion)
-    return completion
+        return "".join(message.get("content") or "" for message in completion)
+    return completion or ""
 
 
 def extract_code(text: str) -> str:
     """The program in a completion: the last ```python fenced block (an unclosed final block counts, for
-    completions cut at the token limit); else the last untagged fenced block; else the whole text."""
+    completions cut at the token limit); else the last untagged fenced block; else the whole text. Linear in
+    the text's length."""
     blocks, position = [], 0
     while True:
         opening = _OPENING_FENCE.search(text, position)

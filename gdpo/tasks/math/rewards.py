@@ -19,6 +19,12 @@ math-verify guards parsing and comparison with ``signal.alarm`` timeouts, which 
 thread. In the main thread (TRL calls rewards there) every parse and comparison is limited to
 :data:`TIMEOUT_SECONDS`; in any other thread the checks run without a time limit instead of raising
 (math-verify's own behaviour would be an exception), which is safe for the short answers compared here.
+
+Bounded on any text: finding the final answer is linear in the completion's length; math-verify sees only
+answers of at most :data:`MAX_ANSWER_CHARS` characters, at most :data:`MAX_STATEMENT_TRIES` answer statements
+are parsed per completion, and a stated number too large to compute (:data:`MAX_NUMBER_DIGITS`, e.g.
+``9^9^9^9``) is wrong without a comparison, which would otherwise spend the whole timeout. A message whose
+content is None or missing reads as an empty completion (no answer: 0).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
 import threading
 
@@ -33,6 +40,16 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 #: Limit per math-verify parse or comparison, in seconds (main thread only; see the module docstring).
 TIMEOUT_SECONDS = 5
+#: The longest final answer read, in characters (a box's content, a statement's answer up to its hedge, a
+#: closing equation's right-hand side or number): a longer one states no answer. Gold answers and realistic
+#: final answers are tens of characters; the cap bounds what math-verify parses (its time grows with length).
+MAX_ANSWER_CHARS = 2000
+#: Answer statements ("the answer is …") whose text starts like an expression are parsed by math-verify, the
+#: last first, until one reads; at most this many per completion (a hostile text holds thousands).
+MAX_STATEMENT_TRIES = 8
+#: A stated number with more digits than this (a power such as ``9^9^9^9``, a factorial such as ``10^6!``)
+#: equals no gold answer: it is judged wrong without a comparison, whose evaluation would not end.
+MAX_NUMBER_DIGITS = 10_000
 #: Checkers a dataset row can name in its ``verifier`` column.
 VERIFIERS = ("math_verify", "number", "reasoning_gym")
 
@@ -82,26 +99,36 @@ def parse_final_answer(text: str) -> list:
 
 def last_boxed(text: str, non_empty: bool = False) -> str | None:
     """Content of the last ``\\boxed{…}`` (nested braces allowed; with ``non_empty``, the last one with
-    content), or None."""
-    end = len(text)
+    content), or None.
+
+    A box's content starts at the first ``{`` after ``\\boxed``. Linear in the text's length: scanning
+    leftwards, each box looks for its brace only up to where the box after it found one (beyond that it is
+    the same brace, with the same empty content).
+    """
+    end, brace_limit = len(text), len(text)
     while (start := text.rfind("\\boxed", 0, end)) >= 0:
-        content = _box_content(text, start)
+        brace = text.find("{", start, brace_limit)
+        if brace < 0 and brace_limit < len(text):
+            end = start  # the brace of the box after this one: its content was empty
+            continue
+        content = _box_content(text, brace) if brace >= 0 else None
         if content is None or content or not non_empty:
             return content
-        end = start
+        end, brace_limit = start, brace
     return None
 
 
-def _box_content(text: str, start: int) -> str | None:
-    """Content of the ``\\boxed{…}`` at ``start``, or None when its braces are missing or unclosed."""
-    brace = text.find("{", start)
-    if brace < 0:
-        return None
+#: A brace: the only characters that decide where a box's content ends.
+_BRACE = re.compile(r"[{}]")
+
+
+def _box_content(text: str, brace: int) -> str | None:
+    """Content of the box whose ``{`` is at ``brace``, or None when that brace is unclosed."""
     depth = 0
-    for index in range(brace, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[index], 0)
+    for match in _BRACE.finditer(text, brace):
+        depth += 1 if match.group() == "{" else -1
         if depth == 0:
-            return text[brace + 1 : index].strip()
+            return text[brace + 1 : match.start()].strip()
     return None
 
 
@@ -111,13 +138,16 @@ _ANSWER_STATEMENT = re.compile(r"\b(?:answer|result)\b[*_\s]*(?:,\s*which\s+)?(?
                                re.IGNORECASE)
 #: Where a stated answer's hedge or reason begins ("3, not 5", "3 but maybe 5", "4 (I think 5)", "12 because
 #: …"): the statement's answer is what comes before it, so a second guess is never graded.
-_HEDGE = re.compile(r",?\s+(?:or|but|not|since|because|although|though|maybe|perhaps|unless)\b"
-                    r"|\s+\((?=\s*(?:I\b|[A-Za-z]{2,}))", re.IGNORECASE)
-#: A last line ending with an equation's right-hand side: "7 + 3 = 10", "So 2 * 3 = 6."
-_CLOSING_EQUATION = re.compile(r"=\s*([^=\n]+?)[\s.!]*$")
+#: A hedge's whitespace starts where a run of whitespace starts (``(?<!\s)``): the leftmost match is the same,
+#: and a long run is scanned once instead of once from each of its characters (quadratic).
+_HEDGE = re.compile(r",?(?<!\s)\s+(?:or|but|not|since|because|although|though|maybe|perhaps|unless)\b"
+                    r"|(?<!\s)\s+\((?=\s*(?:I\b|[A-Za-z]{2,}))", re.IGNORECASE)
 #: A last line closing with "is <plain number>": "The GCD of 12 and 11 is 1.", "So the total is **12**." (a
 #: question, "What is 10 - 5?", or an expression after "is" is none: only a number is an answer stated so).
-_CLOSING_STATEMENT = re.compile(r"\bis\s+[*_$\s]*(?P<number>[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)[*_$\s]*[.!]?\s*$")
+#: Possessive runs of whitespace and emphasis (nothing after them could take a character back) keep it
+#: linear: ``\s+[*_$\s]*`` and ``[*_$\s]*[.!]?\s*`` backtracked quadratically over a long run of spaces.
+_CLOSING_STATEMENT = re.compile(r"\bis\s[*_$\s]*+(?P<number>[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)"
+                                r"[*_$\s]*+[.!]?+\s*+$")
 #: A word (two letters or more, not a LaTeX command): a right-hand side holding one is prose, not a result.
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 #: What an answer right after the statement starts with: a sign, a digit, ``$``, ``\(``/``\[``, ``(`` or a
@@ -150,24 +180,58 @@ def final_answer(text: str) -> str | None:
     - else a closing statement: the last line ends with "is <plain number>" ("The GCD of 12 and 11 is 1.";
       returned: the number). It states an answer as plainly as "12 = 1" does, so the two are judged alike.
 
+    An answer longer than :data:`MAX_ANSWER_CHARS` is none (a box that long ends the search: the completion
+    states no answer), and at most :data:`MAX_STATEMENT_TRIES` answer statements are parsed. Linear in the
+    text's length.
+
     A number in prose ("There are 3 apples"), an expression alone ("10 - 5", "42") or reasoning cut before
     its conclusion is none.
     """
     boxed = last_boxed(text, non_empty=True)
     if boxed is not None:
-        return f"\\boxed{{{boxed}}}"
+        return f"\\boxed{{{boxed}}}" if len(boxed) <= MAX_ANSWER_CHARS else None
+    tries = 0
     for statement in reversed(list(_ANSWER_STATEMENT.finditer(text))):
-        answer = _HEDGE.split(text[statement.end():].split("\n", 1)[0], maxsplit=1)[0]
-        if _is_expression(answer):
+        # The rest of the text starts like an expression if the answer (a prefix of it) does: a cheap filter.
+        if not _EXPRESSION_START.match(text, statement.end()):
+            continue
+        tries += 1
+        if tries > MAX_STATEMENT_TRIES:
+            break
+        line_end = text.find("\n", statement.end())
+        answer = _HEDGE.split(text[statement.end() : line_end if line_end >= 0 else len(text)], maxsplit=1)[0]
+        if len(answer) <= MAX_ANSWER_CHARS and _is_expression(answer):
             return answer
     lines = text.strip().splitlines()
-    closing = _CLOSING_EQUATION.search(lines[-1]) if lines else None
-    if closing is not None:
-        right = closing.group(1).strip("*_ ")
-        if not _WORD.search(right) and _is_expression(right):
+    right = _closing_equation_side(lines[-1]) if lines else None
+    if right is not None:
+        right = right.strip("*_ ")
+        if len(right) <= MAX_ANSWER_CHARS and not _WORD.search(right) and _is_expression(right):
             return right
     statement = _CLOSING_STATEMENT.search(lines[-1]) if lines else None
-    return statement.group("number").replace("−", "-") if statement else None
+    if statement is None or len(statement.group("number")) > MAX_ANSWER_CHARS:
+        return None
+    return statement.group("number").replace("−", "-")
+
+
+def _closing_equation_side(line: str) -> str | None:
+    """The right-hand side ``line`` ends with, or None: what ``=\\s*([^=\\n]+?)[\\s.!]*$`` captures, in
+    linear time (that pattern's lazy group retries its trailing class from every character: quadratic).
+
+    The side follows the line's last ``=`` and its whitespace, without the trailing whitespace, ``.`` and
+    ``!`` (at least one character: after ``=`` and only whitespace, the last whitespace character).
+    """
+    equals = line.rfind("=")
+    rest = line[equals + 1 :] if equals >= 0 else ""
+    if not rest:
+        return None
+    side = rest.lstrip()
+    if not side:
+        return rest[-1]
+    end = len(side)
+    while end > 1 and (side[end - 1].isspace() or side[end - 1] in ".!"):
+        end -= 1
+    return side[:end]
 
 
 def _is_expression(answer: str) -> bool:
@@ -200,7 +264,10 @@ def _reasoning_gym_score(answer: str, verifier_data: str) -> float:
         raise ValueError("Rows with verifier 'reasoning_gym' need the generator entry in verifier_data.")
     entry = json.loads(verifier_data)
     score_answer = reasoning_gym.get_score_answer_fn(entry["metadata"]["source_dataset"])
-    return float(score_answer(_answer_text(answer), entry) >= 1.0)
+    try:
+        return float(score_answer(_answer_text(answer), entry) >= 1.0)
+    except (ValueError, TypeError, ArithmeticError, RecursionError):  # the answer's text, not the entry, failed
+        return 0.0
 
 
 @functools.lru_cache(maxsize=8192)
@@ -226,9 +293,48 @@ def is_correct(text: str, answer: str, verifier: str = "math_verify", verifier_d
             return False
     gold = parse_gold(str(answer))
     prediction = parse_final_answer(stated)
-    if not gold or not prediction:
+    if not gold or not prediction or any(_too_large(value) for value in prediction):
         return False
     return bool(verify(list(gold), prediction, timeout_seconds=_timeout()))
+
+
+def _too_large(value) -> bool:
+    """Whether a parsed answer holds a number too large to compute (:data:`MAX_NUMBER_DIGITS`), judged from
+    the inside out without computing it: a power of numbers whose value has more digits (``9^9^9^9``,
+    ``10**10**10``), a power of anything else with an exponent above that (``x^{10^{10}}``), a factorial with
+    more digits (``(10^6)!``), or another function of a number above that (``\\binom{10^{10}}{10^5}``).
+    Magnitudes are SymPy floats, whose exponents have no limit (a Python float overflows at 1e308)."""
+    import sympy
+
+    if not isinstance(value, sympy.Basic):
+        return False
+
+    def magnitude(number):
+        return abs(number.evalf(15))
+
+    def digits(number):
+        size = magnitude(number)
+        return sympy.log(size, 10).evalf(15) if size > 1 else 0
+
+    try:
+        for node in sympy.postorder_traversal(value):  # inner nodes first: an outer one is reached only
+            if isinstance(node, sympy.Pow) and node.exp.is_number:  # if they are small
+                exponent = magnitude(node.exp)
+                if not node.base.is_number:
+                    if exponent > MAX_NUMBER_DIGITS:
+                        return True
+                elif exponent * digits(node.base) > MAX_NUMBER_DIGITS:
+                    return True
+            elif isinstance(node, sympy.factorial) and node.args[0].is_number:
+                argument = magnitude(node.args[0])
+                if argument > 1 and sympy.loggamma(argument + 1).evalf(15) / math.log(10) > MAX_NUMBER_DIGITS:
+                    return True
+            elif isinstance(node, sympy.Function) and any(
+                    argument.is_number and magnitude(argument) > MAX_NUMBER_DIGITS for argument in node.args):
+                return True
+    except (TypeError, ValueError, ArithmeticError, RecursionError):  # no size to judge: compare as usual
+        return False
+    return False
 
 
 def _column(values, count: int, default):

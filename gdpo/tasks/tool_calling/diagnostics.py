@@ -46,7 +46,7 @@ def offered_tool_names(tools) -> set[str]:
     if isinstance(tools, str):
         try:
             tools = json.loads(tools)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, the int digit limit, deep nesting
             return set()
     names = set()
     for tool in tools or ():

@@ -110,45 +110,96 @@ def has_expected_format(text: str, answer_type: str) -> bool:
 
     The whole text (surrounding whitespace ignored) must match the structure; each expected tag must open
     and close exactly once and the tags of the other answer types must not occur at all (so a tool call
-    hidden inside ``<think>`` or ``<response>`` does not pass).
+    hidden inside ``<think>`` or ``<response>`` does not pass). The tool call block's JSON is not judged
+    here (a malformed call has the format and scores −3 in ``correct``), except that a line nested deeper
+    than :data:`MAX_CALL_NESTING` is no tool call the parser reads, so its block is out of format.
+
+    Linear in the text's length: the tags are counted first, so the structure's pattern only runs on text
+    holding each tag at most once (on repeated tags its lazy groups backtrack quadratically).
     """
     if answer_type not in _EXPECTED_STRUCTURE:
         raise ValueError(f"Unknown answer type {answer_type!r}; expected one of {ANSWER_TYPES}.")
     text = text.strip()
-    if not _EXPECTED_STRUCTURE[answer_type].fullmatch(text):
-        return False
     expected = _TAGS_OF[answer_type]
     for tag in ("think", "tool_call", "response"):
         count = 1 if tag in expected else 0
         if text.count(f"<{tag}>") != count or text.count(f"</{tag}>") != count:
             return False
-    return True
+    if not _EXPECTED_STRUCTURE[answer_type].fullmatch(text):
+        return False
+    block = _first_block(text)
+    return block is None or not any(nesting_depth(line) > MAX_CALL_NESTING for line in block.splitlines())
 
 
 class ToolCallParseError(ValueError):
     """A ``<tool_call>`` block whose lines are not ``{"name": str, "parameters": {...}}`` JSON objects."""
 
 
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+#: The deepest nesting of ``[`` and ``{`` a tool call line may have (a call's parameters nest a few levels;
+#: the JSON decoder recurses once per level, so a line nested thousands deep would raise ``RecursionError``).
+#: A deeper line is unparsable: ``correct`` −3, ``format`` 0, no call in the diagnostics.
+MAX_CALL_NESTING = 64
+_OPEN_TAG, _CLOSE_TAG = "<tool_call>", "</tool_call>"
+#: The characters that decide JSON nesting: quotes, backslashes (escapes inside strings) and brackets.
+_JSON_STRUCTURE = re.compile(r'["\\\[\]{}]')
+
+
+def nesting_depth(line: str) -> int:
+    """The deepest nesting of ``[``/``{`` in ``line`` outside JSON strings, in one pass over its quotes,
+    backslashes and brackets (an unbalanced closing bracket counts as closing nothing)."""
+    depth = deepest = 0
+    in_string, escaped_until = False, -1
+    for token in _JSON_STRUCTURE.finditer(line):
+        position, char = token.start(), token.group()
+        if in_string:
+            if position < escaped_until:
+                continue
+            if char == "\\":
+                escaped_until = position + 2
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def _first_block(text: str) -> str | None:
+    """The content of the first closed ``<tool_call>`` block, or None: the first opening tag and the first
+    closing tag after it (what a lazy ``<tool_call>(.*?)</tool_call>`` search finds, in linear time: when the
+    first opening tag has no closing tag after it, no later one has)."""
+    start = text.find(_OPEN_TAG)
+    if start < 0:
+        return None
+    end = text.find(_CLOSE_TAG, start + len(_OPEN_TAG))
+    return None if end < 0 else text[start + len(_OPEN_TAG) : end]
 
 
 def parse_tool_calls(text: str) -> list[dict] | None:
     """The calls of the first ``<tool_call>`` block of ``text`` as ``[{"name": str, "parameters": dict}]``.
 
     Returns None when there is no (closed) ``<tool_call>`` block. Blank lines inside the block are skipped;
-    any other line must be a JSON object with a string ``name`` and an object ``parameters``, else
-    :class:`ToolCallParseError` is raised. Keys other than those two are dropped.
+    any other line must be a JSON object with a string ``name`` and an object ``parameters``, nested at most
+    :data:`MAX_CALL_NESTING` deep, else :class:`ToolCallParseError` is raised (never another exception: a
+    number past the interpreter's integer-digit limit is a parse error too). Keys other than those two are
+    dropped.
     """
-    match = _TOOL_CALL_BLOCK.search(text)
-    if match is None:
+    block = _first_block(text)
+    if block is None:
         return None
     calls = []
-    for line in match.group(1).strip().splitlines():
+    for line in block.strip().splitlines():
         if not line.strip():
             continue
+        if nesting_depth(line) > MAX_CALL_NESTING:
+            raise ToolCallParseError(f"tool call line is nested deeper than {MAX_CALL_NESTING}: {line!r:.200}")
         try:
             call = json.loads(line)
-        except json.JSONDecodeError as error:
+        except (ValueError, RecursionError) as error:  # JSONDecodeError; int digit limit; deep nesting
             raise ToolCallParseError(f"tool call line is not JSON: {line!r:.200} ({error})") from error
         if (
             not isinstance(call, dict)

@@ -17,7 +17,12 @@ Edge cases, decided here:
   ``correct`` is None ("not applicable"); :func:`~gdpo.tasks.tool_calling.data.build_dataset` leaves such
   items out of training anyway.
 - Only the first ``<tool_call>`` block is read; blank lines in it are skipped; any other line that is not
-  a ``{"name": str, "parameters": {...}}`` JSON object makes the whole block unparsable (−3).
+  a ``{"name": str, "parameters": {...}}`` JSON object makes the whole block unparsable (−3), as does a line
+  nested deeper than :data:`~gdpo.tasks.tool_calling.output_format.MAX_CALL_NESTING` (which also takes the
+  ``format`` reward to 0: the parser cannot read such a call at all). Both rewards run in time linear in the
+  completion's length.
+- A message whose ``content`` is None or missing reads as an empty completion (``format`` 0, ``correct`` −3
+  where a call is expected).
 - Values are compared with Python equality after JSON decoding (``5 == 5.0``; strings case-sensitive).
 
 Standard library only (also imported by the BFCL scorer's environment).
@@ -41,10 +46,11 @@ MIN_CORRECT = -3.0
 
 
 def completion_text(completion) -> str:
-    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``."""
+    """TRL passes conversational completions as ``[{"role": "assistant", "content": …}]``; a message whose
+    content is None or missing (a message of tool calls only), or a None completion, reads as empty text."""
     if isinstance(completion, list):
-        return "".join(message.get("content", "") for message in completion)
-    return completion
+        return "".join(message.get("content") or "" for message in completion)
+    return completion or ""
 
 
 def multiset_jaccard(first: list, second: list) -> float:
