@@ -294,3 +294,18 @@ def test_the_power_plan_pairs_items_when_told_their_correlation():
     assert paired_power >= independent - 0.02
     null = simulate_table(paired_design, effect=False, replicates=400, seed=2)
     assert null.get("reproduced", 0.0) <= 0.05
+
+
+def test_item_outcomes_that_disagree_with_eval_csv_are_refused():
+    """A forged items.json (every item agreeing, for a tiny floor) beside values that differ: refused, named."""
+    from gdpo.reporting.verdicts.model_evidence import Evidence
+
+    records = _two_methods(flip=6, seeds=2)
+    evals = _evals(records)
+    forged = [dict(r) for r in records]
+    for record in forged:
+        if record["method"] == "gdpo":  # claims GRPO's outcomes: no discordant item at all
+            record["items"] = next(r for r in records if r["method"] == "grpo" and r["seed"] == record["seed"])["items"]
+    evidence = Evidence(evals, None, {}, "mini", eval_path="results/mini/summary/eval.csv", items={"runs": forged})
+    with pytest.raises(ValueError, match=r"items.json beside results/mini/summary/eval.csv: math/gdpo seed 0 acc"):
+        evidence.sample("math", "gdpo", "acc")

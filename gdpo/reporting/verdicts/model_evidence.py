@@ -17,6 +17,10 @@ from gdpo.reporting.verdicts.items import item_scores
 from gdpo.reporting.verdicts.samples import Sample
 
 
+#: Largest difference (points) between a run's eval.csv value and the mean of its items in items.json: rounding
+#: only (eval.csv keeps a few decimals).
+ITEMS_AGREE_POINTS = 0.01
+
 #: The untrained (or warmed-up) model's method name in eval.csv.
 BASE = "base"
 
@@ -106,7 +110,8 @@ class Evidence:
         outcomes = None
         if self.item_records:
             used = rows.groupby("seed")["benchmark"].agg(lambda v: sorted(set(v))) if "benchmark" in rows else {}
-            outcomes = tuple(self._item_scores(task, method, seed, used[seed] if len(used) else [], metric)
+            outcomes = tuple(self._item_scores(task, method, seed, used[seed] if len(used) else [], metric,
+                                               float(values[seed]))
                              for seed in seeds)
             outcomes = outcomes if any(o is not None for o in outcomes) else None
         sample = Sample(seeds, values.to_numpy(dtype=float), variances.to_numpy(dtype=float),
@@ -118,10 +123,31 @@ class Evidence:
                           outcomes=None if outcomes is None else outcomes[:1])
         return sample
 
-    def _item_scores(self, task: str, method: str, seed: int, benchmarks: Sequence[str], metric: str):
-        """One run's :class:`~gdpo.reporting.verdicts.items.ItemScores` of ``metric`` on ``benchmarks``, or None."""
+    def _item_scores(self, task: str, method: str, seed: int, benchmarks: Sequence[str], metric: str,
+                     value: float):
+        """One run's :class:`~gdpo.reporting.verdicts.items.ItemScores` of ``metric`` on ``benchmarks``, or None.
+
+        Raises:
+            ValueError: the items' mean is not the run's ``value`` in eval.csv (a metric stored per item, e.g.
+                acc, format, pass; beyond rounding and the items the evaluation lists as regraded differently):
+                items.json was not made from the evaluations eval.csv holds, and its floor would judge other
+                runs than the values.
+        """
         record = self.item_records.get((task, method, seed))
-        return item_scores(record, benchmarks, metric) if record and benchmarks else None
+        scores = item_scores(record, benchmarks, metric) if record and benchmarks else None
+        direct = scores is not None and all(metric in record["items"][b]["scores"] for b in benchmarks)
+        if direct:
+            mean = 100.0 * float(np.mean([np.sum(w * m) / np.sum(w) for _, m, w in scores.benchmarks.values()]))
+            # Items whose regraded outcome differs from the evaluator's logged one (math: a verifier timeout)
+            # may move the mean by one item each.
+            regraded = 100.0 * float(np.mean([len(record["items"][b].get(f"{metric}_regraded_differs") or [])
+                                              / len(scores.benchmarks[b][0]) for b in benchmarks]))
+            if abs(mean - value) > ITEMS_AGREE_POINTS + regraded:
+                raise ValueError(
+                    f"items.json beside {self.eval_path}: {task}/{method} seed {seed} {metric} is {mean:.2f} % over its "
+                    f"items but {value:.2f} % in eval.csv; the two were not made from the same evaluations. Remake "
+                    "both with `gdpo aggregate --out-items` from the scale's eval.json files.")
+        return scores
 
     def missing(self, task: str, methods: Sequence[str], metrics: Sequence[str]) -> str | None:
         """Why (task, methods, metrics) cannot be compared, or None."""
