@@ -56,12 +56,12 @@ setup: $(STAMP) $(BFCL_STAMP)
 ## workflow: the default workflow at the CPU scale (config/mini.yaml)
 workflow: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES)
-	snakemake --profile profiles/workstation --report paper_figures/mini/report.html
+	snakemake --profile profiles/workstation --report results/mini/paper_figures/report.html
 
 ## mini-grid: the full CPU grid of config/mini.yaml (every variant, 3 seeds; reuses the default's runs)
 mini-grid: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES) --config grid=full
-	snakemake --profile profiles/workstation --config grid=full --report paper_figures/mini/report.html
+	snakemake --profile profiles/workstation --config grid=full --report results/mini/paper_figures/report.html
 
 ## quick: a first look in minutes (exact analysis, policy-gradient bench, their ledger; no language model)
 quick: $(STAMP) $(BFCL_STAMP)
@@ -70,7 +70,7 @@ quick: $(STAMP) $(BFCL_STAMP)
 ## smoke: the same workflow at smoke scale (seconds)
 smoke: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --cores $(CORES) --configfile config/smoke.yaml
-	snakemake --profile profiles/workstation --configfile config/smoke.yaml --report paper_figures/smoke/report.html
+	snakemake --profile profiles/workstation --configfile config/smoke.yaml --report results/smoke/paper_figures/report.html
 
 # The SLURM tests install and start a cluster on this machine (root): only when GDPO_TEST_SLURM is set (CI sets it).
 FAST_TESTS := $(if $(GDPO_TEST_SLURM),not slow,not slow and not slurm)

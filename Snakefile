@@ -13,7 +13,8 @@ if not workflow.overwrite_configfiles:
     configfile: "config/mini.yaml"
 
 
-# `snakemake --report paper_figures/<scale>/report.html`: figures, tables and the ledger in one file.
+# `snakemake --report results/<scale>/paper_figures/report.html`: figures, tables and the ledger in one file.
+# Everything a workflow builds lands under results/; only `gdpo publish-results` writes paper_figures/.
 report: "workflow/report/workflow.rst"
 
 
@@ -38,10 +39,12 @@ rule all:
         EVAL_FILES,
         rules.aggregate.output,
         PAPER_OUTPUTS,
-        expand("paper_figures/sim/{study}.png", study=SIM_STUDIES),
-        ["results/sim/summary.csv", "paper_figures/sim/noise_law.csv"] if SIM_STUDIES else [],
-        f"paper_figures/{SCALE}/claims.csv",
-        f"paper_figures/{SCALE}/CLAIMS.md",
+        expand("results/sim/paper_figures/{study}.png", study=SIM_STUDIES),
+        ["results/sim/summary.csv", "results/sim/paper_figures/noise_law.csv"] if SIM_STUDIES else [],
+        f"results/{SCALE}/paper_figures/claims.csv",
+        f"results/{SCALE}/paper_figures/CLAIMS.md",
+        # Where this scale is published: your ledger beside the published one.
+        [f"results/{SCALE}/comparison.md"] if os.path.isfile(f"paper_figures/{SCALE}/claims.csv") else [],
 
 
 # A first look in a few minutes: the exact analysis (Figs. 2-3, claims C1-C2) and the policy-gradient
@@ -49,12 +52,12 @@ rule all:
 #   snakemake --cores 2 quick
 rule quick:
     input:
-        "paper_figures/quick/fig2_advantage_groups.png",
-        "paper_figures/quick/fig3_distinct_advantage_groups.png",
-        expand("paper_figures/sim/{study}.png", study=SIM_STUDIES),
+        "results/quick/paper_figures/fig2_advantage_groups.png",
+        "results/quick/paper_figures/fig3_distinct_advantage_groups.png",
+        expand("results/sim/paper_figures/{study}.png", study=SIM_STUDIES),
         ["results/sim/summary.csv"] if SIM_STUDIES else [],
-        "paper_figures/quick/claims.csv",
-        "paper_figures/quick/CLAIMS.md",
+        "results/quick/paper_figures/claims.csv",
+        "results/quick/paper_figures/CLAIMS.md",
 
 
 ruleorder: claims_quick > claims_ledger

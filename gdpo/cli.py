@@ -310,35 +310,100 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_amendment_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--amend-by", default=None, help="who amends the published evidence (a name), with --amend-why")
+    sub.add_argument("--amend-why", default=None, help="why the published evidence changes (kept in PROVENANCE.json)")
+
+
+def _amendment(args: argparse.Namespace):
+    from gdpo.reporting.publish import Amendment
+
+    if args.amend_by is None and args.amend_why is None:
+        return None
+    return Amendment(args.amend_by or "", args.amend_why or "")
+
+
 def _add_publish_results(commands: argparse._SubParsersAction) -> None:
     sub = commands.add_parser(
-        "publish-results", help="copy a finished run's evidence into paper_figures/<scale>/ with its provenance",
-        description="After the workflow has run: copies distinct_counts.csv, the bench's per_seed.csv, eval.csv and "
-                    "steps.csv into paper_figures/<scale>/evidence/ and writes PROVENANCE.json (commit, config, date).")
+        "publish-results", help="publish a finished workflow run into paper_figures/<scale>/: its evidence, everything "
+                                "built from it, and its provenance",
+        description="After the workflow has run: copies the evidence (distinct_counts.csv, the bench's per_seed.csv, "
+                    "eval.csv, steps.csv, items.json) into paper_figures/<scale>/evidence/, the ledger, figures, tables "
+                    "and report from results/<scale>/paper_figures/ beside it, and writes PROVENANCE.json (commit, "
+                    "config, date, digests). Committed evidence is never dropped or changed: adding runs needs "
+                    "--amend-by/--amend-why, replacing a draw also --replace.")
     sub.add_argument("--config", default="config/mini.yaml", help="the config the workflow ran (default mini)")
     sub.add_argument("--grid", choices=["default", "full"], default="default")
+    sub.add_argument("--replace", action="store_true",
+                     help="publish a new draw in place of the committed one (with --amend-by and --amend-why; the "
+                          "old commit and digests stay in PROVENANCE.json's amendments)")
+    _add_amendment_arguments(sub)
     sub.set_defaults(handler=cmd_publish_results)
 
 
 def cmd_publish_results(args: argparse.Namespace) -> int:
     from gdpo.reporting.publish import publish
 
-    print(f"wrote {publish(args.config, grid=args.grid)}/evidence and PROVENANCE.json")
+    out = publish(args.config, grid=args.grid, amendment=_amendment(args), replace=args.replace)
+    print(f"published {out}: evidence, ledger, figures, tables and PROVENANCE.json")
     return 0
 
 
 def _add_republish_ledger(commands: argparse._SubParsersAction) -> None:
     sub = commands.add_parser(
         "republish-ledger", help="rebuild a published scale's claims.csv and CLAIMS.md from its committed evidence "
-                                 "with the current rules, recording the hash of every input in PROVENANCE.json")
+                                 "with the current rules, recording the hash of every input in PROVENANCE.json",
+        description="Evidence that differs from the digests PROVENANCE.json records is refused, unless an amendment "
+                    "states who changed it and why (--amend-by, --amend-why; kept with the replaced digests).")
     sub.add_argument("published", help="a published scale, e.g. paper_figures/mini")
+    _add_amendment_arguments(sub)
     sub.set_defaults(handler=cmd_republish_ledger)
 
 
 def cmd_republish_ledger(args: argparse.Namespace) -> int:
     from gdpo.reporting.publish import republish_ledger
 
-    print(f"rebuilt {republish_ledger(args.published)}/claims.csv and CLAIMS.md; PROVENANCE.json records the inputs")
+    out = republish_ledger(args.published, amendment=_amendment(args))
+    print(f"rebuilt {out}/claims.csv and CLAIMS.md; PROVENANCE.json records the inputs")
+    return 0
+
+
+def _add_record_digests(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "record-digests", help="write the digests (MANIFEST.json) of committed runs that have none, from their "
+                               "committed files",
+        description="For evidence committed before digests were kept: each run directory under EVIDENCE_DIR without "
+                    "MANIFEST.json gets one, from its files as git has them at HEAD (refused for files that differ).")
+    sub.add_argument("evidence_dir", help="e.g. paper_figures/cpu-evidence/evidence/runs")
+    sub.set_defaults(handler=cmd_record_digests)
+
+
+def cmd_record_digests(args: argparse.Namespace) -> int:
+    from gdpo.evidence import record_digests
+
+    written = record_digests(args.evidence_dir)
+    print(f"wrote {len(written)} manifest(s) under {args.evidence_dir}")
+    return 0
+
+
+def _add_compare_ledgers(commands: argparse._SubParsersAction) -> None:
+    sub = commands.add_parser(
+        "compare-ledgers", help="a rerun's claims ledger beside the published one: verdicts and numbers per claim",
+        description="E.g. gdpo compare-ledgers paper_figures/mini/claims.csv results/mini/paper_figures/claims.csv")
+    sub.add_argument("published", help="the published claims.csv (paper_figures/<scale>/claims.csv)")
+    sub.add_argument("rerun", help="your workflow's claims.csv (results/<scale>/paper_figures/claims.csv)")
+    sub.add_argument("--out", default=None, help="also write the comparison here (Markdown)")
+    sub.set_defaults(handler=cmd_compare_ledgers)
+
+
+def cmd_compare_ledgers(args: argparse.Namespace) -> int:
+    from gdpo.reporting.ledger import compare_ledgers
+
+    text = compare_ledgers(args.published, args.rerun)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+    print(text, end="")
     return 0
 
 
@@ -562,11 +627,13 @@ def _add_aggregate(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    from gdpo.reporting.aggregate import gather_evals, gather_items, gather_steps
+    from gdpo.reporting.aggregate import gather_evals, gather_items, gather_steps, write_summary_digests
 
+    written = []
     for frame, out in ((gather_steps(args.metrics), args.out_steps), (gather_evals(args.evals), args.out_eval)):
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(out, index=False)
+        written.append(out)
         print(f"wrote {out} ({len(frame)} rows)")
     if args.out_items:
         items = gather_items(args.evals)
@@ -577,6 +644,9 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
             f'{{"without_items": {json.dumps(items["without_items"])},\n"runs": [\n{lines}\n]}}\n', encoding="utf-8")
         print(f"wrote {args.out_items} ({len(items['runs'])} runs with per-item outcomes, "
               f"{len(items['without_items'])} without)")
+        written.append(args.out_items)
+    if len({Path(path).parent for path in written}) == 1:
+        print(f"wrote {write_summary_digests(written)}")
     return 0
 
 
@@ -849,6 +919,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_calibrate,
         _add_publish_results,
         _add_republish_ledger,
+        _add_record_digests,
+        _add_compare_ledgers,
         _add_restore_evidence,
         _add_run_experiment,
         _add_prepare_model,

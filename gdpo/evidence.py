@@ -12,6 +12,11 @@ Layout: each run's :class:`gdpo.plan.RunKey` under the evidence directory,
 Restoring checks that the committed run was made with the settings the config now asks for (the run's
 ``config.json`` and the evaluation's ``settings``), so evidence from another design is never counted as
 this one's. Where a run reports its metrics live (``training.report_to``) is no part of its design.
+
+Evidence proves itself: saving a run writes :data:`MANIFEST` beside its files, the SHA-256 of each and the
+steps its summary states. Restoring and aggregation check every file against it and check that the files agree
+with each other (:func:`check_consistency`: the metrics' last step is the summary's, each file parses as what it
+is), and stop naming the file, the recorded and the found digest.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from gdpo.files import SAMPLE_FILE
+from gdpo.files import SAMPLE_FILE, DigestMismatch, check_digests, file_sha256
 from gdpo.plan import EVAL_FILE, RunKey
 
 #: The experiment driver's record of its batches, one JSON object per line, beside the runs' evidence
@@ -35,6 +40,158 @@ RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "env.json")
 SAMPLE_ITEMS = 50
 #: The evaluator's completion files, per family (tool calling and code; math's lm-eval samples per benchmark).
 _COMPLETION_PATTERNS = ("completions.jsonl", "samples_*.jsonl")
+#: A committed run's record of its own files (:func:`write_manifest`): ``{"sha256": {name: digest}, "steps":
+#: summary.json's steps or None, "recorded": {"by": ..., "note": ...}}``. Restored with the run into ``results/``.
+MANIFEST = "MANIFEST.json"
+#: What to do when committed evidence does not match its digests.
+_TAMPERED_FIX = ("Restore the committed files (git checkout -- <file>, or git log -- <file> to see what changed "
+                 "them); evidence that is meant to change is republished as a stated amendment, never edited in place.")
+
+
+class EvidenceInconsistent(ValueError):
+    """A run's files disagree with each other or do not parse as what they are (e.g. fewer metrics lines than
+    the steps its summary states)."""
+
+
+def _json_object(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise EvidenceInconsistent(f"{path} is not valid JSON ({error}); restore it from git or re-run its job.") \
+            from error
+    if not isinstance(value, dict):
+        raise EvidenceInconsistent(f"{path} holds a JSON {type(value).__name__}, not an object; restore it from git "
+                                   "or re-run its job.")
+    return value
+
+
+def metrics_steps(path: str | Path) -> list[int]:
+    """The ``step`` of every line of a run's ``metrics.jsonl``, in order.
+
+    Raises:
+        EvidenceInconsistent: a line is not a JSON object with an integer ``step``, or the steps do not increase.
+    """
+    steps: list[int] = []
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise EvidenceInconsistent(f"{path} line {number} is not valid JSON ({error}): the file is cut or "
+                                           "edited; restore it from git or re-run its train job.") from error
+            step = record.get("step") if isinstance(record, dict) else None
+            if not isinstance(step, int) or isinstance(step, bool):
+                raise EvidenceInconsistent(f"{path} line {number} has no integer 'step'; restore it from git or re-run "
+                                           "its train job.")
+            if steps and step <= steps[-1]:
+                raise EvidenceInconsistent(f"{path} line {number}: step {step} after step {steps[-1]} (steps must "
+                                           "increase); restore it from git or re-run its train job.")
+            steps.append(step)
+    return steps
+
+
+def check_consistency(run_dir: str | Path) -> None:
+    """Check that a run directory's files parse as what they are and agree with each other: ``summary.json``,
+    ``config.json``, ``env.json`` and ``eval.json`` are JSON objects (eval.json with a ``benchmarks`` object, the
+    summary with integer ``steps``), and ``metrics.jsonl``'s steps increase up to the summary's ``steps``.
+    Files that are absent are not checked (a base model has eval.json only).
+
+    Raises:
+        EvidenceInconsistent: naming the file and what is wrong.
+    """
+    run_dir = Path(run_dir)
+    for name in ("config.json", "env.json"):
+        if (run_dir / name).is_file():
+            _json_object(run_dir / name)
+    if (run_dir / EVAL_FILE).is_file():
+        evaluation = _json_object(run_dir / EVAL_FILE)
+        if not isinstance(evaluation.get("benchmarks"), dict):
+            raise EvidenceInconsistent(f"{run_dir / EVAL_FILE} has no 'benchmarks' object; restore it from git or "
+                                       "re-run its evaluation.")
+    summary_steps = None
+    if (run_dir / "summary.json").is_file():
+        summary_steps = _json_object(run_dir / "summary.json").get("steps")
+        if not isinstance(summary_steps, int) or isinstance(summary_steps, bool) or summary_steps < 0:
+            raise EvidenceInconsistent(f"{run_dir / 'summary.json'} states no step count ('steps': "
+                                       f"{summary_steps!r}); restore it from git or re-run its train job.")
+    if (run_dir / "metrics.jsonl").is_file():
+        steps = metrics_steps(run_dir / "metrics.jsonl")
+        last = steps[-1] if steps else 0
+        if summary_steps is not None and last != summary_steps:
+            raise EvidenceInconsistent(
+                f"{run_dir / 'metrics.jsonl'} ends at step {last} ({len(steps)} lines) but {run_dir / 'summary.json'} "
+                f"states {summary_steps} steps: the metrics are cut or the summary is not this run's; restore both "
+                "from git or re-run the train job.")
+
+
+def write_manifest(run_dir: str | Path, names: Iterable[str], recorded: Mapping | None = None) -> dict:
+    """Write :data:`MANIFEST` in ``run_dir``: the SHA-256 of each of ``names`` (files of ``run_dir``) and the
+    steps ``summary.json`` states; ``recorded`` says who recorded it and when (e.g. a commit). Returns it.
+
+    Raises:
+        EvidenceInconsistent: the files disagree with each other (:func:`check_consistency`); nothing is written.
+    """
+    run_dir = Path(run_dir)
+    check_consistency(run_dir)
+    summary = run_dir / "summary.json"
+    manifest = {
+        "sha256": {name: file_sha256(run_dir / name) for name in sorted(names)},
+        "steps": _json_object(summary)["steps"] if summary.is_file() else None,
+        "recorded": dict(recorded or {}),
+    }
+    (run_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_manifest(run_dir: str | Path) -> dict:
+    """A run directory's :data:`MANIFEST`.
+
+    Raises:
+        DigestMismatch: there is none, or it is not a manifest (evidence without digests cannot prove itself).
+    """
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        raise DigestMismatch(f"{path} does not exist: the evidence in {Path(run_dir)} has no digests to check it "
+                             "against. Evidence saved by `gdpo run-experiment` has one; for evidence committed before "
+                             "digests were kept, record them once from the committed files with "
+                             "`python -m gdpo record-digests <evidence_dir>`.")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DigestMismatch(f"{path} is not valid JSON ({error}). {_TAMPERED_FIX}") from error
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("sha256"), dict) or not manifest["sha256"]:
+        raise DigestMismatch(f"{path} records no digests. {_TAMPERED_FIX}")
+    return manifest
+
+
+def check_run_evidence(run_dir: str | Path, names: Iterable[str] | None = None) -> dict:
+    """Check a run directory against its :data:`MANIFEST`: each of ``names`` (default: every file the manifest
+    records) has its recorded digest, the manifest's ``steps`` are the summary's, and the files agree
+    (:func:`check_consistency`). Returns the manifest.
+
+    Raises:
+        DigestMismatch: a file differs from its digest, is missing, or is not recorded (file, recorded, found).
+        EvidenceInconsistent: the files disagree with each other.
+    """
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    recorded = manifest["sha256"]
+    wanted = list(recorded) if names is None else list(names)
+    unrecorded = [name for name in wanted if name not in recorded]
+    if unrecorded:
+        raise DigestMismatch(f"{run_dir / MANIFEST} records no digest for {', '.join(unrecorded)}: these files were "
+                             f"added after the run was saved. {_TAMPERED_FIX}")
+    check_digests({name: recorded[name] for name in wanted}, run_dir, str(run_dir / MANIFEST), _TAMPERED_FIX)
+    check_consistency(run_dir)
+    if manifest.get("steps") is not None and (run_dir / "summary.json").is_file():
+        stated = _json_object(run_dir / "summary.json").get("steps")
+        if stated != manifest["steps"]:
+            raise EvidenceInconsistent(f"{run_dir / 'summary.json'} states {stated} steps, its manifest "
+                                       f"{manifest['steps']}. {_TAMPERED_FIX}")
+    return manifest
 
 
 def run_key_dir(root: str | Path, task: str, method: str, seed: int) -> Path:
@@ -61,7 +218,8 @@ def save_evidence(run_dir: str | Path, dest: str | Path, trained: bool = True) -
     """Copy a finished run's evidence from ``run_dir`` (``results/<scale>/runs/<task>/<method>/seed<k>``) to
     ``dest``; ``trained`` False for the base model (its evaluation only). Returns the files written.
 
-    Raises ``ValueError`` naming the missing files when the run has not finished (nothing is written then).
+    Writes :data:`MANIFEST` beside the copies (their digests). Raises ``ValueError`` naming the missing files when
+    the run has not finished (nothing is written then), and :class:`EvidenceInconsistent` when its files disagree.
     """
     run_dir, dest = Path(run_dir), Path(dest)
     names = (*RUN_FILES, EVAL_FILE) if trained else (EVAL_FILE,)
@@ -69,6 +227,7 @@ def save_evidence(run_dir: str | Path, dest: str | Path, trained: bool = True) -
     if missing:
         raise ValueError(f"{run_dir} has not finished: {', '.join(missing)} missing; train and evaluate it first "
                          f"(snakemake {run_dir / EVAL_FILE}).")
+    check_consistency(run_dir)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     for name in names:
@@ -78,6 +237,8 @@ def save_evidence(run_dir: str | Path, dest: str | Path, trained: bool = True) -
     if sample:
         (dest / SAMPLE_FILE).write_text("\n".join(sample) + "\n", encoding="utf-8")
         written.append(dest / SAMPLE_FILE)
+    write_manifest(dest, [path.name for path in written], {"by": "gdpo run-experiment (save_evidence)"})
+    written.append(dest / MANIFEST)
     return written
 
 
@@ -128,9 +289,12 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     ``resolve_run_settings(...).to_dict()``, for an evaluation ``resolve_eval_settings(...).to_dict()``, both in
     :mod:`gdpo.plan`; the rules pass their ``to_json()``); every key must equal the committed one
     (``config.json``, or eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is
-    copied.
+    copied. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
+    :class:`~gdpo.files.DigestMismatch` or :class:`EvidenceInconsistent`, nothing copied); the manifest is
+    copied too where ``names`` hold the run's files or a base model's evaluation (one writer per run directory).
     """
     src, run_dir, names = Path(src), Path(run_dir), list(names)
+    manifest = check_run_evidence(src, names)
     if expected is not None:
         if "config.json" in names:
             committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))
@@ -145,6 +309,9 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     run_dir.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copyfile(src / name, run_dir / name)
+    # restore_run and restore_eval of one trained run may run at once: only the run's restore writes the manifest.
+    if "config.json" in names or "config.json" not in manifest["sha256"]:
+        shutil.copyfile(src / MANIFEST, run_dir / MANIFEST)
 
 
 def read_timeline(evidence_dir: str | Path) -> list[dict]:
@@ -208,3 +375,62 @@ def run_records(evidence_dir: str | Path) -> list[dict]:
             "eval_seconds": evaluation.get("eval_seconds"),
         })
     return sorted(records, key=lambda r: (r["task"], r["method"], r["seed"]))
+
+
+def record_digests(evidence_dir: str | Path) -> list[Path]:
+    """Write :data:`MANIFEST` for every committed run under ``evidence_dir`` that has none (evidence committed
+    before digests were kept), from the files exactly as git has them at HEAD. Returns the manifests written.
+
+    Each manifest's ``recorded`` names the commit that last changed the run's files, so a reader can check the
+    digests against that commit's blobs.
+
+    Raises:
+        ValueError: a run's files are untracked or differ from HEAD (digests must be of committed evidence:
+            commit or restore them first); nothing is written for any run then.
+    """
+    import subprocess
+
+    root = Path(evidence_dir)
+    pending = []
+    for seed_dir in sorted(root.glob(RunKey.pattern(".").format(task="*", method="*", seed="*"))):
+        try:
+            RunKey.from_path(seed_dir)
+        except ValueError:
+            continue
+        if seed_dir.is_dir() and not (seed_dir / MANIFEST).exists() and (seed_dir / EVAL_FILE).is_file():
+            pending.append(seed_dir)
+
+    def git(*args: str, cwd: Path) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+    records = []
+    for seed_dir in pending:
+        names = sorted(path.name for path in seed_dir.iterdir() if path.is_file())
+        dirty = git("status", "--porcelain", "--untracked-files=all", "--", ".", cwd=seed_dir)
+        if dirty:
+            raise ValueError(f"{seed_dir} has files that differ from HEAD or are untracked ({dirty.splitlines()[0]} "
+                             "...): digests are recorded only for committed evidence; commit or restore it first.")
+        check_consistency(seed_dir)
+        records.append((seed_dir, names, git("log", "-1", "--format=%H", "--", ".", cwd=seed_dir)))
+    written = []
+    for seed_dir, names, commit in records:
+        write_manifest(seed_dir, names, {"by": "gdpo record-digests", "files_committed_at": commit,
+                                         "note": "recorded after the run was committed, from its committed files"})
+        written.append(seed_dir / MANIFEST)
+    return written
+
+
+def check_run_dir(run_dir: str | Path) -> None:
+    """The check aggregation makes of a run directory under ``results/``: its files agree
+    (:func:`check_consistency`), and where the run was restored from committed evidence (its :data:`MANIFEST`
+    beside), every restored file still has its committed digest.
+
+    Raises:
+        DigestMismatch, EvidenceInconsistent: naming the file.
+    """
+    run_dir = Path(run_dir)
+    if (run_dir / MANIFEST).is_file():
+        recorded = read_manifest(run_dir)["sha256"]
+        check_run_evidence(run_dir, [name for name in recorded if (run_dir / name).is_file()])
+    else:
+        check_consistency(run_dir)

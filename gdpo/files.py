@@ -88,3 +88,36 @@ def item_outcomes(ids: list, scores: dict[str, list], groups: list[str] | None =
             raise ValueError(f"{len(groups)} groups for {len(ids)} items.")
         record["groups"] = list(groups)
     return {**record, **extra}
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class DigestMismatch(ValueError):
+    """A file is not the one its record names: its bytes changed, or it is gone, since its digest was recorded."""
+
+
+def check_digests(expected: dict[str, str], base: str | Path, record: str, fix: str) -> None:
+    """Check every ``name → SHA-256`` of ``expected`` against the file ``base/name``.
+
+    ``record``: where the digests were read (named in the error); ``fix``: what to do about a mismatch.
+
+    Raises:
+        DigestMismatch: listing each file that differs or is missing, with the recorded and the found digest.
+    """
+    base = Path(base)
+    problems = []
+    for name, digest in sorted(expected.items()):
+        path = base / name
+        found = file_sha256(path) if path.is_file() else "missing"
+        if found != digest:
+            problems.append(f"{path}: recorded sha256 {digest}, found {found}")
+    if problems:
+        raise DigestMismatch(f"{len(problems)} file(s) differ from the digests recorded in {record}: "
+                             + "; ".join(problems) + f". {fix}")

@@ -27,7 +27,7 @@ def test_run_identity_comes_from_the_path(tmp_path):
 
 
 def test_steps_of_every_run_in_one_table(tmp_path):
-    a = write_run(tmp_path, "t", "gdpo", 0, steps=[{"step": 2, "reward": 0.5}, {"step": 1, "reward": 0.25}])
+    a = write_run(tmp_path, "t", "gdpo", 0, steps=[{"step": 1, "reward": 0.25}, {"step": 2, "reward": 0.5}])
     b = write_run(tmp_path, "t", "grpo", 1, steps=[{"step": 1, "reward": 1.0, "rewards/x/mean": 0.0}])
     steps = gather_steps([b / "metrics.jsonl", a / "metrics.jsonl"])
     assert list(steps.columns) == ["task", "method", "seed", "step", "reward", "rewards/x/mean"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gdpo.evidence import EVAL_FILE, RUN_FILES, SAMPLE_FILE, committed, restore, run_key_dir, save_evidence
+from gdpo.evidence import EVAL_FILE, MANIFEST, RUN_FILES, SAMPLE_FILE, committed, restore, run_key_dir, save_evidence
 from gdpo.experiment import TIMELINE, experiment_batches, run_experiment, spent_hours
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,6 +23,8 @@ def finished_run(run_dir: Path, settings: dict, completions: int = 80) -> Path:
     run_dir.mkdir(parents=True)
     for name in RUN_FILES:
         (run_dir / name).write_text("{}\n")
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": step, "loss": 0.1}) + "\n" for step in (1, 2, 3)))
+    (run_dir / "summary.json").write_text(json.dumps({"steps": 3}))
     # as train() writes it: the settings, with TRL's arguments completed at run time
     (run_dir / "config.json").write_text(json.dumps({**settings, "trl": {**settings.get("trl", {}), "seed": 0}}))
     (run_dir / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 277}, "benchmarks": {},
@@ -36,7 +38,7 @@ def test_save_then_restore_round_trips_and_keeps_a_sample(tmp_path):
     run = finished_run(tmp_path / "results/tool_calling/gdpo/seed0", {"task": "tool_calling", "max_steps": 100})
     dest = run_key_dir(tmp_path / "evidence", "tool_calling", "gdpo", 0)
     written = save_evidence(run, dest)
-    assert {p.name for p in written} == {*RUN_FILES, EVAL_FILE, SAMPLE_FILE}
+    assert {p.name for p in written} == {*RUN_FILES, EVAL_FILE, SAMPLE_FILE, MANIFEST}
     assert len((dest / SAMPLE_FILE).read_text().splitlines()) == 50
     assert not (dest / "model").exists()
     assert committed(tmp_path / "evidence") == {("tool_calling", "gdpo", 0)}
@@ -55,7 +57,7 @@ def test_unfinished_runs_are_not_saved_and_other_settings_are_not_restored(tmp_p
     with pytest.raises(ValueError, match="has not finished: eval.json missing"):
         save_evidence(run, tmp_path / "evidence/t/m/seed0")
     assert not (tmp_path / "evidence").exists()
-    (run / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 24}}))
+    (run / EVAL_FILE).write_text(json.dumps({"settings": {"eval_size": 24}, "benchmarks": {}}))
     save_evidence(run, tmp_path / "evidence/t/m/seed0")
     with pytest.raises(ValueError, match=r"max_steps: committed 100, config 500.*Restore the config"):
         restore(tmp_path / "evidence/t/m/seed0", tmp_path / "out", RUN_FILES, {"max_steps": 500})
@@ -109,7 +111,7 @@ def test_the_workflow_restores_committed_runs_and_trains_the_others(tmp_path):
     configfile.write_text(yaml.safe_dump(config))
     run = finished_run(tmp_path / "run", resolve_run_settings(config, "math", "gdpo", 0).to_dict())
     evaluation = resolve_eval_settings(config, "math", "gdpo", 0)
-    (run / EVAL_FILE).write_text(json.dumps({"settings": evaluation.to_dict()}))
+    (run / EVAL_FILE).write_text(json.dumps({"settings": evaluation.to_dict(), "benchmarks": {}}))
     save_evidence(run, run_key_dir(evidence, "math", "gdpo", 0))
     target_dir = "results/cpu-evidence/runs/math/gdpo"
     targets = [f"{target_dir}/seed{seed}/{name}" for seed in (0, 1) for name in ("eval.json", "summary.json")]
@@ -144,7 +146,7 @@ def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
     configfile.write_text(yaml.safe_dump(config))
     run = finished_run(tmp_path / "run", resolve_run_settings(config, "tool_calling", "grpo", 2).to_dict())
     evaluation = resolve_eval_settings(config, "tool_calling", "grpo", 2)
-    (run / EVAL_FILE).write_text(json.dumps({"settings": evaluation.to_dict()}))
+    (run / EVAL_FILE).write_text(json.dumps({"settings": evaluation.to_dict(), "benchmarks": {}}))
     save_evidence(run, run_key_dir(tmp_path / "evidence", "tool_calling", "grpo", 2))
     work = tmp_path / "work"
     work.mkdir()
@@ -155,7 +157,7 @@ def test_a_real_restore_writes_the_committed_files_into_results(tmp_path):
         cwd=work, capture_output=True, text=True, check=False)
     assert process.returncode == 0, process.stderr[-3000:]
     restored = work / "results/cpu-evidence/runs/tool_calling/grpo/seed2"
-    assert sorted(p.name for p in restored.iterdir()) == sorted([*RUN_FILES, EVAL_FILE])
+    assert sorted(p.name for p in restored.iterdir()) == sorted([*RUN_FILES, EVAL_FILE, MANIFEST])
     assert (restored / "config.json").read_text() == (run / "config.json").read_text()
 
 
@@ -191,7 +193,7 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
             for target in targets:
                 run_dir = Path(cwd) / Path(target).parent
                 finished_run(run_dir, {}) if "/base/" not in target else (
-                    run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text("{}"))
+                    run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text(json.dumps({"benchmarks": {}})))
         return subprocess.CompletedProcess(command, 0 if len(calls) == 2 else 1)
 
     monkeypatch.setattr(subprocess, "run", fake_snakemake)
@@ -294,7 +296,7 @@ def test_a_run_that_finishes_mid_batch_is_saved_before_the_batch_ends(tmp_path, 
         seen_mid_batch.append(set(committed(Path(cwd) / "evidence")))
         for run_dir in others:
             finished_run(run_dir, {}) if "/base/" not in str(run_dir) else (
-                run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text("{}"))
+                run_dir.mkdir(parents=True), (run_dir / EVAL_FILE).write_text(json.dumps({"benchmarks": {}})))
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(subprocess, "run", fake_snakemake)

@@ -121,12 +121,14 @@ def test_published_results_rebuild_to_the_same_ledger(tmp_path, real_counts):
     with contextlib.chdir(tmp_path):
         with pytest.raises(FileNotFoundError, match="run the workflow"):
             publish.publish("config/mini.yaml")
-        ledgers.write_ledger("mini", "results/exact/distinct_counts.csv", "paper_figures/mini/claims.csv",
-                             "paper_figures/mini/CLAIMS.md", eval_csv="results/mini/summary/eval.csv",
+        ledgers.write_ledger("mini", "results/exact/distinct_counts.csv", "results/mini/paper_figures/claims.csv",
+                             "results/mini/paper_figures/CLAIMS.md", eval_csv="results/mini/summary/eval.csv",
                              steps_csv="results/mini/summary/steps.csv", reporting=config["reporting"],
                              runs=describe_runs(config))
         out = publish.publish("config/mini.yaml")
     assert sorted(p.name for p in (out / "evidence").iterdir()) == ["distinct_counts.csv", "eval.csv"]
+    # the ledger is published with the evidence it was built from
+    assert (out / "claims.csv").read_bytes() == (tmp_path / "results/mini/paper_figures/claims.csv").read_bytes()
     committed = pd.read_csv(out / "claims.csv", keep_default_na=False)
     rebuilt = publish.rebuild_ledger(out, tmp_path / "rebuild")
     rebuilt.to_csv(tmp_path / "rebuilt.csv", index=False, float_format="%.3f")

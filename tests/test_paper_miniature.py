@@ -50,16 +50,16 @@ def test_paper_config_runs_end_to_end_in_miniature(tmp_path, family):
                            "code": {"apps", "codecontests", "codeforces", "taco"}}[family]
     assert set(evals["benchmark"]) >= expected_benchmarks
     # The reporting block's figures and tables, labelled with what ran.
-    for path in planned_outputs(small, f"paper_figures/{scale}"):
+    for path in planned_outputs(small, f"results/{scale}/paper_figures"):
         assert (tmp_path / path).stat().st_size > 200, path
-    for table in (tmp_path / f"paper_figures/{scale}").glob("table*.md"):
+    for table in (tmp_path / f"results/{scale}/paper_figures").glob("table*.md"):
         text = table.read_text()
         assert f"scale `{scale}`" in text and "our model stands in for the paper model" in text
         assert "tiny-qwen2" in text, table  # the grid names the model that ran, not only the paper's
     # The ledger: exact rows, the family's own claims judged from these runs and labelled with the tiny
     # model and 2 steps; a 2-step, 1-seed design never gives a decisive verdict: a claim whose validity
     # conditions the runs miss is "not tested" (with the failed condition), else "underpowered".
-    ledger = pd.read_csv(tmp_path / f"paper_figures/{scale}/claims.csv")
+    ledger = pd.read_csv(tmp_path / f"results/{scale}/paper_figures/claims.csv")
     assert set(ledger[ledger["scale"] == "exact"]["verdict"]) == {"reproduced"}
     rows = ledger[ledger["scale"] == scale].set_index("claim_id")
     undecided = ("underpowered", "not tested", "not run")

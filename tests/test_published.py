@@ -79,3 +79,15 @@ def test_provenance_hashes_every_input_and_they_are_the_committed_files():
     for path, digest in inputs.items():
         assert hashlib.sha256((root / path).read_bytes()).hexdigest() == digest, f"{path} changed since publishing"
     assert len(provenance["ledger_commit"]) == 40
+
+
+@pytest.mark.parametrize("scale", PUBLISHED_SCALES)
+def test_every_published_file_has_the_digest_its_provenance_records(scale):
+    """Each evidence file, and each committed run's files (against their manifest and PROVENANCE's record)."""
+    from gdpo.reporting.publish import verify_published
+
+    provenance = verify_published(FIGURES / scale)
+    if "experiment" in provenance:
+        runs = {f"{provenance['experiment']['evidence_dir']}/{run['task']}/{run['method']}/seed{run['seed']}"
+                for run in provenance["experiment"]["runs"]}
+        assert set(provenance["run_evidence"]) == runs and len(runs) == 28

@@ -87,7 +87,7 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     assert result.returncode == 0, result.stderr[-3000:]
     assert "has been submitted with SLURM jobid" in result.stdout + result.stderr  # really through sbatch
 
-    for name in ("results/exact/distinct_counts.csv", "results/exact/fig2_table.csv", "paper_figures/smoke/claims.csv"):
+    for name in ("results/exact/distinct_counts.csv", "results/exact/fig2_table.csv", "results/smoke/paper_figures/claims.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(on_slurm / name), pd.read_csv(local / name))
     for run in RUNS:
         assert behaviour(on_slurm / run / "metrics.jsonl") == behaviour(local / run / "metrics.jsonl"), run

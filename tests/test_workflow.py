@@ -48,17 +48,17 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert len(points) == 15 + 7  # G = 2..16 at n = 2, n = 2..8 at G = 4
     for name in ("fig2_advantage_groups", "fig3_distinct_advantage_groups"):
         for suffix in (".png", ".pdf"):
-            assert (tmp_path / "paper_figures/smoke" / f"{name}{suffix}").stat().st_size > 1000
-    ledger = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv")
+            assert (tmp_path / "results/smoke/paper_figures" / f"{name}{suffix}").stat().st_size > 1000
+    ledger = pd.read_csv(tmp_path / "results/smoke/paper_figures/claims.csv")
     ledger = ledger[ledger["scale"] == "exact"].set_index("claim_id")
     assert ledger.loc["C1", "verdict"] == ledger.loc["C2", "verdict"] == "reproduced"
-    assert (tmp_path / "paper_figures/smoke/CLAIMS.md").read_text().startswith("# Claims ledger")
+    assert (tmp_path / "results/smoke/paper_figures/CLAIMS.md").read_text().startswith("# Claims ledger")
     # The bench: each configured study's figure, the summary, and sim-scale rows in the ledger.
     for study in ("format_vs_correctness", "easy_vs_hard_weights"):
-        assert (tmp_path / f"paper_figures/sim/{study}.png").stat().st_size > 1000
+        assert (tmp_path / f"results/sim/paper_figures/{study}.png").stat().st_size > 1000
     summary = pd.read_csv(tmp_path / "results/sim/summary.csv")
     assert set(summary["study"]) == {"format_vs_correctness", "easy_vs_hard_weights"}
-    full = pd.read_csv(tmp_path / "paper_figures/smoke/claims.csv")
+    full = pd.read_csv(tmp_path / "results/smoke/paper_figures/claims.csv")
     sim_rows = full[full["scale"] == "sim"].set_index("claim_id")
     assert set(sim_rows.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
     for claim, verdict in SMOKE_SIM_VERDICTS.items():
@@ -87,8 +87,8 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     for name in ("fig4_tool_calling_curves.png", "fig5_math_curves.pdf", "fig6_length_weight_sweep.png",
                  "fig7_conditioned_length_curves.pdf", "fig8_batch_step_ablation.png", "table1_tool_calling.md",
                  "table3_math.csv", "table4_math_conditioned.md", "table5_code.md"):
-        assert (tmp_path / "paper_figures/smoke" / name).stat().st_size > 500, name
-    table1 = pd.read_csv(tmp_path / "paper_figures/smoke/table1_tool_calling.csv", keep_default_na=False)
+        assert (tmp_path / "results/smoke/paper_figures" / name).stat().st_size > 500, name
+    table1 = pd.read_csv(tmp_path / "results/smoke/paper_figures/table1_tool_calling.csv", keep_default_na=False)
     assert table1.loc[0, "Multi"].startswith("not run: ") and table1.loc[0, "Multi"].endswith("(0.12)")
     assert table1.loc[1, "Live"].endswith("(50.63)") and "no run" not in table1.loc[1, "Live"]
     steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
@@ -116,9 +116,9 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert "Nothing to be done" in again.stdout + again.stderr
     # The report: one HTML file with the figures, the tables and the ledger.
     report = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
-                       str(REPO / "config" / "smoke.yaml"), "--report", "paper_figures/smoke/report.html")
+                       str(REPO / "config" / "smoke.yaml"), "--report", "results/smoke/paper_figures/report.html")
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "paper_figures/smoke/report.html").read_text(errors="replace")
+    html = (tmp_path / "results/smoke/paper_figures/report.html").read_text(errors="replace")
     for name in ("fig4_tool_calling_curves.png", "table1_tool_calling.csv", "claims.csv", "Claims ledger"):
         assert name in html, name
 
@@ -154,7 +154,7 @@ def test_dry_run_of_every_paper_config_in_miniature(tmp_path, config):
                        str(REPO / "config" / "overlays" / "miniature.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
     scale = config.replace("paper-", "miniature-")
-    assert f"paper_figures/{scale}/claims.csv" in result.stdout and "rule miniature_data" in result.stdout
+    assert f"results/{scale}/paper_figures/claims.csv" in result.stdout and "rule miniature_data" in result.stdout
     assert "accelerate launch" not in result.stdout and "python -m gdpo train" in result.stdout
     assert "results/paper-" not in result.stdout
 

@@ -21,6 +21,10 @@
   Every row also carries ``start_weights_sha256``: the digest of the model the run started from (eval.json's
   ``model_weights_sha256``, the weights its adapter or fine-tune was evaluated on; the base model's own for
   method ``base``), empty where eval.json did not record it. The ledger compares only runs of one start model.
+
+Every run directory is checked before it is read (:func:`gdpo.evidence.check_run_dir`: its files agree, and a
+run restored from committed evidence still has its committed digests), and the summaries' own digests are
+written beside them (:data:`SUMMARY_DIGESTS`), which the ledger checks before it reads them.
 """
 
 from __future__ import annotations
@@ -30,8 +34,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from gdpo.evidence import check_run_dir
+from gdpo.files import check_digests, file_sha256
 from gdpo.generation.health import collapse_reasons, not_judged_reason
 from gdpo.plan import RunKey
+
+#: The SHA-256 of the summaries `gdpo aggregate` wrote (eval.csv, steps.csv, items.json), beside them.
+SUMMARY_DIGESTS = "digests.json"
 
 STEP_KEYS = ["task", "method", "seed", "step"]
 EVAL_COLUMNS = ["task", "method", "seed", "benchmark", "metric", "value", "n_items", "n_samples"]
@@ -87,8 +96,45 @@ def run_identity(path: str | Path) -> dict:
     return RunKey.from_file(path).identity()
 
 
+def check_runs(files: list[str | Path]) -> None:
+    """:func:`gdpo.evidence.check_run_dir` on the run directory of each of ``files`` (each directory once)."""
+    for run_dir in dict.fromkeys(Path(path).parent for path in files):
+        check_run_dir(run_dir)
+
+
+def write_summary_digests(paths: list[str | Path]) -> Path:
+    """Write :data:`SUMMARY_DIGESTS` beside ``paths`` (one folder): ``{file name: SHA-256}``."""
+    paths = [Path(path) for path in paths]
+    folders = {path.parent for path in paths}
+    if len(folders) != 1:
+        raise ValueError(f"the summaries must share one folder to be recorded together, got {sorted(folders)}")
+    out = folders.pop() / SUMMARY_DIGESTS
+    out.write_text(json.dumps({path.name: file_sha256(path) for path in paths}, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def check_summary_digests(*paths: str | Path | None) -> None:
+    """Check summaries against the :data:`SUMMARY_DIGESTS` `gdpo aggregate` wrote beside them (if it did: a
+    published scale's evidence is checked against its ``PROVENANCE.json`` instead).
+
+    Raises:
+        gdpo.files.DigestMismatch: a summary changed after aggregation (file, recorded and found digest).
+    """
+    for path in (Path(p) for p in paths if p):
+        record = path.parent / SUMMARY_DIGESTS
+        if not record.is_file():
+            continue
+        recorded = json.loads(record.read_text(encoding="utf-8"))
+        if path.name in recorded:
+            check_digests({path.name: recorded[path.name]}, path.parent, str(record),
+                          "The summaries are rebuilt from the runs by `gdpo aggregate` (snakemake re-runs it when "
+                          "they are deleted); never edit them in place.")
+
+
 def gather_steps(metrics_files: list[str | Path]) -> pd.DataFrame:
-    """Every logged step of every run; columns ``task, method, seed, step`` then the metrics (sorted)."""
+    """Every logged step of every run; columns ``task, method, seed, step`` then the metrics (sorted).
+    Each run directory is checked first (:func:`check_runs`)."""
+    check_runs(metrics_files)
     frames = []
     for path in metrics_files:
         rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -113,6 +159,7 @@ def gather_items(eval_files: list[str | Path]) -> dict:
     would. Evaluations made before per-item outcomes were kept are listed in ``"without_items"``
     (``"<task>/<method>/seed<k>"``), not left out silently.
     """
+    check_runs(eval_files)
     runs, without = [], []
     for path in eval_files:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -130,6 +177,7 @@ def gather_evals(eval_files: list[str | Path]) -> pd.DataFrame:
     Columns a family could not produce (``not_run`` in eval.json) become rows with an empty ``value``
     and the reason in ``note``, so a table can say why a cell is empty.
     """
+    check_runs(eval_files)
     rows = []
     for path in eval_files:
         record = json.loads(Path(path).read_text(encoding="utf-8"))

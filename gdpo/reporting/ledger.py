@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gdpo.reporting.aggregate import check_summary_digests
 from gdpo.reporting import calibration
 from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, NOT_MODELLED, NOT_RUN, Claim, Verdict
 from gdpo.reporting.verdicts import ClaimRule, Scale, rules_of
@@ -104,6 +105,8 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
     """Every registered rule applied to its evidence, in claim order and, within a claim, :class:`Scale`
     order (arguments of :func:`build_ledger`). A scale's rows are left out where its evidence was not asked
     for: sim rows without ``sim_per_seed``, model rows without ``scale_rows``."""
+    # Summaries `gdpo aggregate` wrote are checked against the digests it recorded beside them.
+    check_summary_digests(eval_csv, steps_csv, Path(eval_csv).with_name("items.json") if eval_csv else None)
     evidence = Evidence(
         _read_optional(eval_csv), _read_optional(steps_csv), reporting or {}, scale,
         eval_path=str(eval_csv or f"results/{scale}/summary/eval.csv"),
@@ -275,3 +278,43 @@ def write_ledger(scale: str, distinct_counts: str | Path | None, out_csv: str | 
     ledger.to_csv(out_csv, index=False, float_format="%.3f")
     Path(out_md).write_text(ledger_markdown(ledger, scale), encoding="utf-8")
     return ledger
+
+
+def compare_ledgers(published: str | Path, rerun: str | Path) -> str:
+    """A rerun's ledger beside the published one (both ``claims.csv``), as Markdown: per claim and scale, the two
+    verdicts, whether they agree, what each measured and what each ran. Rows only one side has are listed too
+    (a rerun at another scale shares only the exact and bench rows).
+
+    Raises:
+        FileNotFoundError: a ledger is missing (run the workflow, or name the published scale's claims.csv).
+    """
+    frames = {}
+    for label, path in (("published", published), ("rerun", rerun)):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path} does not exist: give the published ledger (paper_figures/<scale>/"
+                                    "claims.csv) and your workflow's (results/<scale>/paper_figures/claims.csv).")
+        frames[label] = pd.read_csv(path, keep_default_na=False).set_index(["claim_id", "scale"])
+    keys = list(dict.fromkeys([*frames["published"].index, *frames["rerun"].index]))
+    lines = ["# Your ledger beside the published one", "", f"- published: `{published}`", f"- rerun: `{rerun}`", "",
+             "| claim | scale | published | rerun | same verdict |", "|---|---|---|---|---|"]
+    details, agree = [], 0
+
+    def cell(label: str, key, column: str) -> str:
+        frame = frames[label]
+        return str(frame.loc[key, column]) if key in frame.index else "—"
+
+    for key in keys:
+        claim, scale = key
+        a, b = cell("published", key, "verdict"), cell("rerun", key, "verdict")
+        same = "—" if "—" in (a, b) else ("yes" if a == b else "**no**")
+        agree += same == "yes"
+        lines.append(f"| {claim} | {scale} | {a} | {b} | {same} |")
+        details += [f"## {claim} ({scale})", "", f"- published ({a}): {cell('published', key, 'measured_value')}",
+                    f"  - ran: {cell('published', key, 'run') or '—'}",
+                    f"- rerun ({b}): {cell('rerun', key, 'measured_value')}",
+                    f"  - ran: {cell('rerun', key, 'run') or '—'}", ""]
+    both = sum(1 for key in keys if all(key in frame.index for frame in frames.values()))
+    lines += ["", f"{agree} of the {both} rows both ledgers have give the same verdict. A different verdict from a "
+              "different design (seeds, items, steps: the `run` lines) is expected; from the same design it is "
+              "the spread between two draws.", "", *details]
+    return "\n".join(lines).rstrip() + "\n"

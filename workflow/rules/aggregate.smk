@@ -1,5 +1,7 @@
 # Aggregation: every run's per-step metrics and every evaluation gathered into two tidy CSVs, which are
-# all that figures and tables read, and the evaluations' per-item outcomes into items.json (paired comparisons).
+# all that figures and tables read, and the evaluations' per-item outcomes into items.json (paired comparisons);
+# every run directory is checked first (its files agree; a restored run still has its committed digests), and
+# the summaries' digests are written beside them (digests.json).
 
 
 rule aggregate:
@@ -10,6 +12,7 @@ rule aggregate:
         steps=f"results/{SCALE}/summary/steps.csv",
         evals=f"results/{SCALE}/summary/eval.csv",
         item_outcomes=f"results/{SCALE}/summary/items.json",
+        digests=f"results/{SCALE}/summary/digests.json",
     log:
         f"results/{SCALE}/logs/aggregate.log",
     conda:

@@ -34,5 +34,5 @@ rule exact:
     input:
         "results/exact/distinct_counts.csv",
         "results/exact/fig2_table.csv",
-        f"paper_figures/{SCALE}/fig2_advantage_groups.png",
-        f"paper_figures/{SCALE}/fig3_distinct_advantage_groups.png",
+        f"results/{SCALE}/paper_figures/fig2_advantage_groups.png",
+        f"results/{SCALE}/paper_figures/fig3_distinct_advantage_groups.png",

@@ -1,4 +1,5 @@
-# The claims ledger: every claim of the paper with its measurement and verdict at this scale.
+# The claims ledger: every claim of the paper with its measurement and verdict at this scale. A workflow writes it
+# under results/<scale>/paper_figures/ (never over the published paper_figures/<scale>/: `gdpo publish-results`).
 
 
 rule claims_ledger:
@@ -10,9 +11,11 @@ rule claims_ledger:
         steps=[f"results/{SCALE}/summary/steps.csv"] if RUN_DIRS else [],
         # Per-item outcomes beside eval.csv: the rules pair the items both methods answered (read from there).
         item_outcomes=[f"results/{SCALE}/summary/items.json"] if RUN_DIRS else [],
+        # The summaries' digests (gdpo aggregate): the ledger checks them before it reads the summaries.
+        digests=[f"results/{SCALE}/summary/digests.json"] if RUN_DIRS else [],
     output:
-        csv=in_report("paper_figures/{scale}/claims.csv"),
-        md="paper_figures/{scale}/CLAIMS.md",
+        csv=in_report("results/{scale}/paper_figures/claims.csv"),
+        md="results/{scale}/paper_figures/CLAIMS.md",
     params:
         sim=lambda wildcards, input: f"--sim-per-seed {input.sim_per_seed}" if input.sim_per_seed else "",
         runs=lambda wildcards, input: f"--eval-csv {input.evals} --steps-csv {input.steps}" if input.evals else "",
@@ -36,8 +39,8 @@ rule claims_quick:
         distinct_counts="results/exact/distinct_counts.csv",
         sim_per_seed=["results/sim/per_seed.csv"] if SIM_STUDIES else [],
     output:
-        csv="paper_figures/quick/claims.csv",
-        md="paper_figures/quick/CLAIMS.md",
+        csv="results/quick/paper_figures/claims.csv",
+        md="results/quick/paper_figures/CLAIMS.md",
     params:
         sim=lambda wildcards, input: f"--sim-per-seed {input.sim_per_seed}" if input.sim_per_seed else "",
     log:
@@ -47,3 +50,18 @@ rule claims_quick:
     shell:
         "python -m gdpo claims --scale quick --exact-and-sim-only --distinct-counts {input.distinct_counts} "
         "{params.sim} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+# Where the scale is published (paper_figures/<scale>/claims.csv): this run's ledger beside the published draw.
+rule compare_published:
+    input:
+        published="paper_figures/{scale}/claims.csv",
+        rerun="results/{scale}/paper_figures/claims.csv",
+    output:
+        "results/{scale}/comparison.md",
+    log:
+        "results/{scale}/logs/comparison.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        "python -m gdpo compare-ledgers {input.published} {input.rerun} --out {output} > {log} 2>&1"

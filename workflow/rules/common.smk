@@ -89,7 +89,7 @@ BFCL_PYTHON = os.environ.get("GDPO_BFCL_PYTHON") or next(
 )
 
 # Figures 4-8 and Tables 1-5 that the config's `reporting:` block maps to its tasks.
-PAPER_OUTPUTS = planned_outputs(config, f"paper_figures/{SCALE}")
+PAPER_OUTPUTS = planned_outputs(config, f"results/{SCALE}/paper_figures")
 
 
 def in_report(path):
@@ -98,7 +98,7 @@ def in_report(path):
     name = os.path.basename(path)
     stem, suffix = os.path.splitext(name)
     key = stem.split("_")[0]
-    if path.startswith("paper_figures/sim/") and suffix == ".png":
+    if path.startswith("results/sim/paper_figures/") and suffix == ".png":
         return report(path, caption="../report/sim.rst", category="Policy-gradient bench (sim)")
     if key.startswith("fig") and suffix == ".png":
         return report(path, caption=f"../report/{key}.rst", category="Figures")

@@ -5,8 +5,8 @@ rule figure2:
     input:
         "results/exact/fig2_table.csv",
     output:
-        png=in_report("paper_figures/{scale}/fig2_advantage_groups.png"),
-        pdf="paper_figures/{scale}/fig2_advantage_groups.pdf",
+        png=in_report("results/{scale}/paper_figures/fig2_advantage_groups.png"),
+        pdf="results/{scale}/paper_figures/fig2_advantage_groups.pdf",
     log:
         "results/{scale}/logs/figure2.log",
     conda:
@@ -19,8 +19,8 @@ rule figure3:
     input:
         "results/exact/distinct_counts.csv",
     output:
-        png=in_report("paper_figures/{scale}/fig3_distinct_advantage_groups.png"),
-        pdf="paper_figures/{scale}/fig3_distinct_advantage_groups.pdf",
+        png=in_report("results/{scale}/paper_figures/fig3_distinct_advantage_groups.png"),
+        pdf="results/{scale}/paper_figures/fig3_distinct_advantage_groups.pdf",
     log:
         "results/{scale}/logs/figure3.log",
     conda:

@@ -36,8 +36,8 @@ rule sim_figure:
     input:
         "results/sim/{study}.csv",
     output:
-        png=in_report("paper_figures/sim/{study}.png"),
-        pdf="paper_figures/sim/{study}.pdf",
+        png=in_report("results/sim/paper_figures/{study}.png"),
+        pdf="results/sim/paper_figures/{study}.pdf",
     log:
         "results/sim/logs/figure_{study}.log",
     conda:
@@ -50,9 +50,9 @@ rule sim_figure:
 rule sim_noise_law:
     output:
         cells="results/sim/noise_law_cells.csv",
-        row="paper_figures/sim/noise_law.csv",
-        png=in_report("paper_figures/sim/noise_law.png"),
-        pdf="paper_figures/sim/noise_law.pdf",
+        row="results/sim/paper_figures/noise_law.csv",
+        png=in_report("results/sim/paper_figures/noise_law.png"),
+        pdf="results/sim/paper_figures/noise_law.pdf",
     log:
         "results/sim/logs/noise_law.log",
     conda:
