@@ -26,7 +26,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from gdpo.files import SAMPLE_FILE, DigestMismatch, check_digests, file_sha256
+from gdpo.files import MANIFEST, SAMPLE_FILE, DigestMismatch, check_digests, file_sha256
 from gdpo.plan import EVAL_FILE, RunKey
 
 #: The experiment driver's record of its batches, one JSON object per line, beside the runs' evidence
@@ -40,9 +40,8 @@ RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "env.json")
 SAMPLE_ITEMS = 50
 #: The evaluator's completion files, per family (tool calling and code; math's lm-eval samples per benchmark).
 _COMPLETION_PATTERNS = ("completions.jsonl", "samples_*.jsonl")
-#: A committed run's record of its own files (:func:`write_manifest`): ``{"sha256": {name: digest}, "steps":
-#: summary.json's steps or None, "recorded": {"by": ..., "note": ...}}``. Restored with the run into ``results/``.
-MANIFEST = "MANIFEST.json"
+# MANIFEST (gdpo.files): a committed run's record of its own files (write_manifest): {"sha256": {name: digest},
+# "steps": summary.json's steps or None, "recorded": {"by": ..., "note": ...}}. Restored with the run into results/.
 #: What to do when committed evidence does not match its digests.
 _TAMPERED_FIX = ("Restore the committed files (git checkout -- <file>, or git log -- <file> to see what changed "
                  "them); evidence that is meant to change is republished as a stated amendment, never edited in place.")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 #: A committed evaluation's sample of items with every response (lm-eval's logged samples), beside eval.json.
 SAMPLE_FILE = "completions_sample.jsonl"
+#: A committed run's record of its files' SHA-256 (:mod:`gdpo.evidence` writes and checks it).
+MANIFEST = "MANIFEST.json"
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
@@ -121,3 +123,24 @@ def check_digests(expected: dict[str, str], base: str | Path, record: str, fix: 
     if problems:
         raise DigestMismatch(f"{len(problems)} file(s) differ from the digests recorded in {record}: "
                              + "; ".join(problems) + f". {fix}")
+
+
+def check_committed_file(run_dir: str | Path, name: str) -> None:
+    """Where ``run_dir`` holds a :data:`MANIFEST` (committed evidence), check that file ``name`` still has the digest it
+    records, before a reader uses it; a directory without one (a run in ``results/``) is not checked here.
+
+    Raises:
+        DigestMismatch: the file differs from its recorded digest, or the manifest records none for it.
+    """
+    record = Path(run_dir) / MANIFEST
+    if not record.is_file():
+        return
+    try:
+        recorded = json.loads(record.read_text(encoding="utf-8"))["sha256"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise DigestMismatch(f"{record} is not a manifest ({error}); restore it from git.") from error
+    if name not in recorded:
+        raise DigestMismatch(f"{record} records no digest for {name}: the file was added after the run was saved; "
+                             "restore the run from git.")
+    check_digests({name: recorded[name]}, run_dir, str(record),
+                  "Restore the committed files from git (git checkout -- <file>).")

@@ -281,3 +281,20 @@ def test_compare_ledgers_puts_the_two_verdicts_side_by_side(tmp_path):
         assert rows[f"C7 {c7_scale}"].endswith("| **no** |")
     with pytest.raises(FileNotFoundError, match="results/<scale>/paper_figures/claims.csv"):
         compare_ledgers(published, tmp_path / "absent.csv")
+
+
+def test_readers_of_committed_samples_check_them_first(tmp_path):
+    """item-pairing and the math re-scoring read committed completion samples: a tampered one stops them."""
+    from gdpo.reporting.item_pairing import run_outcomes
+    from gdpo.tasks.math.rescore import rescore_sample
+
+    source = REPO / "paper_figures/cpu-evidence/evidence/runs/math/grpo/seed0"
+    run = tmp_path / "runs/math/grpo/seed0"
+    shutil.copytree(source, run)
+    assert run_outcomes(run) and len(rescore_sample(run / "completions_sample.jsonl"))
+    lines = (run / "completions_sample.jsonl").read_text().splitlines(keepends=True)
+    (run / "completions_sample.jsonl").write_text("".join(lines[:-1]))
+    with pytest.raises(DigestMismatch, match="completions_sample.jsonl: recorded sha256"):
+        run_outcomes(run)
+    with pytest.raises(DigestMismatch, match="completions_sample.jsonl: recorded sha256"):
+        rescore_sample(run / "completions_sample.jsonl")

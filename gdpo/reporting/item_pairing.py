@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gdpo.files import SAMPLE_FILE
+from gdpo.files import SAMPLE_FILE, check_committed_file
 from gdpo.reporting.verdicts.items import compare_items
 
 #: The BFCL categories whose items ask for no call (the answer type ``response``).
@@ -95,7 +95,9 @@ def tool_calling_sample_outcomes(lines: list[dict], bfcl_rows: dict[str, dict] |
 
 def run_outcomes(seed_dir: Path, bfcl_rows: dict | None = None, work_dir: Path | None = None,
                  regrade: bool = False) -> dict:
-    """Metric → (ids, per-sample scores) of one evaluation's committed completion sample."""
+    """Metric → (ids, per-sample scores) of one evaluation's committed completion sample (checked against the
+    run's manifest first, :func:`gdpo.files.check_committed_file`)."""
+    check_committed_file(seed_dir, SAMPLE_FILE)
     lines = _read_jsonl(seed_dir / SAMPLE_FILE)
     if not lines:
         return {}

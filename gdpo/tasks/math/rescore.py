@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gdpo.files import SAMPLE_FILE
+from gdpo.files import SAMPLE_FILE, check_committed_file
 from gdpo.tasks.math.data import GENERATORS
 from gdpo.tasks.math.diagnostics import has_final_answer
 from gdpo.tasks.math.rewards import is_correct
@@ -34,8 +34,10 @@ def rescore_sample(path: str | Path) -> pd.DataFrame:
 
     Raises:
         ValueError: a line is not a logged lm-eval sample of the math family (names the line and the fix).
+        gdpo.files.DigestMismatch: the committed sample differs from its run's manifest.
     """
     path = Path(path)
+    check_committed_file(path.parent, path.name)  # committed evidence: its recorded digest first
     method, seed = path.parent.parent.name, int(path.parent.name.removeprefix("seed"))
     totals: dict[str, list[float]] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
