@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from gdpo.generation.precision import cpu_dtype
+
 #: ``config.model_type`` values whose decoder layer the engine implements.
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 
@@ -132,7 +134,8 @@ class RolloutEngine:
             raise ValueError(f"The fast rollout engine does not support this model: {reason}. Set "
                              "`fast_generation: false` (config, scale or task level) to sample with generate().")
         self.config = config
-        self.dtype = dtype
+        # bfloat16 where this CPU multiplies it natively, else float32 (gdpo.generation.precision)
+        self.dtype = cpu_dtype(dtype)
         self.batch_size_hint = batch_size_hint
         self.num_heads = config.num_attention_heads
         self.num_kv_heads = config.num_key_value_heads

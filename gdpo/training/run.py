@@ -50,6 +50,7 @@ import torch
 
 from gdpo.curve_events import detect_divergence
 from gdpo.files import weights_digest
+from gdpo.generation.precision import cpu_dtype, precision_record
 from gdpo.plan import RunSettings, report_backends, updates_per_generation
 from gdpo.tasks import get_family
 from gdpo.training.device import GPURequiredError, check_device  # noqa: F401 (re-exported)
@@ -224,7 +225,8 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
 
 
 def environment_record() -> dict:
-    """Package versions, git commit, device, threads and CPU (:func:`cpu_record`) of this process."""
+    """Package versions, git commit, device, threads, CPU (:func:`cpu_record`) and what its bfloat16 work runs in
+    (:func:`gdpo.generation.precision.precision_record`) of this process."""
     versions = {}
     for package in RECORDED_PACKAGES:
         try:
@@ -246,6 +248,7 @@ def environment_record() -> dict:
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
         "cpu": cpu_record(),
+        "precision": precision_record(),
     }
 
 
@@ -540,10 +543,16 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     reward_functions = [guard_reward_function(name, family.REWARD_FUNCTIONS[name])
                         for name in settings.reward_names]
     trl_kwargs = trl_arguments(settings, work_dir)
+    policy_dtype = getattr(torch, settings.policy_dtype)
+    if not torch.cuda.is_available():
+        # A CPU that emulates bfloat16 computes it in float32 (gdpo.generation.precision; env.json records it).
+        policy_dtype = cpu_dtype(policy_dtype)
+        if trl_kwargs.get("bf16") and cpu_dtype(torch.bfloat16) != torch.bfloat16:
+            trl_kwargs["bf16"] = False
     arguments = GRPOConfig(**trl_kwargs)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, settings.policy_dtype))
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=policy_dtype)
     peft_config = None
     if settings.peft:
         from peft import LoraConfig

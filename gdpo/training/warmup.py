@@ -25,6 +25,7 @@ import json
 import shutil
 from pathlib import Path
 
+from gdpo.generation.precision import cpu_dtype
 from gdpo.plan import WarmupSettings, report_backends
 from gdpo.tasks import get_family
 from gdpo.training.tracking import (
@@ -117,7 +118,8 @@ def _warmup_model(settings: WarmupSettings, model_dir: str | Path, out_dir: Path
         report_to=_report_to(settings),
         **reporting_arguments(backends, run_name=f"{settings.task}/warmup"),
         # bfloat16 autocast over float32 weights (mixed precision); on a CPU accelerate must be told so.
-        bf16=settings.bf16,
+        # (float32 instead on a CPU that emulates bfloat16: gdpo.generation.precision)
+        bf16=settings.bf16 and (torch.cuda.is_available() or cpu_dtype(torch.bfloat16) == torch.bfloat16),
         use_cpu=settings.bf16 and not torch.cuda.is_available(),
     )
     trainer = SFTTrainer(model=model, args=arguments, train_dataset=dataset, processing_class=tokenizer)

@@ -1,0 +1,58 @@
+"""Which precision a CPU computes bfloat16 work in.
+
+The CPU scales ask for bfloat16 (the rollout engine's weights, training's autocast) for speed: on a CPU with
+native bfloat16 matrix instructions (``avx512_bf16``, AMX) it is the fast path. On a CPU without them (e.g. AVX2
+only) torch emulates bfloat16 matrix products, measured at 0.4 GFLOP/s against 23 GFLOP/s in float32 on one
+core of such a machine: a 60-fold slow-down. There the work is done in float32 instead, the fallback is logged,
+and each run records it (:func:`precision_record`, in ``env.json``). Rounding then differs from a bfloat16
+machine's, as it already does between any two CPUs with different kernels (README, "Reproducibility").
+
+``GDPO_CPU_BF16=always`` keeps bfloat16 even where it is emulated (to repeat a bfloat16 run's rounding exactly).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+
+import torch
+
+logger = logging.getLogger(__name__)
+#: Environment variable: ``always`` computes in bfloat16 on any CPU; unset or ``auto`` falls back to float32
+#: where bfloat16 is emulated.
+CPU_BF16_VARIABLE = "GDPO_CPU_BF16"
+
+
+@functools.cache
+def native_cpu_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (oneDNN's check: avx512_bf16 or AMX)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def cpu_bf16_allowed() -> bool:
+    """Whether bfloat16 work on the CPU runs in bfloat16: natively supported, or forced by ``GDPO_CPU_BF16``."""
+    choice = os.environ.get(CPU_BF16_VARIABLE, "auto").strip().lower()
+    if choice not in ("auto", "always"):
+        raise ValueError(f"{CPU_BF16_VARIABLE}={choice!r}: use 'auto' (float32 where this CPU emulates bfloat16) or "
+                         "'always' (bfloat16 on any CPU).")
+    return choice == "always" or native_cpu_bf16()
+
+
+def cpu_dtype(requested: torch.dtype) -> torch.dtype:
+    """The dtype CPU work asked for in ``requested`` runs in: float32 instead of an emulated bfloat16."""
+    if requested == torch.bfloat16 and not cpu_bf16_allowed():
+        logger.warning("this CPU has no native bfloat16 matrix instructions (torch capability %s): computing in "
+                       "float32 instead (set %s=always to keep bfloat16)",
+                       torch.backends.cpu.get_cpu_capability(), CPU_BF16_VARIABLE)
+        return torch.float32
+    return requested
+
+
+def precision_record() -> dict:
+    """For a run's ``env.json``: whether the CPU has native bfloat16, and what CPU bfloat16 work ran in."""
+    return {"native_cpu_bf16": native_cpu_bf16(),
+            "cpu_bf16_runs_in": "bfloat16" if cpu_bf16_allowed() else "float32"}
