@@ -250,6 +250,13 @@ def test_replacing_a_draw_keeps_the_old_commit_and_digests(repo):
     assert provenance["commit"] == second
     replaced = provenance["amendments"][-1]["replaced"]
     assert replaced["commit"] == first and replaced["inputs"] == old["inputs"]
+    # a figure the new draw does not build is not left beside evidence it was not drawn from
+    assert "fig5_math_curves.png" in provenance["built"]
+    commit(repo, "second published")
+    workflow_output(repo, "mini", {"grpo": [0, 1], "gdpo": [0, 1]}, value_shift=2.0)
+    (repo / "results/mini/paper_figures/fig5_math_curves.png").unlink()
+    publish.publish("config/mini.yaml", root=repo, amendment=publish.Amendment("me", "third"), replace=True)
+    assert not (out / "fig5_math_curves.png").exists() and (out / "claims.csv").is_file()
 
 
 def test_the_workflow_writes_nothing_under_paper_figures(tmp_path):

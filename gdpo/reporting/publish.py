@@ -150,7 +150,10 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
         if name in sources:
             shutil.copyfile(sources[name], out / "evidence" / name)
             copied[name] = source.format(scale=scale)
-    _copy_tree(built, out)
+    built_files = _copy_tree(built, out)
+    # Files an earlier publication built that this run did not: they would describe other evidence.
+    for stale in sorted(set((previous or {}).get("built", [])) - set(built_files)):
+        (out / stale).unlink(missing_ok=True)
     if (config.get("sim") or {}).get("studies") and (root / BUILT.format(scale="sim")).is_dir():
         _copy_tree(root / BUILT.format(scale="sim"), root / "paper_figures" / "sim")
     provenance = {
@@ -166,6 +169,7 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
         "reporting": config.get("reporting") or {},
         "runs": describe_runs(config),
         "inputs": input_hashes(out, root, config),
+        "built": built_files,
     }
     if run_evidence:
         provenance["run_evidence"] = run_evidence
@@ -201,13 +205,16 @@ def _read_provenance(published: Path) -> dict | None:
         raise ValueError(f"{path} is not valid JSON ({error}); restore it from git before publishing.") from error
 
 
-def _copy_tree(src: Path, dest: Path) -> None:
-    """Copy every file under ``src`` to the same relative path under ``dest`` (nothing in ``dest`` is removed)."""
+def _copy_tree(src: Path, dest: Path) -> list[str]:
+    """Copy every file under ``src`` to the same relative path under ``dest``; returns those paths (POSIX)."""
+    copied = []
     for path in sorted(src.rglob("*")):
         if path.is_file():
             target = dest / path.relative_to(src)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
+            copied.append(path.relative_to(src).as_posix())
+    return copied
 
 
 def _table_rows(path: Path) -> pd.DataFrame:
