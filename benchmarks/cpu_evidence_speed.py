@@ -53,6 +53,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+", help="directories holding run directories (metrics.jsonl, eval.json)")
     parser.add_argument("--family", help="family of every run found (when the runs carry no config.json)")
+    parser.add_argument("--record", default=None,
+                        help="also write each family's median seconds per step and evaluated samples per second here "
+                             "(JSON; `gdpo plan` reads benchmarks/reference/cpu_step_times.json for a CPU config's "
+                             "hours)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     by_family: dict[str, dict[str, list[float]]] = {}
@@ -116,6 +120,34 @@ def main() -> None:
         if record["eval_items_per_s"]:
             print(f"  evaluation: median {statistics.median(record['eval_items_per_s']):.2f} samples/s "
                   f"over {len(record['eval_items_per_s'])} runs")
+    if args.record:
+        write_record(Path(args.record), by_family, args.dirs)
+
+
+def write_record(path: Path, by_family: dict, dirs: list[str]) -> None:
+    """The measured step times `gdpo plan` reads (gdpo.reporting.bill.load_step_times)."""
+    import datetime
+    import sys
+
+    # The CPUs the runs were made on (each run's env.json), not this one: the times are theirs.
+    cpus = []
+    for root in map(Path, dirs):
+        for env in sorted(root.rglob("env.json")):
+            cpu = json.loads(env.read_text()).get("cpu")
+            if cpu and cpu not in cpus:
+                cpus.append(cpu)
+    families = {}
+    for family, record in sorted(by_family.items()):
+        families[family] = {"seconds_per_step": round(statistics.median(record["step"]), 3),
+                            "steps_measured": len(record["step"])}
+        if record["eval_items_per_s"]:
+            families[family]["eval_samples_per_second"] = round(statistics.median(record["eval_items_per_s"]), 4)
+    path.write_text(json.dumps({
+        "measured": {"date": datetime.date.today().isoformat(), "command": " ".join(["python", *sys.argv]),
+                     "runs": dirs, "run_cpus": cpus, "threads_per_job": 1,
+                     "note": "medians over the runs' logged steps (first step of each run left out) and evaluations"},
+        "families": families}, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

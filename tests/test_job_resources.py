@@ -244,3 +244,28 @@ def test_a_gpu_job_must_state_its_cores_and_memory():
                                      "resources": {"train": {"gpus": 8, "hours": 1.0}}}
     with pytest.raises(ConfigError, match="cpus_per_gpu"):
         validate_config(config)
+
+
+def test_a_cpu_configs_bill_prices_its_runs_from_the_measured_step_times(tmp_path):
+    """gdpo plan for a CPU config: each family's measured seconds per step and samples per second (the record
+    benchmarks/cpu_evidence_speed.py --record writes) times the config's steps and evaluated samples."""
+    import json
+
+    from gdpo.reporting.bill import cpu_hours_table, format_cpu_hours, load_step_times
+
+    config = paper("cpu-evidence")
+    record = {"measured": {"date": "2026-11-28", "runs": ["x"]},
+              "families": {"math": {"seconds_per_step": 3.6, "eval_samples_per_second": 4.0},
+                           "tool_calling": {"seconds_per_step": 36.0}}}
+    table = cpu_hours_table(config, record).set_index(["task", "kind"])
+    # math: 12 runs × 500 steps × 3.6 s = 6 h; 18 evaluations × 200 items × 2 samples / 4 per s = 0.5 h
+    assert table.loc[("math", "train"), "CPU-h"] == pytest.approx(6.0)
+    assert table.loc[("math", "evaluate"), "CPU-h"] == pytest.approx(0.5)
+    assert table.loc[("tool_calling", "train"), "CPU-h"] == pytest.approx(9 * 100 * 36 / 3600)
+    assert math.isnan(table.loc[("tool_calling", "evaluate"), "CPU-h"])  # nothing measured: not guessed
+    text = "\n".join(format_cpu_hours(config, record, cores=2))
+    assert "total: 15.5 CPU-h = 7.8 h of wall time as 2 one-thread jobs" in text and "not measured" in text
+    (tmp_path / "bad.json").write_text(json.dumps({"measured": {}}))
+    with pytest.raises(ValueError, match="no 'families'"):
+        load_step_times(tmp_path / "bad.json")
+    assert load_step_times(tmp_path / "absent.json") is None

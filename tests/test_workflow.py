@@ -38,10 +38,37 @@ def test_lint_reports_nothing():
     assert "Lints for" not in result.stdout + result.stderr
 
 
+VENVS = (".venv", ".venv-bfcl")
+
+
+def git_status(root: Path) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(not all((REPO / venv / ".installed").exists() for venv in VENVS),
+                    reason="needs the venvs `make setup` builds")
 def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path):
-    result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2",
-                       "--configfile", str(REPO / "config" / "smoke.yaml"))
-    assert result.returncode == 0, result.stderr[-3000:]
+    """The README's two commands in order on a clean clone, the workflow at smoke scale (`make smoke`: the same
+    Makefile path and rules as `make workflow`, in minutes): everything lands under results/, nothing tracked is
+    rewritten (`git status` stays clean), and the published results' tests still pass after it."""
+    readme = (REPO / "README.md").read_text()
+    assert "make workflow" in readme.split("```")[1] and "make test" in readme.split("```")[1]
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    for venv in VENVS:  # the venvs are the README's setup step: reused, not rebuilt (-o: never remade)
+        (clone / venv).symlink_to(REPO / venv)
+    make = ["make", *[arg for venv in VENVS for arg in ("-o", f"{venv}/.installed")], "CORES=2"]
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+    result = subprocess.run([*make, "smoke"], cwd=clone, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert git_status(clone) == ""  # nothing tracked rewritten, nothing untracked outside the ignored folders
+    tests = subprocess.run(
+        [str(clone / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_published.py",
+         "tests/test_published_cpu_evidence.py"], cwd=clone, env=env, capture_output=True, text=True, check=False)
+    assert tests.returncode == 0, tests.stdout[-4000:]
+    assert git_status(clone) == ""
+    tmp_path = clone  # what the workflow wrote, checked below
     counts = pd.read_csv(tmp_path / "results/exact/distinct_counts.csv")
     assert list(counts.columns[:4]) == ["method", "rollouts", "rewards", "distinct_groups"]
     points = counts[["rollouts", "rewards", "axis"]].drop_duplicates()
@@ -111,13 +138,9 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert "two model sizes" in smoke_rows.loc["C11", "evidence"]
     assert smoke_rows.loc[["C3", "C6", "C8"], "power"].eq(0).all()
     # Nothing left to do on a second run.
-    again = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "-n",
-                      "--configfile", str(REPO / "config" / "smoke.yaml"))
+    again = snakemake("-n", "--configfile", "config/smoke.yaml", cwd=clone)
     assert "Nothing to be done" in again.stdout + again.stderr
-    # The report: one HTML file with the figures, the tables and the ledger.
-    report = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
-                       str(REPO / "config" / "smoke.yaml"), "--report", "results/smoke/paper_figures/report.html")
-    assert report.returncode == 0, report.stderr[-3000:]
+    # The report (make smoke writes it): one HTML file with the figures, the tables and the ledger.
     html = (tmp_path / "results/smoke/paper_figures/report.html").read_text(errors="replace")
     for name in ("fig4_tool_calling_curves.png", "table1_tool_calling.csv", "claims.csv", "Claims ledger"):
         assert name in html, name

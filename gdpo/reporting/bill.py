@@ -4,12 +4,18 @@ for 80 % power cost (``python -m gdpo plan``).
 One source for the hours: each task's ``resources`` in the config, the same numbers its jobs ask the cluster
 for (:func:`gdpo.plan.job_resources`). A training run longer than the config's wall limit is a chain of
 jobs (:func:`gdpo.plan.train_segments`); it costs its expected hours, not the chain's requested maximum.
+
+A CPU config's hours come from measured speed instead (:func:`cpu_hours_table`): each family's median seconds
+per training step and evaluated samples per second, recorded by ``benchmarks/cpu_evidence_speed.py --record``
+in :data:`STEP_TIMES`, times the config's steps and evaluated items × samples.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 import pandas as pd
 
@@ -19,6 +25,8 @@ from gdpo.plan import (
     job_resources,
     plan_evaluations,
     plan_runs,
+    resolve_eval_settings,
+    resolve_run_settings,
     task_resources,
     task_seeds,
     train_segments,
@@ -30,6 +38,70 @@ from gdpo.reporting.calibration import (
     designs_from_config,
     seeds_for_power,
 )
+
+
+#: The measured CPU step times (``benchmarks/cpu_evidence_speed.py --record``): per family ``seconds_per_step``
+#: and ``eval_samples_per_second``, and under ``measured`` the runs, their CPUs and the command.
+STEP_TIMES = Path(__file__).resolve().parents[2] / "benchmarks" / "reference" / "cpu_step_times.json"
+
+
+def load_step_times(path: str | Path = STEP_TIMES) -> dict | None:
+    """The step-time record at ``path``; None when there is none (the bill then says so)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record.get("families"), dict):
+        raise ValueError(f"{path} has no 'families' object; rewrite it with benchmarks/cpu_evidence_speed.py --record.")
+    return record
+
+
+def cpu_hours_table(config: Mapping, step_times: Mapping) -> pd.DataFrame:
+    """One row per (task, job kind) of a CPU config: runs or evaluations, steps or evaluated samples each, the
+    measured speed of the task's family, and the CPU-hours of all of them (one job on one thread each; the
+    family's speed is None where nothing was measured for it)."""
+    runs, evaluations = plan_runs(config), plan_evaluations(config)
+    families = step_times["families"]
+    rows = []
+    for task in dict.fromkeys(run.task for run in [*runs, *evaluations]):
+        trained = [key for key in runs if key.task == task]
+        if trained:
+            settings = resolve_run_settings(config, task, trained[0].method, trained[0].seed)
+            per_step = families.get(settings.family, {}).get("seconds_per_step")
+            steps = int(settings.trl.get("max_steps", 0))
+            rows.append({"task": task, "family": settings.family, "kind": "train", "runs": len(trained),
+                         "work each": f"{steps} steps", "speed": f"{per_step:g} s/step" if per_step else "not measured",
+                         "CPU-h": len(trained) * steps * per_step / 3600 if per_step else math.nan})
+        evaluated = [key for key in evaluations if key.task == task]
+        if evaluated:
+            settings = resolve_eval_settings(config, task, evaluated[0].method, evaluated[0].seed)
+            rate = families.get(settings.family, {}).get("eval_samples_per_second")
+            samples = (settings.eval_size or 0) * settings.num_samples
+            rows.append({"task": task, "family": settings.family, "kind": "evaluate", "runs": len(evaluated),
+                         "work each": f"{samples} samples", "speed": f"{rate:g} samples/s" if rate else "not measured",
+                         "CPU-h": len(evaluated) * samples / rate / 3600 if rate and samples else math.nan})
+    return pd.DataFrame(rows, columns=["task", "family", "kind", "runs", "work each", "speed", "CPU-h"])
+
+
+def format_cpu_hours(config: Mapping, step_times: Mapping | None, cores: int = 2) -> list[str]:
+    """The bill's lines for a CPU config: :func:`cpu_hours_table` and the wall time on ``cores`` one-thread jobs."""
+    if step_times is None:
+        return [f"(no measured step times at {STEP_TIMES}: run benchmarks/cpu_evidence_speed.py --record to estimate "
+                "this config's CPU hours)"]
+    table = cpu_hours_table(config, step_times)
+    measured = step_times.get("measured", {})
+    cpus = ", ".join(f"{cpu.get('model')} ({cpu.get('torch_capability')})" for cpu in measured.get("run_cpus", []))
+    total = table["CPU-h"].sum(min_count=1)
+    lines = [f"CPU hours from measured speed ({STEP_TIMES.name}: {measured.get('date')}, runs {measured.get('runs')}"
+             f"{', made on ' + cpus if cpus else ''}; medians at the settings those runs had, scaled by this "
+             "config's steps and evaluated samples):",
+             table.to_string(index=False, formatters={"CPU-h": lambda h: "—" if math.isnan(h) else f"{h:,.1f}"})]
+    if table["CPU-h"].isna().any():
+        lines.append("— : no speed measured for that family (its hours are left out of the total)")
+    lines.append(f"   total: {total:,.1f} CPU-h = {total / cores:,.1f} h of wall time as {cores} one-thread jobs at "
+                 "a time (a CPU without the measuring machine's bfloat16 instructions is slower: README, "
+                 "\"Reproducibility\")")
+    return lines
 
 
 def gpu_hours_per_job(config: Mapping, task: str, kind: str) -> float:
@@ -99,15 +171,30 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
                      f"{'runs' if kind == 'train' else 'evaluations'}), {part['GPU-h'].sum():,.1f} GPU-h")
     lines.append(f"   total: {int(jobs['jobs'].sum())} jobs, {total:,.1f} GPU-h = {total / per_node / 24:,.1f} "
                  f"node-days of one {per_node}-GPU node")
+    step_times = None
     if total == 0:
         lines.append("(a CPU-scale config: its jobs ask for no GPU)")
+        step_times = load_step_times()
+        lines += format_cpu_hours(config, step_times)
     claims = claim_cost_table(config, target, replicates)
+    if not claims.empty and step_times is not None:
+        # A CPU config: the claims' cost in CPU-hours of their trained runs, from the measured speed.
+        hours = cpu_hours_table(config, step_times)
+        per_run = {(row["task"], row["kind"]): row["CPU-h"] / row["runs"] for row in hours.to_dict("records")}
+        runs = claim_runs(config)
+        per_seed = {claim: sum(len(methods) * (per_run.get((task, "train"), math.nan) + per_run.get(
+            (task, "evaluate"), math.nan)) for task in runs[claim][0]) for claim, (_, methods) in runs.items()}
+        needed = claims.columns[-2]
+        claims["GPU-h"] = [row.seeds * per_seed[row.claim] for row in claims.itertuples()]
+        claims["GPU-h at those seeds"] = [value * per_seed[claim] if isinstance(value, int) else math.nan
+                                          for claim, value in zip(claims["claim"], claims[needed])]
+        claims = claims.rename(columns={"GPU-h": "CPU-h", "GPU-h at those seeds": "CPU-h at those seeds"})
     if not claims.empty:
         lines.append(f"Seeds per method for {target:.0%} power (gdpo.reporting.calibration.seeds_for_power, the "
                      "paper's effect, the default seed spread, paired items at ρ = "
-                     f"{DEFAULT_ITEM_CORRELATION:g} as `gdpo power` plans) and the GPU-hours of the claim's trained "
-                     "runs:")
-        for column in ("GPU-h", "GPU-h at those seeds"):  # pandas prints NaN before any formatter sees it
+                     f"{DEFAULT_ITEM_CORRELATION:g} as `gdpo power` plans) and the "
+                     f"{'CPU' if step_times is not None else 'GPU'}-hours of the claim's trained runs:")
+        for column in claims.columns[claims.columns.str.contains("-h")]:  # pandas prints NaN before any formatter
             claims[column] = claims[column].map(_hours_text)
         lines.append(claims.to_string(index=False))
     return "\n".join(lines)
