@@ -1,4 +1,4 @@
-"""Shared-prompt packing: a micro-batch of GRPO rows scored as one sequence.
+"""Shared-prompt packing, the shared-prefix training forward: a GRPO micro-batch scored as one sequence.
 
 The ``num_generations`` completions of a GRPO group share one prompt. TRL scores every row separately,
 so a prompt of P tokens is run through the policy (forward and backward) once per completion, padded to
