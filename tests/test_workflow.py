@@ -138,8 +138,12 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert "two model sizes" in smoke_rows.loc["C11", "evidence"]
     assert smoke_rows.loc[["C3", "C6", "C8"], "power"].eq(0).all()
     # Nothing left to do on a second run.
-    again = snakemake("-n", "--configfile", "config/smoke.yaml", cwd=clone)
-    assert "Nothing to be done" in again.stdout + again.stderr
+    # (with the BFCL interpreter the Makefile gave the rules: a rule's parameters name it)
+    again = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/smoke.yaml"], cwd=clone,
+                           env={**env, "GDPO_BFCL_PYTHON": str(clone / ".venv-bfcl/bin/python"),
+                                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
+                           capture_output=True, text=True, check=False)
+    assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
     # The report (make smoke writes it): one HTML file with the figures, the tables and the ledger.
     html = (tmp_path / "results/smoke/paper_figures/report.html").read_text(errors="replace")
     for name in ("fig4_tool_calling_curves.png", "table1_tool_calling.csv", "claims.csv", "Claims ledger"):
