@@ -126,9 +126,20 @@ class RolloutEngine:
         config: the policy's ``transformers`` config (checked with :func:`unsupported_reason`).
         dtype: weight and cache dtype (``torch.bfloat16``; ``torch.float32`` reproduces the model's logits).
         batch_size_hint: the usual number of sequences per call, for oneDNN's weight layout (bfloat16 only).
+        attention: ``"sdpa"`` (fused: ``F.scaled_dot_product_attention``, no float32 score matrix) or
+            ``"manual"`` (the earlier path: float32 scores ``(B, heads, T, T)`` materialised, then softmax);
+            the reference of the equality tests and the benchmark's baseline. The default stays ``"manual"``:
+            in bfloat16 the two paths round differently, and greedy completions of SmolLM2-135M differed
+            on 4 of 8 chat prompts (benchmarks/README.md), so switching would change greedy results.
     """
 
-    def __init__(self, config, dtype: torch.dtype = torch.bfloat16, batch_size_hint: int | None = None):
+    ATTENTION_KINDS = ("sdpa", "manual")
+
+    def __init__(self, config, dtype: torch.dtype = torch.bfloat16, batch_size_hint: int | None = None,
+                 attention: str = "manual"):
+        if attention not in self.ATTENTION_KINDS:
+            raise ValueError(f"RolloutEngine attention={attention!r} is unknown; use one of {self.ATTENTION_KINDS}.")
+        self.attention = attention
         reason = unsupported_reason(config)
         if reason:
             raise ValueError(f"The fast rollout engine does not support this model: {reason}. Set "
@@ -258,12 +269,17 @@ class RolloutEngine:
             k_cache[:, :, start:end] = k * cos + _rotate_half(k) * sin
             v_cache[:, :, start:end] = v.view(batch, steps, kvh, d).transpose(1, 2)
             keys, values = k_cache[:, :, :end], v_cache[:, :, :end]
-            # Grouped-query attention without repeating keys: (B, kvh, group*T, d) @ (B, kvh, d, end).
-            qg = q.reshape(batch, kvh, group * steps, d)
-            scores = torch.matmul(qg, keys.transpose(-1, -2)).float() * (1.0 / math.sqrt(d))
-            scores = scores.view(batch, kvh, group, steps, end).masked_fill(~allowed[:, :, None], -math.inf)
-            weights = scores.softmax(dim=-1).to(self.dtype).view(batch, kvh, group * steps, end)
-            attended = torch.matmul(weights, values).view(batch, h, steps, d).transpose(1, 2)
+            if self.attention == "sdpa":
+                # Fused kernel: softmax accumulated blockwise in float32, no (B, h, T, end) score tensor.
+                attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed,
+                                                          enable_gqa=group > 1).transpose(1, 2)
+            else:
+                # Grouped-query attention without repeating keys: (B, kvh, group*T, d) @ (B, kvh, d, end).
+                qg = q.reshape(batch, kvh, group * steps, d)
+                scores = torch.matmul(qg, keys.transpose(-1, -2)).float() * (1.0 / math.sqrt(d))
+                scores = scores.view(batch, kvh, group, steps, end).masked_fill(~allowed[:, :, None], -math.inf)
+                weights = scores.softmax(dim=-1).to(self.dtype).view(batch, kvh, group * steps, end)
+                attended = torch.matmul(weights, values).view(batch, h, steps, d).transpose(1, 2)
             x = residual + self._linear(attended.reshape(batch * steps, h * d), layer["o"], layer.get("o_bias"))
             gate, up = self._linear(self._rms_norm(x, layer["post_norm"]), layer["gate_up"]).chunk(2, dim=-1)
             x = x + self._linear(F.silu(gate) * up, layer["down"])
