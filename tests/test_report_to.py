@@ -111,9 +111,11 @@ def test_committed_evidence_made_without_reporting_still_counts(tmp_path):
     run_dir.mkdir(parents=True)
     for name in RUN_FILES:
         (run_dir / name).write_text("{}\n")
+    (run_dir / "metrics.jsonl").write_text('{"step": 1}\n')
+    (run_dir / "summary.json").write_text('{"steps": 1}')
     # as train() writes it: TRL's arguments completed, report_to "none"
     (run_dir / "config.json").write_text(json.dumps({**settings, "trl": {**settings["trl"], "report_to": "none"}}))
-    (run_dir / "eval.json").write_text("{}")
+    (run_dir / "eval.json").write_text('{"benchmarks": {}}')
     save_evidence(run_dir, tmp_path / "evidence")
     reporting = resolve_run_settings(smoke_config(report_to="tensorboard"), "arithmetic", "gdpo", 0).to_dict()
     restore(tmp_path / "evidence", tmp_path / "restored", RUN_FILES, reporting)
