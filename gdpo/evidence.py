@@ -26,7 +26,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from gdpo.files import MANIFEST, SAMPLE_FILE, DigestMismatch, check_digests, file_sha256
+from gdpo.files import MANIFEST, SAMPLE_FILE, DigestMismatch, check_digests, file_sha256, manifest_digests
 from gdpo.plan import EVAL_FILE, RunKey
 
 #: The experiment driver's record of its batches, one JSON object per line, beside the runs' evidence
@@ -130,11 +130,9 @@ def write_manifest(run_dir: str | Path, names: Iterable[str], recorded: Mapping 
     """Write :data:`MANIFEST` in ``run_dir``: the SHA-256 of each of ``names`` (files of ``run_dir``) and the
     steps ``summary.json`` states; ``recorded`` says who recorded it and when (e.g. a commit). Returns it.
 
-    Raises:
-        EvidenceInconsistent: the files disagree with each other (:func:`check_consistency`); nothing is written.
+    Callers check the files first (:func:`check_consistency`): a manifest vouches only for files that agree.
     """
     run_dir = Path(run_dir)
-    check_consistency(run_dir)
     summary = run_dir / "summary.json"
     manifest = {
         "sha256": {name: file_sha256(run_dir / name) for name in sorted(names)},
@@ -152,18 +150,12 @@ def read_manifest(run_dir: str | Path) -> dict:
         DigestMismatch: there is none, or it is not a manifest (evidence without digests cannot prove itself).
     """
     path = Path(run_dir) / MANIFEST
-    if not path.is_file():
+    if manifest_digests(run_dir) is None:
         raise DigestMismatch(f"{path} does not exist: the evidence in {Path(run_dir)} has no digests to check it "
                              "against. Evidence saved by `gdpo run-experiment` has one; for evidence committed before "
                              "digests were kept, record them once from the committed files with "
                              "`python -m gdpo record-digests <evidence_dir>`.")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DigestMismatch(f"{path} is not valid JSON ({error}). {_TAMPERED_FIX}") from error
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("sha256"), dict) or not manifest["sha256"]:
-        raise DigestMismatch(f"{path} records no digests. {_TAMPERED_FIX}")
-    return manifest
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def check_run_evidence(run_dir: str | Path, names: Iterable[str] | None = None) -> dict:
@@ -390,14 +382,8 @@ def record_digests(evidence_dir: str | Path) -> list[Path]:
     import subprocess
 
     root = Path(evidence_dir)
-    pending = []
-    for seed_dir in sorted(root.glob(RunKey.pattern(".").format(task="*", method="*", seed="*"))):
-        try:
-            RunKey.from_path(seed_dir)
-        except ValueError:
-            continue
-        if seed_dir.is_dir() and not (seed_dir / MANIFEST).exists() and (seed_dir / EVAL_FILE).is_file():
-            pending.append(seed_dir)
+    pending = [seed_dir for seed_dir in (run_key_dir(root, *key) for key in sorted(committed(root, trained=False)))
+               if not (seed_dir / MANIFEST).exists()]
 
     def git(*args: str, cwd: Path) -> str:
         return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()

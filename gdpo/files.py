@@ -125,6 +125,26 @@ def check_digests(expected: dict[str, str], base: str | Path, record: str, fix: 
                              + "; ".join(problems) + f". {fix}")
 
 
+def manifest_digests(run_dir: str | Path) -> dict[str, str] | None:
+    """The ``name → SHA-256`` a run directory's :data:`MANIFEST` records; None where it has no manifest.
+
+    Raises:
+        DigestMismatch: the manifest is not valid JSON or records no digests.
+    """
+    record = Path(run_dir) / MANIFEST
+    if not record.is_file():
+        return None
+    fix = ("Restore it from git (git checkout -- <file>); evidence that is meant to change is republished as a "
+           "stated amendment, never edited in place.")
+    try:
+        recorded = json.loads(record.read_text(encoding="utf-8"))["sha256"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise DigestMismatch(f"{record} is not a manifest ({error!r}). {fix}") from error
+    if not isinstance(recorded, dict) or not recorded:
+        raise DigestMismatch(f"{record} records no digests. {fix}")
+    return recorded
+
+
 def check_committed_file(run_dir: str | Path, name: str) -> None:
     """Where ``run_dir`` holds a :data:`MANIFEST` (committed evidence), check that file ``name`` still has the digest it
     records, before a reader uses it; a directory without one (a run in ``results/``) is not checked here.
@@ -132,13 +152,10 @@ def check_committed_file(run_dir: str | Path, name: str) -> None:
     Raises:
         DigestMismatch: the file differs from its recorded digest, or the manifest records none for it.
     """
-    record = Path(run_dir) / MANIFEST
-    if not record.is_file():
+    recorded = manifest_digests(run_dir)
+    if recorded is None:
         return
-    try:
-        recorded = json.loads(record.read_text(encoding="utf-8"))["sha256"]
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise DigestMismatch(f"{record} is not a manifest ({error}); restore it from git.") from error
+    record = Path(run_dir) / MANIFEST
     if name not in recorded:
         raise DigestMismatch(f"{record} records no digest for {name}: the file was added after the run was saved; "
                              "restore the run from git.")

@@ -157,9 +157,9 @@ def gather_items(eval_files: list[str | Path]) -> dict:
     Returns ``{"runs": [{"task", "method", "seed", "family", "items"}, ...]}``: each entry is eval.json
     cut to what :func:`gdpo.reporting.verdicts.items.paired_items` reads, so two entries pair as two eval.json
     would. Evaluations made before per-item outcomes were kept are listed in ``"without_items"``
-    (``"<task>/<method>/seed<k>"``), not left out silently.
+    (``"<task>/<method>/seed<k>"``), not left out silently. The run directories are not checked again here:
+    ``gdpo aggregate`` passes the same files to :func:`gather_evals`, which checks them.
     """
-    check_runs(eval_files)
     runs, without = [], []
     for path in eval_files:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
