@@ -114,6 +114,21 @@ def test_fast_path_returns_the_engines_completions_in_prompt_order(policy):
                                            fast=True)
 
 
+def test_continuous_batching_gives_the_batch_by_batch_completions_when_greedy(policy):
+    """Evaluation's default fast path (continuous batching) against the earlier batch-by-batch one: the same
+    greedy completions, in prompt order, at batch sizes that split the prompts and that hold them all."""
+    model, tokenizer = policy
+    prompts = PROMPTS * 3
+    for batch_size in (2, 4, 16):
+        kwargs = dict(temperature=0, max_new_tokens=8, batch_size=batch_size, fast=True)
+        continuous = generate_completions(model, tokenizer, prompts, **kwargs)
+        assert continuous == generate_completions(model, tokenizer, prompts, continuous_batching=False, **kwargs)
+    sampled = generate_completions(model, tokenizer, prompts, num_samples=3, max_new_tokens=6, seed=4, fast=True)
+    assert [len(samples) for samples in sampled] == [3] * len(prompts)
+    assert sampled == generate_completions(model, tokenizer, prompts, num_samples=3, max_new_tokens=6, seed=4,
+                                           fast=True)
+
+
 def test_greedy_samples_of_one_prompt_are_identical(policy):
     model, tokenizer = policy
     (samples,) = generate_completions(model, tokenizer, PROMPTS[:1], num_samples=3, temperature=0, max_new_tokens=5)

@@ -330,3 +330,114 @@ def test_the_distribution_test_fails_on_a_perturbed_attention(name, request, mon
 def test_an_unknown_attention_kind_is_refused_with_the_choices(llama):
     with pytest.raises(ValueError, match="sdpa"):
         RolloutEngine(llama.config, attention="flash")
+
+
+# ---- continuous batching (generate_continuous) against batch-by-batch generation ----------------------------
+
+#: Prompts of many lengths, two repeated back to back (the samples of one prompt), more than a batch holds.
+MANY_PROMPTS = [[(7 * i + 3 * j) % 290 + 3 for j in range(1 + (5 * i) % 23)] for i in range(19)]
+MANY_PROMPTS[4:4] = [MANY_PROMPTS[3]]
+MANY_PROMPTS[10:10] = [MANY_PROMPTS[9], MANY_PROMPTS[9]]
+
+
+def _early_stop_token(engine, prompts, new_tokens):
+    """A token that ends some greedy completions early and never appears in others (so rows finish apart)."""
+    full = engine.generate(prompts, new_tokens, [-1], 0, SamplingSettings(temperature=0.0))
+    counts = {}
+    for row in full:
+        for token in set(row[1:-1]):
+            counts[token] = counts.get(token, 0) + 1
+    return max(counts, key=lambda token: (0 < counts[token] < len(full), -abs(counts[token] - len(full) / 2)))
+
+
+@pytest.mark.parametrize("attention", RolloutEngine.ATTENTION_KINDS)
+@pytest.mark.parametrize("name", ["qwen2", "llama"])
+def test_continuous_batching_gives_the_greedy_completions_of_batch_by_batch_generation(name, attention, request):
+    model = request.getfixturevalue(name)
+    engine = _engine(model, torch.float32, attention)
+    greedy = SamplingSettings(temperature=0.0)
+    stop = _early_stop_token(engine, MANY_PROMPTS, 10)
+    for eos in ([-1], [stop]):
+        reference = [engine.generate([prompt], 10, eos, 0, greedy)[0] for prompt in MANY_PROMPTS]
+        batched = engine.generate(MANY_PROMPTS, 10, eos, 0, greedy)
+        assert batched == reference
+        for batch_size in (1, 3, 8, 64):
+            assert engine.generate_continuous(MANY_PROMPTS, 10, eos, 0, greedy, batch_size=batch_size) == reference
+    assert any(len(row) < 10 for row in reference)  # the early stops happened
+
+
+@pytest.mark.parametrize("name", ["qwen2", "llama"])
+def test_continuous_batching_in_bfloat16_gives_the_batch_by_batch_greedy_completions(name, request, monkeypatch):
+    monkeypatch.setenv("GDPO_CPU_BF16", "always")  # bfloat16 rounding is what is compared
+    model = request.getfixturevalue(name)
+    engine = _engine(model, torch.bfloat16, "manual")
+    greedy = SamplingSettings(temperature=0.0)
+    batch_by_batch = [row for start in range(0, len(MANY_PROMPTS), 8)
+                      for row in engine.generate(MANY_PROMPTS[start:start + 8], 10, [-1], 0, greedy)]
+    assert engine.generate_continuous(MANY_PROMPTS, 10, [-1], 0, greedy, batch_size=8) == batch_by_batch
+
+
+def test_continuous_batching_refills_a_finished_rows_slot_at_once(llama, monkeypatch):
+    """While prompts wait, every decode step runs a full batch; the batch shrinks only when none is left."""
+    engine = _engine(llama, torch.float32, "manual")
+    greedy = SamplingSettings(temperature=0.0)
+    stop = _early_stop_token(engine, MANY_PROMPTS, 10)
+    decode_rows, prefills = [], []
+    forward = engine._forward
+
+    def recording(ids, positions, start, key_valid, cache):
+        (decode_rows if isinstance(start, torch.Tensor) else prefills).append(ids.shape[0])
+        return forward(ids, positions, start, key_valid, cache)
+
+    monkeypatch.setattr(engine, "_forward", recording)
+    completions = engine.generate_continuous(MANY_PROMPTS, 10, [stop], 0, greedy, batch_size=4)
+    distinct = sum(1 for i, p in enumerate(MANY_PROMPTS) if i == 0 or p != MANY_PROMPTS[i - 1])
+    # one prompt per prefill; a repeat admitted with its twin copies the cache (a twin admitted in a later
+    # round, after the first has left its slot, is prefilled again)
+    assert distinct <= len(prefills) < len(MANY_PROMPTS) and set(prefills) == {1}
+    # Decoding steps: the tokens beyond each completion's first, in full batches but for the final drain.
+    assert sum(decode_rows) == sum(len(c) - 1 for c in completions)
+    # Empty decode rows: a row admitted in a step samples from its prefill and skips that step's decode (one
+    # per admission after the first four), and the last prompts drain (at most 3 empty rows for 10 steps).
+    assert 4 * len(decode_rows) - sum(decode_rows) <= (len(MANY_PROMPTS) - 4) + 3 * 10
+    # Batch by batch, a batch waits for its longest row: more decode calls for the same tokens.
+    static_calls = []
+    monkeypatch.setattr(engine, "_forward", lambda ids, positions, start, key_valid, cache: (
+        static_calls.append(ids.shape[1] == 1) or forward(ids, positions, start, key_valid, cache)))
+    for begin in range(0, len(MANY_PROMPTS), 4):
+        engine.generate(MANY_PROMPTS[begin:begin + 4], 10, [stop], 0, greedy)
+    assert len(decode_rows) < sum(static_calls)
+
+
+def test_continuous_batching_samples_from_the_exact_distribution(qwen2):
+    """Many draws of one prompt among other prompts: the first two tokens' frequencies match the float32
+    model's exact next-token distribution (total-variation bound as in the generate test above)."""
+    prompt, draws = [5, 17, 42, 9], 1500
+    engine = _engine(qwen2, torch.float32, "manual")
+    others = MANY_PROMPTS[:6]
+    torch.manual_seed(0)
+    out = engine.generate_continuous(others + [prompt] * draws, 2, [-1], 0, SamplingSettings(temperature=1.0),
+                                     batch_size=64)[len(others):]
+    vocab = qwen2.config.vocab_size
+    bound = 5 * math.sqrt(vocab / draws) / 2
+    exact = torch.softmax(reference_next_logits(qwen2, [prompt]), -1)[0]
+    first = torch.bincount(torch.tensor([s[0] for s in out]), minlength=vocab).float() / draws
+    assert 0.5 * (first - exact).abs().sum() < bound
+    # the second token, given the most frequent first one, against its exact conditional distribution
+    top = int(first.argmax())
+    seconds = [s[1] for s in out if s[0] == top]
+    exact_second = torch.softmax(reference_next_logits(qwen2, [prompt + [top]]), -1)[0]
+    frequencies = torch.bincount(torch.tensor(seconds), minlength=vocab).float() / len(seconds)
+    assert 0.5 * (frequencies - exact_second).abs().sum() < 5 * math.sqrt(vocab / len(seconds)) / 2
+
+
+def test_continuous_batching_refuses_what_it_cannot_run(llama):
+    engine = RolloutEngine(llama.config, dtype=torch.float32)
+    with pytest.raises(RuntimeError, match="load_from"):
+        engine.generate_continuous([[1, 2]], 4, [2], 0)
+    engine.load_from(llama)
+    assert engine.generate_continuous([], 4, [2], 0) == []
+    with pytest.raises(ValueError, match="at least one token"):
+        engine.generate_continuous([[1, 2], []], 4, [2], 0)
+    with pytest.raises(ValueError, match="batch_size"):
+        engine.generate_continuous([[1, 2]], 4, [2], 0, batch_size=0)

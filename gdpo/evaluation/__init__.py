@@ -46,6 +46,9 @@ class EvalRequest:
         threads: CPU threads for torch.
         fast_generation: sample with the bfloat16 rollout engine (families that generate themselves) or
             let lm-eval's model run in bfloat16 (math), instead of float32 ``generate``.
+        continuous_batching: with ``fast_generation``, the families that generate themselves decode with
+            continuous batching (a finished sequence's slot goes to the next waiting one; greedy completions
+            unchanged); False decodes batch by batch, the earlier path (the speed benchmark's baseline).
     """
 
     task: str
@@ -63,3 +66,4 @@ class EvalRequest:
     work_dir: Path
     threads: int = 1
     fast_generation: bool = False
+    continuous_batching: bool = True

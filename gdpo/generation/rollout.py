@@ -241,19 +241,28 @@ class RolloutEngine:
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(self.dtype)[:, None], emb.sin().to(self.dtype)[:, None]
 
-    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, start: int, key_valid: torch.Tensor,
-                 cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, start: int | torch.Tensor,
+                 key_valid: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """Hidden states of the last position ``(B, hidden)`` for new tokens ``ids (B, T)`` written at ``start``.
 
-        ``key_valid (B, start + T)`` marks the cache positions a query may attend to (padding excluded);
-        attention is causal within the new tokens.
+        ``start``: the cache position of the first new token, shared by every row, or per row (``(B,)``
+        positions, one new token per row: continuous batching's rows of different lengths).
+        ``key_valid (B, ≥ end)`` marks the cache positions a query may attend to (padding excluded), where
+        ``end`` is ``start + T`` (the largest row's, per-row starts); attention is causal within the new tokens.
         """
         batch, steps = ids.shape
         h, kvh, d = self.num_heads, self.num_kv_heads, self.head_dim
         group = h // kvh
         x = F.embedding(ids.reshape(-1), self.embed)  # (B*T, hidden): 2-D rows for the matrix products
         cos, sin = self._rope(positions)
-        end = start + steps
+        per_row = isinstance(start, torch.Tensor)
+        if per_row:
+            if steps != 1:
+                raise ValueError("Per-row start positions take one new token per row.")
+            rows = torch.arange(batch)
+            end = int(start.max()) + 1
+        else:
+            end = start + steps
         allowed = key_valid[:, None, None, :end].expand(batch, 1, steps, end)
         if steps > 1:
             causal = torch.ones(steps, end, dtype=torch.bool).tril(diagonal=start)
@@ -267,8 +276,14 @@ class RolloutEngine:
             q = q.view(batch, steps, h, d).transpose(1, 2)
             k = k.view(batch, steps, kvh, d).transpose(1, 2)
             q = q * cos + _rotate_half(q) * sin
-            k_cache[:, :, start:end] = k * cos + _rotate_half(k) * sin
-            v_cache[:, :, start:end] = v.view(batch, steps, kvh, d).transpose(1, 2)
+            k = k * cos + _rotate_half(k) * sin
+            v = v.view(batch, steps, kvh, d).transpose(1, 2)
+            if per_row:
+                k_cache[rows, :, start] = k[:, :, 0]
+                v_cache[rows, :, start] = v[:, :, 0]
+            else:
+                k_cache[:, :, start:end] = k
+                v_cache[:, :, start:end] = v
             keys, values = k_cache[:, :, :end], v_cache[:, :, :end]
             if self.attention == "sdpa":
                 # Fused kernel: softmax accumulated blockwise in float32, no (B, h, T, end) score tensor.
@@ -347,6 +362,104 @@ class RolloutEngine:
             ends = [i for i, t in enumerate(row) if t in eos_token_ids]
             completions.append(row[:ends[0] + 1] if ends else row)
         return completions
+
+
+    @torch.no_grad()
+    def generate_continuous(self, prompts: list[list[int]], max_new_tokens: int, eos_token_ids: list[int],
+                            pad_token_id: int, settings: SamplingSettings = SamplingSettings(),
+                            batch_size: int = 8) -> list[list[int]]:
+        """:meth:`generate` for many prompts with continuous batching: at most ``batch_size`` sequences decode
+        together, and a sequence that finishes (EOS or ``max_new_tokens``) leaves at once, its slot taken by
+        the next waiting prompt, prefilled alone. A batch never waits for its longest sequence, and decoding,
+        whose cost is reading the weights, keeps ``batch_size`` rows busy until the last prompts.
+
+        Prompts are admitted in the order given; a prompt equal to the one admitted just before it (samples
+        of one prompt) copies its cache instead of a second prefill. Greedy completions are those of
+        :meth:`generate` (the same arithmetic, without left padding); sampled ones follow the same
+        distribution but draw in a different order from torch's global generator.
+
+        Returns:
+            One completion per prompt, in the order of ``prompts``: token ids up to and including the first
+            EOS, at most ``max_new_tokens``.
+        """
+        if self.embed is None:
+            raise RuntimeError("RolloutEngine.generate_continuous called before any weights were loaded (load_from).")
+        if batch_size < 1 or max_new_tokens < 1:
+            raise ValueError("batch_size and max_new_tokens must be at least 1.")
+        if not prompts:
+            return []
+        if any(not p for p in prompts):
+            raise ValueError("Every prompt needs at least one token.")
+        slots = min(batch_size, len(prompts))
+        capacity = max(len(p) for p in prompts) + max_new_tokens
+        # Slot buffers, rows 0..active-1 in use (finished rows are swapped out, so the rows in use stay a
+        # contiguous block and every decode step works on views); each row's cache starts at position 0.
+        cache = [(torch.zeros(slots, self.num_kv_heads, capacity, self.head_dim, dtype=self.dtype),
+                  torch.zeros(slots, self.num_kv_heads, capacity, self.head_dim, dtype=self.dtype))
+                 for _ in self.layers]
+        eos = set(eos_token_ids)
+        completions: list[list[int] | None] = [None] * len(prompts)
+        item_of: list[int] = []        # per row: the prompt it completes
+        cached: list[int] = []         # per row: positions in its cache (prompt + fed tokens)
+        produced: list[list[int]] = []  # per row: tokens sampled so far
+        hidden_rows: list[torch.Tensor] = []  # per row: last hidden state, whose next token is to be sampled
+        waiting = 0
+
+        while True:
+            previous_prompt, previous_row = None, -1  # the prompt prefilled last in this round, and its row
+            while len(item_of) < slots and waiting < len(prompts):
+                row, prompt = len(item_of), prompts[waiting]
+                if prompt == previous_prompt:  # samples of one prompt: copy its cache, not a second prefill
+                    for k, v in cache:
+                        k[row, :, :len(prompt)] = k[previous_row, :, :len(prompt)]
+                        v[row, :, :len(prompt)] = v[previous_row, :, :len(prompt)]
+                    hidden = hidden_rows[previous_row]
+                else:
+                    hidden = self._forward(torch.tensor([prompt], dtype=torch.long), torch.arange(len(prompt))[None],
+                                           0, torch.ones(1, len(prompt), dtype=torch.bool),
+                                           [(k[row:row + 1], v[row:row + 1]) for k, v in cache])[0]
+                    previous_prompt, previous_row = prompt, row
+                item_of.append(waiting)
+                cached.append(len(prompt))
+                produced.append([])
+                hidden_rows.append(hidden)
+                waiting += 1
+            if not item_of:
+                break
+            logits = self.logits(torch.stack(hidden_rows))
+            if settings.temperature == 0:
+                tokens = logits.argmax(dim=-1)
+            else:
+                tokens = sample_categorical(next_token_distribution_logits(logits, settings).softmax(dim=-1))
+            finished = []
+            for row, token in enumerate(tokens.tolist()):
+                produced[row].append(token)
+                if token in eos or len(produced[row]) == max_new_tokens:
+                    completions[item_of[row]] = produced[row]
+                    finished.append(row)
+            # Swap-remove finished rows: the last row in use moves into the hole (its cache prefix copied).
+            feed = tokens.tolist()
+            for row in sorted(finished, reverse=True):
+                last = len(item_of) - 1
+                if row != last:
+                    length = cached[last]
+                    for k, v in cache:
+                        k[row, :, :length] = k[last, :, :length]
+                        v[row, :, :length] = v[last, :, :length]
+                    for state in (item_of, cached, produced, feed):
+                        state[row] = state[last]
+                for state in (item_of, cached, produced, feed, hidden_rows):
+                    state.pop()
+            active = len(item_of)
+            if not active:
+                continue
+            starts = torch.tensor(cached)
+            key_valid = torch.arange(int(starts.max()) + 1)[None, :] <= starts[:, None]
+            hidden = self._forward(torch.tensor(feed)[:, None], starts[:, None], starts, key_valid,
+                                   [(k[:active], v[:active]) for k, v in cache])
+            hidden_rows = list(hidden.unbind(0))
+            cached = [length + 1 for length in cached]
+        return completions  # type: ignore[return-value]
 
 
 def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
