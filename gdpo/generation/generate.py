@@ -104,6 +104,7 @@ def generate_completions(
     seed: int = 0,
     fast: bool = False,
     continuous_batching: bool = True,
+    attention: str = "manual",
 ) -> list[list[Completion]]:
     """Sample ``num_samples`` completions for each chat prompt.
 
@@ -119,6 +120,8 @@ def generate_completions(
             (:meth:`~gdpo.generation.rollout.RolloutEngine.generate_continuous`: a finished sequence's slot is
             taken by the next waiting one; greedy completions are the same as batch by batch). ``False``: one
             batch of ``batch_size`` at a time, the earlier path (the speed benchmark's baseline).
+        attention: with ``fast``, the engine's attention kernel (:class:`~gdpo.generation.rollout.RolloutEngine`;
+            ``"manual"``, the default, or the fused ``"sdpa"``).
 
     Returns:
         P lists of ``num_samples`` :class:`Completion`, in the order of ``prompts``.
@@ -141,7 +144,7 @@ def generate_completions(
     if fast:
         from gdpo.generation.rollout import RolloutEngine, SamplingSettings
 
-        engine = RolloutEngine(model.config, batch_size_hint=batch_size)
+        engine = RolloutEngine(model.config, batch_size_hint=batch_size, attention=attention)
         engine.load_from(model)
         settings = SamplingSettings(temperature=temperature, top_p=top_p if temperature > 0 else None)
     torch.manual_seed(seed)
