@@ -34,6 +34,7 @@ The tool-calling data are the workflow's BFCL split (``resources/data/bfcl_v3_sp
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -51,7 +52,8 @@ from train_step_overhead import step_timer  # noqa: E402
 
 BARE, PADDED, TODAY, NEW = "bare TRL", "padded rows", "today", "new"
 GENERATE, STATIC, CONTINUOUS, FUSED = "generate", "batch by batch", "continuous", "continuous, fused"
-TASKS = {"tool_calling": "tool_calling", "math": "math"}
+#: The cpu-evidence task of each family (named after it).
+FAMILIES = ("tool_calling", "math")
 
 
 def train_step_seconds(kind: str, settings, model_dir: Path, steps: int) -> tuple[list[float], list[float]]:
@@ -92,8 +94,6 @@ def train_step_seconds(kind: str, settings, model_dir: Path, steps: int) -> tupl
             trainer.rollout_engine.attention = "sdpa" if kind == NEW else "manual"
         trainer.remove_callback(PrinterCallback)
         trainer.train()
-        import json
-
         rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     tokens, previous = [], 0.0
     batch = settings.trl["per_device_train_batch_size"] * settings.trl["gradient_accumulation_steps"]
@@ -134,7 +134,7 @@ def evaluation_seconds(kind: str, model, tokenizer, prompts, max_new_tokens: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--families", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the training kinds, one after the other")
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per training run (first dropped)")
     parser.add_argument("--eval-items", type=int, default=48, help="tool-calling items evaluated per kind (0: none)")
@@ -157,7 +157,7 @@ def main() -> None:
           f"{bandwidth:.1f} GB/s; matrix products bf16 {bf16:.1f} GFLOP/s, fp32 {fp32:.1f} GFLOP/s; training runs in "
           f"{'bfloat16' if train_peak == bf16 else 'float32'}", flush=True)
     for family in args.families:
-        settings = resolve_run_settings(config, TASKS[family], "gdpo", 0)
+        settings = resolve_run_settings(config, family, "gdpo", 0)
         model_dir = REPO / "resources" / "models" / model_slug(settings.model)
         if not (model_dir / "config.json").is_file():
             prepare_model(settings.model, model_dir)

@@ -75,10 +75,11 @@ def engine_next_logits(engine, prompts):
         return engine.logits(engine._forward(ids, positions, 0, key_valid, cache))
 
 
+@pytest.mark.parametrize("attention", ["manual", "sdpa"])
 @pytest.mark.parametrize("name", ["qwen2", "llama"])
-def test_float32_engine_reproduces_the_models_logits_on_left_padded_prompts(name, request):
+def test_float32_engine_reproduces_the_models_logits_on_left_padded_prompts(name, attention, request):
     model = request.getfixturevalue(name)
-    engine = RolloutEngine(model.config, dtype=torch.float32)
+    engine = RolloutEngine(model.config, dtype=torch.float32, attention=attention)
     engine.load_from(model)
     torch.testing.assert_close(engine_next_logits(engine, PROMPTS), reference_next_logits(model, PROMPTS),
                                atol=1e-4, rtol=1e-4)
@@ -233,15 +234,6 @@ def test_repeated_prompts_are_prefilled_once_with_the_same_completions(llama):
 
 
 # ---- fused attention (scaled_dot_product_attention) against the earlier float32-score path ----------------
-
-
-@pytest.mark.parametrize("name", ["qwen2", "llama"])
-def test_fused_attention_float32_engine_reproduces_the_models_logits(name, request):
-    model = request.getfixturevalue(name)
-    engine = RolloutEngine(model.config, dtype=torch.float32, attention="sdpa")
-    engine.load_from(model)
-    torch.testing.assert_close(engine_next_logits(engine, PROMPTS), reference_next_logits(model, PROMPTS),
-                               atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["qwen2", "llama"])

@@ -149,20 +149,19 @@ def generate_completions(
         settings = SamplingSettings(temperature=temperature, top_p=top_p if temperature > 0 else None)
     torch.manual_seed(seed)
     results: list[list[Completion | None]] = [[None] * num_samples for _ in prompts]
-    if engine is not None and continuous_batching:
-        batches = [pairs]
-        outputs = [engine.generate_continuous([encoded[i] for i, _ in pairs], max_new_tokens, sorted(eos_ids),
-                                              tokenizer.pad_token_id, settings, batch_size=batch_size)]
-    else:
-        batches = [pairs[start : start + batch_size] for start in range(0, len(pairs), batch_size)]
-        outputs = None
-    for number, batch in enumerate(batches):
-        if outputs is not None:
-            new_tokens = outputs[number]
-        elif engine is not None:
-            new_tokens = engine.generate([encoded[i] for i, _ in batch], max_new_tokens, sorted(eos_ids),
-                                         tokenizer.pad_token_id, settings)
-        else:
+
+    def decoded_batches():
+        """``(pairs, new token ids per pair)`` of each decoding call."""
+        if engine is not None and continuous_batching:
+            yield pairs, engine.generate_continuous([encoded[i] for i, _ in pairs], max_new_tokens, sorted(eos_ids),
+                                                    tokenizer.pad_token_id, settings, batch_size=batch_size)
+            return
+        for start in range(0, len(pairs), batch_size):
+            batch = pairs[start : start + batch_size]
+            if engine is not None:
+                yield batch, engine.generate([encoded[i] for i, _ in batch], max_new_tokens, sorted(eos_ids),
+                                             tokenizer.pad_token_id, settings)
+                continue
             inputs = tokenizer.pad({"input_ids": [encoded[i] for i, _ in batch]}, return_tensors="pt")
             inputs = inputs.to(model.device)
             output = model.generate(
@@ -172,7 +171,9 @@ def generate_completions(
                 top_k=None,
                 **sampling,
             )
-            new_tokens = output[:, inputs["input_ids"].shape[1] :].tolist()
+            yield batch, output[:, inputs["input_ids"].shape[1] :].tolist()
+
+    for batch, new_tokens in decoded_batches():
         for (i, s), ids in zip(batch, new_tokens):
             length = next((k + 1 for k, token in enumerate(ids) if token in eos_ids), None)
             truncated = length is None
