@@ -20,13 +20,16 @@ tokens), as
 - ``continuous``: the engine with continuous batching (evaluation's default);
 - ``continuous, fused``: continuous batching with the fused attention;
 
-and prints items per second. Each figure is also put against this machine, measured in the same run with
+and prints items per second. With ``--math-eval-items``, it evaluates the math task's first held-out
+problems through lm-eval with the engine-backed model (its cpu-evidence settings: 2 samples, 128 new tokens,
+batch 16), greedy, ``batch by batch`` (lm-eval's batches) and ``continuous``. Each figure is also put against this machine, measured in the same run with
 one thread: training's useful FLOPs (4 per parameter and trained token, 6 with activation checkpointing)
 over the matrix peak of the precision it runs in, and an evaluation's FLOPs (2 per parameter and token,
 prompts included) over the float32 peak.
 
     python benchmarks/speed_gain.py                      # both families, 2 rounds, 4 steps, 48 items
     python benchmarks/speed_gain.py --families tool_calling --rounds 1 --steps 3 --eval-items 32
+    python benchmarks/speed_gain.py --families math --kinds --math-eval-items 48   # math evaluation only
 
 The tool-calling data are the workflow's BFCL split (``resources/data/bfcl_v3_split``, rule ``bfcl_split``).
 """
@@ -132,13 +135,32 @@ def evaluation_seconds(kind: str, model, tokenizer, prompts, max_new_tokens: int
     return time.perf_counter() - start, completions
 
 
+def math_evaluation_seconds(continuous: bool, settings, model_dir: Path, work_dir: Path) -> tuple[float, dict]:
+    """(seconds, per-item outcomes) of one greedy math evaluation of the base model through lm-eval."""
+    from gdpo.evaluation import EvalRequest
+    from gdpo.files import ITEMS_KEY
+    from gdpo.tasks import get_family
+
+    request = EvalRequest(task=settings.task, method="base", seed=0, model_dir=model_dir, adapter_dir=None,
+                          options=dict(settings.options), eval_size=settings.eval_size,
+                          num_samples=settings.num_samples, temperature=0.0, top_p=1.0,
+                          max_new_tokens=settings.max_new_tokens, batch_size=settings.batch_size, work_dir=work_dir,
+                          threads=1, fast_generation=True, continuous_batching=continuous)
+    start = time.perf_counter()
+    result = get_family(settings.family).evaluate(request)
+    return time.perf_counter() - start, result[ITEMS_KEY]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the training kinds, one after the other")
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per training run (first dropped)")
     parser.add_argument("--eval-items", type=int, default=48, help="tool-calling items evaluated per kind (0: none)")
-    parser.add_argument("--kinds", nargs="+", default=[BARE, PADDED, TODAY, NEW], help="training kinds to run")
+    parser.add_argument("--kinds", nargs="*", default=[BARE, PADDED, TODAY, NEW],
+                        help="training kinds to run (none: evaluation only)")
+    parser.add_argument("--math-eval-items", type=int, default=0,
+                        help="math problems evaluated per kind through lm-eval (0: none)")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -169,17 +191,38 @@ def main() -> None:
                 times[kind] += seconds
                 tokens[kind] += trained
                 print(f"  {family} {kind}: {[round(s, 1) for s in seconds]} s", flush=True)
-        flops_per_token = (6 if settings.trl.get("gradient_checkpointing", True) else 4) * PARAMETERS
-        print(f"\n{family} training step ({settings.trl['max_completion_length']} new tokens at most, "
-              f"{settings.trl['per_device_train_batch_size'] * settings.trl['gradient_accumulation_steps']} completions):")
-        print(f"{'kind':<16} {'steps':>5} {'median s':>9} {'/ today':>8} {'packed tokens':>14} {'of peak':>8}")
-        reference = statistics.median(times[TODAY]) if times.get(TODAY) else None
-        for kind in args.kinds:
-            median = statistics.median(times[kind])
-            packed = statistics.median(tokens[kind]) if tokens[kind] else float("nan")
-            ratio = f"{median / reference:.2f}" if reference else "-"
-            print(f"{kind:<16} {len(times[kind]):>5} {median:>9.1f} {ratio:>8} {packed:>14.0f} "
-                  f"{flops_per_token * packed / median / 1e9 / train_peak:>8.0%}")
+        if args.kinds:
+            flops_per_token = (6 if settings.trl.get("gradient_checkpointing", True) else 4) * PARAMETERS
+            print(f"\n{family} training step ({settings.trl['max_completion_length']} new tokens at most, "
+                  f"{settings.trl['per_device_train_batch_size'] * settings.trl['gradient_accumulation_steps']} completions):")
+            print(f"{'kind':<16} {'steps':>5} {'median s':>9} {'/ today':>8} {'packed tokens':>14} {'of peak':>8}")
+            reference = statistics.median(times[TODAY]) if times.get(TODAY) else None
+            for kind in args.kinds:
+                median = statistics.median(times[kind])
+                packed = statistics.median(tokens[kind]) if tokens[kind] else float("nan")
+                ratio = f"{median / reference:.2f}" if reference else "-"
+                print(f"{kind:<16} {len(times[kind]):>5} {median:>9.1f} {ratio:>8} {packed:>14.0f} "
+                      f"{flops_per_token * packed / median / 1e9 / train_peak:>8.0%}")
+        if family == "math" and args.math_eval_items:
+            import dataclasses
+
+            from gdpo.plan import resolve_eval_settings
+
+            eval_settings = dataclasses.replace(resolve_eval_settings(config, family, "base", 0),
+                                                eval_size=args.math_eval_items)
+            runs = {}
+            for continuous in (False, True):
+                with tempfile.TemporaryDirectory() as work:
+                    seconds, items = math_evaluation_seconds(continuous, eval_settings, model_dir, Path(work))
+                runs[CONTINUOUS if continuous else STATIC] = (seconds, items)
+                print(f"  math evaluation {CONTINUOUS if continuous else STATIC}: {seconds:.1f} s", flush=True)
+            print(f"\nmath evaluation (lm-eval, engine model), {args.math_eval_items} problems x "
+                  f"{eval_settings.num_samples} samples, greedy, batch {eval_settings.batch_size}, "
+                  f"{eval_settings.max_new_tokens} new tokens at most:")
+            print(f"{'kind':<18} {'items/s':>8} {'x batch by batch':>17} {'same outcomes':>14}")
+            for kind, (seconds, items) in runs.items():
+                print(f"{kind:<18} {args.math_eval_items / seconds:>8.3f} {runs[STATIC][0] / seconds:>17.2f} "
+                      f"{str(items == runs[STATIC][1]):>14}")
         if family == "tool_calling" and args.eval_items:
             from gdpo.generation.generate import load_policy
 

@@ -717,6 +717,47 @@ def test_engine_model_generates_what_hf_generates(tiny_model):
         engine._model_generate(context, 13, [], attention_mask=mask, repetition_penalty=1.2)
 
 
+def test_engine_model_continuous_batching_gives_lm_evals_greedy_continuations(tiny_model, monkeypatch):
+    """With continuous batching, ``generate_until`` hands the engine all requests in one call, which decodes at
+    most ``batch_size`` rows at a time; the greedy continuations are ``hf``'s and batch by batch's, in order."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    from gdpo.generation.rollout import RolloutEngine
+    from gdpo.tasks.math.engine_lm import EngineLM
+
+    contexts = ["What is 2 + 3?", "Count: one two three four five six seven eight nine", "What is 2 + 3?", "Hi",
+                "Name a prime number larger than ten, please."]
+    kwargs = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 9}
+    requests = [Instance("generate_until", {}, (context, dict(kwargs)), idx) for idx, context in enumerate(contexts)]
+    hf = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32")
+    expected = hf.generate_until(requests, disable_tqdm=True)
+
+    rows_decoded, calls = [], []
+    forward = RolloutEngine._forward
+
+    def counting_forward(self, tokens, *args, **kwargs):
+        rows_decoded.append(tokens.shape[0])
+        return forward(self, tokens, *args, **kwargs)
+
+    monkeypatch.setattr(RolloutEngine, "_forward", counting_forward)
+    results = {}
+    for continuous in (True, False):
+        engine = EngineLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32",
+                          engine_dtype="float32", continuous_batching=continuous)
+        model_generate = engine._model_generate
+        monkeypatch.setattr(engine, "_model_generate",
+                            lambda context, *a, **k: calls.append(context.shape[0]) or model_generate(context, *a, **k))
+        results[continuous] = engine.generate_until(requests, disable_tqdm=True)
+        assert engine.batch_size == 2  # lm-eval's batch size is restored
+        if continuous:
+            assert calls == [len(contexts)] and max(rows_decoded) <= 2
+            calls.clear()
+    assert calls == [2, 2, 1]
+    assert results[True] == results[False] == expected
+    assert any(expected)
+
+
 def test_fast_evaluation_runs_through_the_engine_model(tiny_model, tmp_path, no_network):
     request = EvalRequest(task="math", method="base", seed=0, model_dir=tiny_model, adapter_dir=None, options={},
                           eval_size=2, num_samples=2, temperature=0.6, top_p=0.95, max_new_tokens=8, batch_size=4,

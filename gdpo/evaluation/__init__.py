@@ -44,11 +44,12 @@ class EvalRequest:
         batch_size: sequences generated together.
         work_dir: existing directory for intermediate files (completions, evaluator outputs).
         threads: CPU threads for torch.
-        fast_generation: sample with the bfloat16 rollout engine (families that generate themselves) or
-            let lm-eval's model run in bfloat16 (math), instead of float32 ``generate``.
-        continuous_batching: with ``fast_generation``, the families that generate themselves decode with
-            continuous batching (a finished sequence's slot goes to the next waiting one; greedy completions
-            unchanged); False decodes batch by batch, the earlier path (the speed benchmark's baseline).
+        fast_generation: sample with the bfloat16 rollout engine (math: through lm-eval's engine-backed
+            model, :mod:`gdpo.tasks.math.engine_lm`) instead of float32 ``generate``.
+        continuous_batching: with ``fast_generation``, the rollout engine decodes with continuous batching (a
+            finished sequence's slot goes to the next waiting one; greedy completions unchanged), in every
+            family, math's lm-eval model included; False decodes batch by batch, the earlier path (the speed
+            benchmark's baseline).
     """
 
     task: str

