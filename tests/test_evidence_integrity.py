@@ -192,6 +192,24 @@ def commit(root: Path, message: str) -> str:
                           text=True).stdout.strip()
 
 
+def test_provenance_says_whether_the_publishing_code_differs_from_its_commit(repo):
+    """``uncommitted_changes`` is the code's state before publishing: a republication over committed published
+    files is clean, an edited config file is not."""
+    (repo / ".gitignore").write_text("results/\n")  # as in the repository: workflow outputs are not code
+    workflow_output(repo, "mini", {"grpo": [0, 1], "gdpo": [0, 1]})
+    commit(repo, "runs")
+    out = publish.publish("config/mini.yaml", root=repo)
+    commit(repo, "published")
+    (repo / "results/mini/paper_figures/claims.csv").write_text("rebuilt by new rules\n")
+    publish.publish("config/mini.yaml", root=repo)
+    assert json.loads((out / "PROVENANCE.json").read_text())["uncommitted_changes"] is False
+    commit(repo, "republished")
+    with (repo / "config" / "mini.yaml").open("a") as handle:
+        handle.write("\n# an edit\n")
+    publish.publish("config/mini.yaml", root=repo)
+    assert json.loads((out / "PROVENANCE.json").read_text())["uncommitted_changes"] is True
+
+
 def test_publishing_a_subset_of_seeds_changes_nothing_committed(repo):
     workflow_output(repo, "mini", {"grpo": [0, 1, 2], "gdpo": [0, 1, 2]})
     first = commit(repo, "runs")

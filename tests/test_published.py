@@ -47,6 +47,9 @@ def test_the_default_workflows_ledger_decides_nothing_its_evidence_cannot_suppor
     assert mini.loc["C4", "measured_value"].startswith("not tested: ")
     assert "the claim needs a start below 10 %" in mini.loc["C4", "measured_value"]
     assert mini.drop("C11")["run"].str.startswith("SmolLM2-135M-Instruct, ").all()
+    # The draw's evidence carries the collapse gate's health column: every run is judged, none waved through.
+    assert not mini["measured_value"].str.contains("not judged").any()
+    assert mini.loc[["C3", "C6", "C8", "C9"], "validity"].str.contains("collapse leaves a comparison: passed").all()
     exact = ledger[ledger["scale"] == "exact"].set_index("claim_id")["verdict"]
     assert exact.to_dict() == {"C1": "reproduced", "C2": "reproduced"}
     # The sequence bench models C4, C5, C8 and C10's mechanisms; its committed answer to each is measured. C8:

@@ -143,6 +143,10 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
             if amendment:
                 amendments.append(amendment.record(root, note="the evidence is unchanged; built files refreshed"))
     run_evidence = run_evidence_digests(root, config)
+    # Whether the code that publishes differs from its commit, read before this publication's own writes
+    # (which would otherwise always show as changes); the published files themselves are not code.
+    uncommitted = bool(_git_output("status", "--porcelain", "--untracked-files=no", "--", ".", ":!paper_figures",
+                                   cwd=root))
     # Everything is checked: write.
     (out / "evidence").mkdir(parents=True, exist_ok=True)
     copied = {}
@@ -159,7 +163,7 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
     provenance = {
         "commit": commit,
         "ledger_commit": head,
-        "uncommitted_changes": bool(_git_output("status", "--porcelain", "--untracked-files=no", cwd=root)),
+        "uncommitted_changes": uncommitted,
         "config": str(config_file),
         "config_sha256": file_sha256(config_path),
         "grid": grid,
