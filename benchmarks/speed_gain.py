@@ -21,9 +21,9 @@ tokens), as
 - ``continuous, fused``: continuous batching with the fused attention;
 
 and prints items per second. With ``--math-eval-items``, it evaluates the math task's first held-out
-problems through lm-eval with the engine-backed model (its cpu-evidence settings: 2 samples, 128 new tokens,
-batch 16), greedy, ``batch by batch`` (lm-eval's batches) and ``continuous``. Each figure is also put against this machine, measured in the same run with
-one thread: training's useful FLOPs (4 per parameter and trained token, 6 with activation checkpointing)
+problems through lm-eval with the engine-backed model (the task's cpu-evidence evaluation settings, greedy),
+``batch by batch`` (lm-eval's batches) and ``continuous``, and says whether the per-item outcomes are equal.
+Each figure is also put against this machine, measured in the same run with one thread: training's useful FLOPs (4 per parameter and trained token, 6 with activation checkpointing)
 over the matrix peak of the precision it runs in, and an evaluation's FLOPs (2 per parameter and token,
 prompts included) over the float32 peak.
 
@@ -211,11 +211,10 @@ def main() -> None:
             eval_settings = dataclasses.replace(resolve_eval_settings(config, family, "base", 0),
                                                 eval_size=args.math_eval_items)
             runs = {}
-            for continuous in (False, True):
+            for kind in (STATIC, CONTINUOUS):
                 with tempfile.TemporaryDirectory() as work:
-                    seconds, items = math_evaluation_seconds(continuous, eval_settings, model_dir, Path(work))
-                runs[CONTINUOUS if continuous else STATIC] = (seconds, items)
-                print(f"  math evaluation {CONTINUOUS if continuous else STATIC}: {seconds:.1f} s", flush=True)
+                    runs[kind] = math_evaluation_seconds(kind == CONTINUOUS, eval_settings, model_dir, Path(work))
+                print(f"  math evaluation {kind}: {runs[kind][0]:.1f} s", flush=True)
             print(f"\nmath evaluation (lm-eval, engine model), {args.math_eval_items} problems x "
                   f"{eval_settings.num_samples} samples, greedy, batch {eval_settings.batch_size}, "
                   f"{eval_settings.max_new_tokens} new tokens at most:")

@@ -14,6 +14,8 @@ lm-eval's batch by batch, where every batch waits for its longest completion.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
@@ -77,13 +79,9 @@ class EngineLM(HFLM):
                                     top_p=generation_kwargs.get("top_p") if sampling else None,
                                     min_p=generation_kwargs.get("min_p") if sampling else None)
         prompts = [row[row_mask.bool()].tolist() for row, row_mask in zip(context, mask)]
-        if self._continuous_batching:
-            new = self._engine.generate_continuous(prompts, max_length - context.shape[1], self._eos_ids,
-                                                   self.tokenizer.pad_token_id, settings,
-                                                   batch_size=self._decode_batch_size)
-        else:
-            new = self._engine.generate(prompts, max_length - context.shape[1], self._eos_ids,
-                                        self.tokenizer.pad_token_id, settings)
+        decode = (functools.partial(self._engine.generate_continuous, batch_size=self._decode_batch_size)
+                  if self._continuous_batching else self._engine.generate)
+        new = decode(prompts, max_length - context.shape[1], self._eos_ids, self.tokenizer.pad_token_id, settings)
         width = max(len(ids) for ids in new)
         pad = self.tokenizer.pad_token_id
         completions = torch.tensor([ids + [pad] * (width - len(ids)) for ids in new], dtype=context.dtype)
