@@ -1,4 +1,5 @@
-# Two entry points (README.md): `make workflow` and `make test`. Both create the venv first.
+# Two entry points (README.md): `make workflow` and `make test` (`make test-all`: every tier, CI). All create the
+# venvs first.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -7,7 +8,7 @@ CORES ?= 2
 # Rules call `python -m gdpo`: put the venv first on PATH for every command below.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup workflow mini-grid quick smoke test test-fast test-all test-vllm vllm-cpu lint clean
+.PHONY: setup workflow mini-grid quick smoke test test-all test-vllm vllm-cpu lint clean
 
 REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-tasks.txt \
 	envs/requirements-slurm.txt envs/requirements-test.txt
@@ -73,20 +74,19 @@ smoke: $(STAMP) $(BFCL_STAMP)
 	snakemake --profile profiles/workstation --configfile config/smoke.yaml --report results/smoke/paper_figures/report.html
 
 # The SLURM tests install and start a cluster on this machine (root): only when GDPO_TEST_SLURM is set (CI sets it).
-FAST_TESTS := $(if $(GDPO_TEST_SLURM),not slow,not slow and not slurm)
+ALL_TESTS := $(if $(GDPO_TEST_SLURM),slow or not slow,(slow or not slow) and not slurm)
+# Tests marked with an xdist group (the smoke run's readers, the SLURM cluster's) share one worker.
+PYTEST := pytest -n $(CORES) --dist loadgroup
 
-## test: the test suite: the fast tests (under 20 min on 2 cores), then the slow ones, one at a time (each
-## paper config end to end in miniature: they start their own 2-core workflows). CI runs this.
+## test: the quick tier (about 10 minutes on 2 cores): unit and contract tests, the verdict calibration at one
+## design, the smoke workflow end to end, the published results' checks, the import contracts
 test: $(STAMP) $(BFCL_STAMP)
-	pytest -n $(CORES) -m "$(FAST_TESTS)"
-	pytest -m slow
+	$(PYTEST) -m "not slow and not slurm"
 
-## test-fast: the fast tests only
-test-fast: $(STAMP) $(BFCL_STAMP)
-	pytest -n $(CORES) -m "$(FAST_TESTS)"
-
+## test-all: every tier (CI runs this): the quick tier, the paper configs in miniature, the calibration at every
+## design, the training chain in a workflow, and the SLURM tests where GDPO_TEST_SLURM is set
 test-all: $(STAMP) $(BFCL_STAMP)
-	pytest -n $(CORES) -m "$(if $(GDPO_TEST_SLURM),slow or not slow,(slow or not slow) and not slurm)"
+	$(PYTEST) -m "$(ALL_TESTS)"
 
 ## lint: snakemake --lint on the default config, and the import contracts of pyproject.toml
 lint: $(STAMP)

@@ -40,7 +40,6 @@ from gdpo.plan import (
     train_launcher,
     wall_limit_hours,
 )
-from gdpo.training import models
 from gdpo.training.run import (
     INTERRUPTED_EXIT_CODE,
     RUN_IDENTITY_FILE,
@@ -78,11 +77,6 @@ def assert_same_run(run: Path, reference: Path) -> None:
     assert weights.keys() == expected.keys()
     difference = max((weights[name] - expected[name]).abs().max().item() for name in weights)
     assert difference == 0.0 and all(torch.equal(weights[name], expected[name]) for name in weights)
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -58,23 +58,48 @@ def test_validate_config_command(capsys):
     assert "config/mini.yaml: valid" in capsys.readouterr().out
 
 
+#: What the power command's text is checked with: few simulated workflows (its numbers are checked against an
+#: independent simulation at 2,000 in tests/test_calibration.py, a slow test).
+QUICK = ("--replicates", "40")
+
+
 def test_power_command_prints_each_claims_design_and_the_seeds_it_needs(capsys):
-    assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5"]) == 0
+    assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5", *QUICK]) == 0
     out = capsys.readouterr().out
     assert "C9: seed spread 0.5 pts, given" in out and "seeds for 0.8" in out
     assert "paired items: outcomes correlated at ρ = 0.5" in out  # the variance model, named
+    assert "Power from 40 simulated workflows" in out  # what the stated power rests on
     assert main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "0.5",
-                 "--item-correlation", "0"]) == 0
+                 "--item-correlation", "0", *QUICK]) == 0
     assert "independent binomial item draws" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="item-correlation"):
         main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--item-correlation", "1"])
-    assert main(["power", "--config", str(REPO / "config/paper-math.yaml")]) == 0
+    with pytest.raises(SystemExit, match="--replicates 0 must be at least 1"):
+        main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--replicates", "0"])
+    assert main(["power", "--config", str(REPO / "config/paper-math.yaml"), *QUICK]) == 0
     out = capsys.readouterr().out
     # The default spread and where it came from: the evaluation's own noise (AIME's 30 problems × 16 samples...).
     assert "C6: seed spread 0.5" in out and "the evaluation's own binomial sd" in out and "pass --seed-sd" in out
-    assert main(["power", "--config", str(REPO / "config/mini.yaml")]) == 0
+    assert main(["power", "--config", str(REPO / "config/mini.yaml"), *QUICK]) == 0
     out = capsys.readouterr().out
     assert "≥ 3 seeds per method (have 2)" in out and "pass --seed-sd" in out
+
+
+def test_power_command_states_power_from_the_default_replicates(capsys, monkeypatch):
+    """Without --replicates the stated power rests on STATED_REPLICATES workflows (what the calibration checks)."""
+    from gdpo.reporting import calibration
+
+    seen = {}
+    real = calibration.power_report
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **{**kwargs, "stated_replicates": 40, "replicates": 40})
+
+    monkeypatch.setattr(calibration, "power_report", spy)
+    assert main(["power", "--config", str(REPO / "config/paper-code.yaml")]) == 0
+    assert f"Power from {calibration.STATED_REPLICATES:,} simulated workflows" in capsys.readouterr().out
+    assert seen["stated_replicates"] == calibration.STATED_REPLICATES == 2000 and seen["replicates"] == 400
 
 
 def test_calibrate_command_reports_null_rates_and_power(capsys):

@@ -10,7 +10,6 @@ import torch
 from gdpo.evaluation.run import evaluate_run
 from gdpo.generation.generate import generate_completions, load_policy
 from gdpo.plan import EVAL_DEFAULTS, RunKey, plan_evaluations, resolve_eval_settings, runs_root
-from gdpo.training.models import build_tiny_model
 
 CONFIG = {
     "scale": "smoke",
@@ -32,8 +31,8 @@ PROMPTS = [
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("model"))
+def tiny_model_dir(tiny_model):
+    return tiny_model
 
 
 @pytest.fixture(scope="module")

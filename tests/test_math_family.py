@@ -25,7 +25,6 @@ from gdpo.tasks.math.rewards import (
     length_conditioned_reward,
     length_reward,
 )
-from gdpo.training import models
 
 
 def chat(text: str) -> list[dict]:
@@ -581,11 +580,6 @@ def test_per_run_task_file_loads_the_data_with_the_requested_settings(tmp_path):
 # --------------------------------------------------------------------------------------------------
 # evaluate(): lm-eval end to end on the tiny model, offline
 # --------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
 
 
 @pytest.fixture

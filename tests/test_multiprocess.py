@@ -31,7 +31,6 @@ import yaml
 
 from gdpo.advantages import compute_advantages
 from gdpo.plan import RunSettings, launcher_command, resolve_run_settings
-from gdpo.training import models
 from gdpo.training.run import ADVANTAGE_AUDIT_ENV, TIMING_KEYS, read_metrics, train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,11 +40,6 @@ STEPS = 6
 LAUNCH = {"launch": {"accelerate_config": "envs/accelerate/cpu_multiprocess.yaml", "num_processes": PROCESSES}}
 RUN_FILES = {"config.json", "env.json", "metrics.jsonl", "model", "summary.json"}
 TIMEOUT = 600
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
 
 
 def run_settings(method: str) -> RunSettings:
@@ -162,6 +156,7 @@ def check_advantages(per_step: dict[int, list[dict]], method: str) -> int:
     return steps_where_processes_differ
 
 
+@pytest.mark.slow  # three 2-process runs (about 40 s on 2 cores); the per-group advantages stay in the quick tier
 def test_two_process_gdpo_trains_on_the_gathered_batch_writes_once_and_resumes(tiny_model, tmp_path):
     settings = run_settings("gdpo")
     audit_dir = tmp_path / "audit"

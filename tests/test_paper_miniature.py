@@ -15,7 +15,7 @@ from gdpo.plan import plan_evaluations, plan_runs, planned_outputs
 
 from .test_workflow import REPO, snakemake
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # minutes each on 2 cores
 
 OVERLAY = REPO / "config" / "overlays" / "miniature.yaml"
 #: The claims each paper config's ledger decides from its own runs (the others are "not run" there).

@@ -25,11 +25,6 @@ from gdpo.training.tracking import PROJECT, MissingBackendError, check_backends_
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
-
-
 def smoke_config(**training) -> dict:
     config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
     config["training"].update(training)

@@ -16,7 +16,6 @@ import yaml
 
 from gdpo.plan import launcher_command, plan_runs, resolve_run_settings
 from gdpo.tasks import arithmetic
-from gdpo.training import models
 from gdpo.training.rewards import RewardFunctionError, guard_reward_function
 from gdpo.training.run import (
     TIMING_KEYS,
@@ -31,11 +30,6 @@ from gdpo.advantages import distinct_advantage_counts, registered_estimators
 from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
-    return models.prepare_model(models.BUILTIN_TINY, tmp_path_factory.mktemp("models") / "tiny-qwen2")
 
 
 def smoke_config() -> dict:

@@ -46,60 +46,112 @@ def git_status(root: Path) -> str:
                           capture_output=True, text=True).stdout
 
 
-@pytest.mark.skipif(not all((REPO / venv / ".installed").exists() for venv in VENVS),
-                    reason="needs the venvs `make setup` builds")
-def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path):
+def make_smoke_in_a_clone(directory: Path) -> dict:
     """The README's two commands in order on a clean clone, the workflow at smoke scale (`make smoke`: the same
-    Makefile path and rules as `make workflow`, in minutes): everything lands under results/, nothing tracked is
-    rewritten (`git status` stays clean), and the published results' tests still pass after it."""
-    readme = (REPO / "README.md").read_text()
-    assert "make workflow" in readme.split("```")[1] and "make test" in readme.split("```")[1]
-    clone = tmp_path / "clone"
+    Makefile path and rules as `make workflow`, in minutes), then the published results' tests in the clone.
+    The venvs are the README's setup step: reused, not rebuilt (-o: never remade). What the tests below read."""
+    clone = directory / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-    for venv in VENVS:  # the venvs are the README's setup step: reused, not rebuilt (-o: never remade)
+    for venv in VENVS:
         (clone / venv).symlink_to(REPO / venv)
     make = ["make", *[arg for venv in VENVS for arg in ("-o", f"{venv}/.installed")], "CORES=2"]
     env = {**os.environ, "PYTHONPATH": str(clone)}
-    result = subprocess.run([*make, "smoke"], cwd=clone, env=env, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    assert git_status(clone) == ""  # nothing tracked rewritten, nothing untracked outside the ignored folders
-    tests = subprocess.run(
+    smoke = subprocess.run([*make, "smoke"], cwd=clone, env=env, capture_output=True, text=True, check=False)
+    status_after_smoke = git_status(clone)
+    published = subprocess.run(
         [str(clone / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_published.py",
-         "tests/test_published_cpu_evidence.py"], cwd=clone, env=env, capture_output=True, text=True, check=False)
-    assert tests.returncode == 0, tests.stdout[-4000:]
-    assert git_status(clone) == ""
-    tmp_path = clone  # what the workflow wrote, checked below
-    counts = pd.read_csv(tmp_path / "results/exact/distinct_counts.csv")
+         "tests/test_published_cpu_evidence.py"],
+        cwd=clone, env=env, capture_output=True, text=True, check=False)
+    return {"clone": str(clone), "returncode": smoke.returncode, "output": smoke.stdout[-2000:] + smoke.stderr[-3000:],
+            "status_after_smoke": status_after_smoke, "published_returncode": published.returncode,
+            "published_output": published.stdout[-4000:], "status_after_published": git_status(clone)}
+
+
+@pytest.fixture(scope="session")
+def smoke_record(tmp_path_factory) -> dict:
+    """What :func:`make_smoke_in_a_clone` recorded, built once per test session (shared by the xdist workers);
+    every test marked ``smoke`` reads it. Fails each of them with the workflow's output if the run failed."""
+    from tests.shared import shared_once
+
+    if not all((REPO / venv / ".installed").exists() for venv in VENVS):
+        pytest.skip("needs the venvs `make setup` builds")
+    _, record = shared_once(tmp_path_factory, "smoke-workflow", make_smoke_in_a_clone)
+    assert record["returncode"] == 0, record["output"]
+    return record
+
+
+@pytest.fixture(scope="session")
+def smoke_run(smoke_record) -> Path:
+    """The clone where `make smoke` ran (read-only for tests)."""
+    return Path(smoke_record["clone"])
+
+
+#: The smoke run takes minutes: the first test to ask for it waits for it (its limit includes the run). Its tests
+#: share one xdist worker (`--dist loadgroup`), so that the other worker goes on with the rest meanwhile.
+SMOKE = (pytest.mark.smoke, pytest.mark.timeout(1800), pytest.mark.xdist_group("smoke"))
+
+
+def smoke_test(function):
+    for mark in SMOKE:
+        function = mark(function)
+    return function
+
+
+def test_readme_opens_with_the_two_commands():
+    readme = (REPO / "README.md").read_text()
+    assert "make workflow" in readme.split("```")[1] and "make test" in readme.split("```")[1]
+
+
+@smoke_test
+def test_smoke_workflow_leaves_git_status_clean_and_the_published_results_tests_passing(smoke_record):
+    """Everything lands under results/, nothing tracked is rewritten (`git status` stays clean), and the
+    published results' tests still pass after it."""
+    assert smoke_record["status_after_smoke"] == ""  # nothing tracked rewritten, nothing untracked outside ignored folders
+    assert smoke_record["published_returncode"] == 0, smoke_record["published_output"]
+    assert smoke_record["status_after_published"] == ""
+
+
+@smoke_test
+def test_smoke_workflow_writes_the_exact_analysis_its_figures_and_ledger_rows(smoke_run):
+    counts = pd.read_csv(smoke_run / "results/exact/distinct_counts.csv")
     assert list(counts.columns[:4]) == ["method", "rollouts", "rewards", "distinct_groups"]
     points = counts[["rollouts", "rewards", "axis"]].drop_duplicates()
     assert len(points) == 15 + 7  # G = 2..16 at n = 2, n = 2..8 at G = 4
     for name in ("fig2_advantage_groups", "fig3_distinct_advantage_groups"):
         for suffix in (".png", ".pdf"):
-            assert (tmp_path / "results/smoke/paper_figures" / f"{name}{suffix}").stat().st_size > 1000
-    ledger = pd.read_csv(tmp_path / "results/smoke/paper_figures/claims.csv")
+            assert (smoke_run / "results/smoke/paper_figures" / f"{name}{suffix}").stat().st_size > 1000
+    ledger = pd.read_csv(smoke_run / "results/smoke/paper_figures/claims.csv")
     ledger = ledger[ledger["scale"] == "exact"].set_index("claim_id")
     assert ledger.loc["C1", "verdict"] == ledger.loc["C2", "verdict"] == "reproduced"
-    assert (tmp_path / "results/smoke/paper_figures/CLAIMS.md").read_text().startswith("# Claims ledger")
-    # The bench: each configured study's figure, the summary, and sim-scale rows in the ledger.
+    assert (smoke_run / "results/smoke/paper_figures/CLAIMS.md").read_text().startswith("# Claims ledger")
+
+
+@smoke_test
+def test_smoke_workflow_runs_the_bench_studies_into_sim_rows(smoke_run):
+    """The bench: each configured study's figure, the summary, and sim-scale rows in the ledger."""
     for study in ("format_vs_correctness", "easy_vs_hard_weights"):
-        assert (tmp_path / f"results/sim/paper_figures/{study}.png").stat().st_size > 1000
-    summary = pd.read_csv(tmp_path / "results/sim/summary.csv")
+        assert (smoke_run / f"results/sim/paper_figures/{study}.png").stat().st_size > 1000
+    summary = pd.read_csv(smoke_run / "results/sim/summary.csv")
     assert set(summary["study"]) == {"format_vs_correctness", "easy_vs_hard_weights"}
-    full = pd.read_csv(tmp_path / "results/smoke/paper_figures/claims.csv")
+    full = pd.read_csv(smoke_run / "results/smoke/paper_figures/claims.csv")
     sim_rows = full[full["scale"] == "sim"].set_index("claim_id")
     assert set(sim_rows.index) == {"C3", "C4", "C5", "C7", "C8", "C10"}
     for claim, verdict in SMOKE_SIM_VERDICTS.items():
         assert sim_rows.loc[claim, "verdict"] == verdict, (claim, sim_rows.loc[claim, "measured_value"])
+
+
+@smoke_test
+def test_smoke_workflow_trains_and_evaluates_every_method_and_task_family(smoke_run):
     # Training: all five methods over two seeds, each with its per-step metrics and files.
     for method in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"):
         for seed in (0, 1):
-            run = tmp_path / f"results/smoke/runs/arithmetic/{method}/seed{seed}"
+            run = smoke_run / f"results/smoke/runs/arithmetic/{method}/seed{seed}"
             assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
             for name in ("summary.json", "config.json", "env.json", "model/config.json", "eval.json"):
                 assert (run / name).is_file(), run / name
     # Evaluation of every run and of the base model (greedy: once), gathered with the steps.
-    assert (tmp_path / "results/smoke/runs/arithmetic/base/seed0/eval.json").is_file()
-    evals = pd.read_csv(tmp_path / "results/smoke/summary/eval.csv")
+    assert (smoke_run / "results/smoke/runs/arithmetic/base/seed0/eval.json").is_file()
+    evals = pd.read_csv(smoke_run / "results/smoke/summary/eval.csv")
     assert set(evals["method"]) == {"base", "grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd"}
     # The three task families: trained (grpo, gdpo; 2 seeds) and evaluated with their own metrics.
     family_metrics = {"tool_calling": {"live", "non_live", "avg", "format"}, "math": {"acc", "exceed"},
@@ -109,19 +161,26 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
         assert set(rows["method"]) == {"base", "grpo", "gdpo"}, task
         assert metrics <= set(rows["metric"]), (task, set(rows["metric"]))
         assert rows.dropna(subset=["value"])["value"].between(0, 100).all(), task
-    assert (tmp_path / "results/smoke/warmup/tool_calling/model/warmup.json").is_file()
-    # Every figure and table: the smoke config's reporting block names them all.
+    assert (smoke_run / "results/smoke/warmup/tool_calling/model/warmup.json").is_file()
+    steps = pd.read_csv(smoke_run / "results/smoke/summary/steps.csv")
+    # arithmetic: 5 methods x 2 seeds; three families: 2 methods x 2 seeds; math_conditioned: 2 methods, 1 seed.
+    assert len(steps) == 5 * 2 * 4 + 3 * 2 * 2 * 4 + 2 * 4 and "rewards/correct/mean" in steps.columns
+
+
+@smoke_test
+def test_smoke_workflow_writes_every_figure_and_table_of_its_reporting_block(smoke_run):
     for name in ("fig4_tool_calling_curves.png", "fig5_math_curves.pdf", "fig6_length_weight_sweep.png",
                  "fig7_conditioned_length_curves.pdf", "fig8_batch_step_ablation.png", "table1_tool_calling.md",
                  "table3_math.csv", "table4_math_conditioned.md", "table5_code.md"):
-        assert (tmp_path / "results/smoke/paper_figures" / name).stat().st_size > 500, name
-    table1 = pd.read_csv(tmp_path / "results/smoke/paper_figures/table1_tool_calling.csv", keep_default_na=False)
+        assert (smoke_run / "results/smoke/paper_figures" / name).stat().st_size > 500, name
+    table1 = pd.read_csv(smoke_run / "results/smoke/paper_figures/table1_tool_calling.csv", keep_default_na=False)
     assert table1.loc[0, "Multi"].startswith("not run: ") and table1.loc[0, "Multi"].endswith("(0.12)")
     assert table1.loc[1, "Live"].endswith("(50.63)") and "no run" not in table1.loc[1, "Live"]
-    steps = pd.read_csv(tmp_path / "results/smoke/summary/steps.csv")
-    # arithmetic: 5 methods x 2 seeds; three families: 2 methods x 2 seeds; math_conditioned: 2 methods, 1 seed.
-    assert len(steps) == 5 * 2 * 4 + 3 * 2 * 2 * 4 + 2 * 4 and "rewards/correct/mean" in steps.columns
-    # The ledger's smoke rows come from the verdict rules over these summaries.
+
+
+@smoke_test
+def test_smoke_ledger_rows_come_from_the_verdict_rules_over_its_runs(smoke_run):
+    full = pd.read_csv(smoke_run / "results/smoke/paper_figures/claims.csv")
     smoke_rows = full[full["scale"] == "smoke"].set_index("claim_id")
     assert list(smoke_rows.index) == [f"C{i}" for i in range(3, 12)]
     # Each row's verdict is fixed by the smoke design: a random-weights model collapses and scores 0 %, so the
@@ -137,15 +196,19 @@ def test_smoke_workflow_runs_and_writes_counts_figures_ledger_and_runs(tmp_path)
     assert "no 3obj task" in smoke_rows.loc["C9", "evidence"]
     assert "two model sizes" in smoke_rows.loc["C11", "evidence"]
     assert smoke_rows.loc[["C3", "C6", "C8"], "power"].eq(0).all()
-    # Nothing left to do on a second run.
-    # (with the BFCL interpreter the Makefile gave the rules: a rule's parameters name it)
-    again = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/smoke.yaml"], cwd=clone,
-                           env={**env, "GDPO_BFCL_PYTHON": str(clone / ".venv-bfcl/bin/python"),
-                                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
-                           capture_output=True, text=True, check=False)
+
+
+@smoke_test
+def test_smoke_workflow_has_nothing_left_to_do_and_writes_its_report(smoke_run):
+    # Nothing left to do on a second run (with the BFCL interpreter the Makefile gave the rules: a rule's
+    # parameters name it).
+    env = {**os.environ, "PYTHONPATH": str(smoke_run), "GDPO_BFCL_PYTHON": str(smoke_run / ".venv-bfcl/bin/python"),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    again = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/smoke.yaml"],
+                           cwd=smoke_run, env=env, capture_output=True, text=True, check=False)
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
     # The report (make smoke writes it): one HTML file with the figures, the tables and the ledger.
-    html = (tmp_path / "results/smoke/paper_figures/report.html").read_text(errors="replace")
+    html = (smoke_run / "results/smoke/paper_figures/report.html").read_text(errors="replace")
     for name in ("fig4_tool_calling_curves.png", "table1_tool_calling.csv", "claims.csv", "Claims ledger"):
         assert name in html, name
 
@@ -229,6 +292,7 @@ def _behaviour(path: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in read_metrics(path)]
 
 
+@pytest.mark.slow  # two 60-step runs through the workflow (under a minute; the trainer's resume is quick-tier tested in test_chain)
 def test_killed_training_resumes_from_its_checkpoint_with_the_same_result(tmp_path):
     import json
     import signal

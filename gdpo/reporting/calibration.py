@@ -668,10 +668,13 @@ def power_is_reached(design: TableDesign | EventDesign, target: float, replicate
 
 
 def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_seeds: int = 64,
-                    replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE) -> int | None:
+                    replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE,
+                    confirm: int | None = None) -> int | None:
     """Fewest seeds per method (≥ the claim's minimum) at which the gated power reaches ``target`` (None if
     not by ``max_seeds``): every seed count up to 16, then every fourth up to ``max_seeds``, the first that
-    reaches it refined by bisection from the one before; each step decided by :func:`power_is_reached`."""
+    reaches it refined by bisection from the one before; each step decided by :func:`power_is_reached`, its
+    confirming simulation ``confirm`` replicates (default ten times ``replicates``)."""
+    confirm = 10 * replicates if confirm is None else confirm
     minimum = CLAIMS_BY_ID[design.claim_id].minimum
     low = minimum.seeds
     if isinstance(design, TableDesign) and design.items < minimum.items:
@@ -683,14 +686,14 @@ def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_
     # with the seeds everywhere: where the paper's effect is partly clipped at 0 % or 100 %, its measured effect
     # is below the claim's δ, and many seeds then show it smaller, so no search may assume it).
     for seeds in range(low, min(16, max_seeds) + 1):
-        if power_is_reached(design.with_seeds(seeds), target, replicates, collapse_rate=collapse_rate):
+        if power_is_reached(design.with_seeds(seeds), target, replicates, confirm, collapse_rate):
             return seeds
     below = 16
     for reached in range(20, max_seeds + 1, 4):
-        if power_is_reached(design.with_seeds(reached), target, replicates, collapse_rate=collapse_rate):
+        if power_is_reached(design.with_seeds(reached), target, replicates, confirm, collapse_rate):
             while reached - below > 1:
                 middle = (below + reached) // 2
-                if power_is_reached(design.with_seeds(middle), target, replicates, collapse_rate=collapse_rate):
+                if power_is_reached(design.with_seeds(middle), target, replicates, confirm, collapse_rate):
                     reached = middle
                 else:
                     below = middle
@@ -781,9 +784,9 @@ def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
 
 def power_report(config: Mapping, seed_sd: float | None = None, target: float = 0.8,
                  replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE,
-                 item_correlation: float = 0.0) -> pd.DataFrame:
+                 item_correlation: float = 0.0, stated_replicates: int = STATED_REPLICATES) -> pd.DataFrame:
     """What `gdpo power` prints: per claim the config can decide, its design, the power of its rule (gated by
-    the claim's minimum; :data:`STATED_REPLICATES` simulated workflows, exact for event claims; table claims at a
+    the claim's minimum; ``stated_replicates`` simulated workflows, exact for event claims; table claims at a
     run collapse rate ``collapse_rate``), the fewest seeds per method for ``target`` at the design's items
     (:func:`seeds_for_power`), and the fewest evaluated items per run for ``target`` at its seeds (table claims).
     The variance model (:data:`VARIANCE_MODEL`): each run's score is its method's rate + a normal seed spread,
@@ -804,7 +807,7 @@ def power_report(config: Mapping, seed_sd: float | None = None, target: float = 
         records.append({"claim": claim_id, "seeds": design.seeds, "items/run": items,
                         "spread": f"{design.seed_sd:.2f}" if isinstance(design, TableDesign) else "—",
                         "steps": getattr(design, "steps", None) or "—",
-                        "power": round(power_of(design, STATED_REPLICATES, collapse_rate=collapse_rate), 2),
+                        "power": round(power_of(design, stated_replicates, collapse_rate=collapse_rate), 2),
                         f"seeds for {target:g}": seeds_needed if seeds_needed is not None else "more than 64",
                         f"items for {target:g}": items_needed,
                         "below the minimum": "; ".join(short) or "—"})

@@ -1,0 +1,109 @@
+"""What the whole test session shares, and the test tiers' time budget.
+
+Shared once per session (across pytest-xdist workers too, under a file lock): the tiny model and the smoke
+workflow run that several tests read (:func:`tests.shared.shared_once`).
+
+Tiers (README "Tests"): ``make test`` runs what is not marked ``slow`` or ``slurm``; ``make test-all`` runs
+everything. Every test has a time limit (pytest-timeout, ``timeout`` in pyproject.toml); a test that needs
+longer states it with ``@pytest.mark.timeout(seconds)``, and tests are started longest limit first, so that
+under ``-n 2`` the long ones do not start last and leave a core idle. The budget check
+(:func:`pytest_sessionfinish`) fails the run when a quick-tier test took longer than
+:data:`QUICK_TIER_SECONDS` without being marked ``slow`` or ``slurm``; only the tests marked ``smoke`` (the
+smoke workflow end to end, which the quick tier keeps on purpose) may take longer there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.shared import shared_once
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: The longest a test may take in the quick tier (``make test``; setup, call and teardown together): longer
+#: tests are marked ``slow`` and run in ``make test-all``. Measured durations on 2 cores are noisy (shared
+#: machines, a neighbouring test on the other core): the limit leaves room. The ini option
+#: ``quick_tier_seconds`` overrides it.
+QUICK_TIER_SECONDS = 30.0
+#: Marks of the tiers above the quick one.
+SLOW_MARKS = ("slow", "slurm")
+
+
+# --------------------------------------------------------------------------------------------------
+# Built once per session
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """The builtin tiny Qwen2 model and its tokenizer, as `prepare_model` writes it (read-only for tests)."""
+    from gdpo.training import models
+
+    directory, _ = shared_once(tmp_path_factory, "tiny-qwen2",
+                               lambda out: str(models.prepare_model(models.BUILTIN_TINY, out)))
+    return directory
+
+
+# --------------------------------------------------------------------------------------------------
+# Ordering and the time budget
+# --------------------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser):
+    parser.addini("quick_tier_seconds", f"the quick tier's per-test budget in seconds (default {QUICK_TIER_SECONDS:g})",
+                  default=str(QUICK_TIER_SECONDS))
+
+
+def _budget(config) -> float:
+    return float(config.getini("quick_tier_seconds"))
+
+
+def _time_limit(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        return float(marker.args[0])
+    return float(marker.kwargs.get("timeout", 0)) if marker is not None else 0.0
+
+
+def pytest_collection_modifyitems(config, items):
+    # Longest stated limit first (stable: the rest keep their order). xdist hands tests out in this order.
+    items.sort(key=_time_limit, reverse=True)
+
+
+_OVER_BUDGET: list[tuple[str, float]] = []
+_SECONDS: dict[str, float] = {}
+_BUDGET = [QUICK_TIER_SECONDS]
+
+
+def pytest_configure(config):
+    _BUDGET[0] = _budget(config)
+
+
+@pytest.hookimpl
+def pytest_runtest_logreport(report):
+    # On the controller, for every worker's reports too: a test's setup, call and teardown added up.
+    _SECONDS[report.nodeid] = _SECONDS.get(report.nodeid, 0.0) + report.duration
+    if report.when != "teardown":
+        return
+    seconds = _SECONDS.pop(report.nodeid)
+    if not set(report.keywords) & {*SLOW_MARKS, "smoke"} and seconds > _BUDGET[0]:
+        _OVER_BUDGET.append((report.nodeid, seconds))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _OVER_BUDGET:
+        terminalreporter.section("quick-tier time budget", sep="=", red=True)
+        for nodeid, seconds in sorted(_OVER_BUDGET, key=lambda pair: -pair[1]):
+            terminalreporter.write_line(f"{seconds:7.1f} s  {nodeid}")
+        terminalreporter.write_line(
+            f"These tests are not marked slow and took longer than {_BUDGET[0]:g} s (tests/conftest.py "
+            "QUICK_TIER_SECONDS): make them faster, or mark them @pytest.mark.slow so that they run in "
+            "`make test-all`.")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _OVER_BUDGET and exitstatus == 0 and not os.environ.get("PYTEST_XDIST_WORKER"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
