@@ -75,8 +75,8 @@ smoke: $(STAMP) $(BFCL_STAMP)
 
 # The SLURM tests install and start a cluster on this machine (root): only when GDPO_TEST_SLURM is set (CI sets it).
 ALL_TESTS := $(if $(GDPO_TEST_SLURM),slow or not slow,(slow or not slow) and not slurm)
-# Tests marked with an xdist group (the smoke run's readers, the SLURM cluster's) share one worker.
-PYTEST := pytest -n $(CORES) --dist loadgroup
+# One test at a time to whichever worker is free, longest first (tests/conftest.py orders them).
+PYTEST := pytest -n $(CORES) --maxschedchunk 1
 
 ## test: the quick tier (about 10 minutes on 2 cores): unit and contract tests, the verdict calibration at one
 ## design, the smoke workflow end to end, the published results' checks, the import contracts

@@ -27,9 +27,9 @@ from gdpo.plan import job_resources, model_dir, plan_training_chain, wall_limit_
 from gdpo.tasks import required_files
 from gdpo.training.run import TIMING_KEYS, read_metrics
 
-# One cluster per session: both tests on one xdist worker (`--dist loadgroup`). The smoke workflow through the
-# scheduler takes minutes on 2 cores.
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm"), pytest.mark.timeout(2400)]
+# The smoke workflow through the scheduler takes minutes on 2 cores. The longest limit of the session: both tests
+# start first, together on one xdist worker, under one cluster (tests/conftest.py).
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(2400)]
 REPO = Path(__file__).resolve().parents[1]
 RUNS = [f"results/smoke/runs/arithmetic/{m}/seed{s}" for m in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd")
         for s in (0, 1)]

@@ -86,9 +86,9 @@ def smoke_run(smoke_record) -> Path:
     return Path(smoke_record["clone"])
 
 
-#: The smoke run takes minutes: the first test to ask for it waits for it (its limit includes the run). Its tests
-#: share one xdist worker (`--dist loadgroup`), so that the other worker goes on with the rest meanwhile.
-SMOKE = (pytest.mark.smoke, pytest.mark.timeout(1800), pytest.mark.xdist_group("smoke"))
+#: The smoke run takes minutes: the first test to ask for it builds it (its limit includes the run), the others
+#: run last in the session (tests/conftest.py) and wait for it if it is still being built.
+SMOKE = (pytest.mark.smoke, pytest.mark.timeout(1800))
 
 
 def smoke_test(function):
