@@ -77,6 +77,9 @@ smoke: $(STAMP) $(BFCL_STAMP)
 ALL_TESTS := $(if $(GDPO_TEST_SLURM),slow or not slow,(slow or not slow) and not slurm)
 # One test at a time to whichever worker is free, longest first (tests/conftest.py orders them).
 PYTEST := pytest -n $(CORES) --maxschedchunk 1
+# Property tests draw the same examples on every run of the tiers (tests/conftest.py); a plain `pytest` draws new
+# ones. HYPOTHESIS_PROFILE=default make test draws new ones too.
+export HYPOTHESIS_PROFILE ?= ci
 
 ## test: the quick tier (about 10 minutes on 2 cores): unit and contract tests, the verdict calibration at one
 ## design, the smoke workflow end to end, the published results' checks, the import contracts

@@ -90,3 +90,10 @@ def test_readme_makefile_and_ci_name_the_same_tiers():
     assert "PYTEST := pytest -n $(CORES) --maxschedchunk 1" in makefile
     assert re.search(r"(?m)^test-all: .*\n\t\$\(PYTEST\) -m \"\$\(ALL_TESTS\)\"$", makefile)
     assert re.search(r"(?m)^make test-all$", (REPO / ".ci/run").read_text())
+    # The tiers draw the same property-test examples every run (a landing is not decided by luck).
+    assert "export HYPOTHESIS_PROFILE ?= ci" in makefile
+    from hypothesis import settings
+
+    import tests.conftest  # noqa: F401  (registers the profile)
+
+    assert settings.get_profile("ci").derandomize and settings.get_profile("ci").database is None
