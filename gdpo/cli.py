@@ -237,6 +237,7 @@ def cmd_power(args: argparse.Namespace) -> int:
         raise SystemExit(f"--item-correlation {rho:g} must lie in [0, 1): the correlation of two methods' outcomes "
                          "on the same items (0: independent binomial items).")
     replicates = STATED_REPLICATES if args.replicates is None else args.replicates
+    search_replicates = min(400, replicates)  # the searches for seeds and items, and each part's power
     if replicates < 1:
         raise SystemExit(f"--replicates {replicates} must be at least 1: the number of simulated workflows behind "
                          f"each stated power (default {STATED_REPLICATES:,}).")
@@ -255,7 +256,7 @@ def cmd_power(args: argparse.Namespace) -> int:
     collapse_rate = DEFAULT_COLLAPSE_RATE if args.collapse_rate is None else args.collapse_rate
     print(f"  run collapse rate {collapse_rate:g} per run (table claims; not tested where more than "
           f"{100 * MAX_COLLAPSED_SHARE:g} % of every arm's runs collapse; --collapse-rate)")
-    print(power_report(config, seed_sd=args.seed_sd, target=args.target, replicates=min(400, replicates),
+    print(power_report(config, seed_sd=args.seed_sd, target=args.target, replicates=search_replicates,
                        collapse_rate=collapse_rate, item_correlation=rho,
                        stated_replicates=replicates).to_string(index=False))
     if args.parts:
@@ -265,7 +266,7 @@ def cmd_power(args: argparse.Namespace) -> int:
               "the claim is the lowest):")
         for claim, design in designs_from_config(config, args.seed_sd, rho).items():
             if isinstance(design, TableDesign):
-                parts = ", ".join(f"{part} {p:.2f}" for part, p in part_power(design, replicates=min(400, replicates)).items())
+                parts = ", ".join(f"{part} {p:.2f}" for part, p in part_power(design, search_replicates).items())
                 print(f"  {claim} ({design.seeds} seeds): {parts}")
     return 0
 

@@ -4,11 +4,11 @@ Shared once per session (across pytest-xdist workers too, under a file lock): th
 converted from its GGUF file, and the smoke workflow run that several tests read
 (:func:`tests.shared.shared_once`).
 
-Tiers (README "Tests"): ``make test`` runs what is not marked ``slow`` or ``slurm``; ``make test-all`` runs
+Tiers (README "Tests", docs/testing.md): ``make test`` runs what is not marked ``slow`` or ``slurm``; ``make test-all`` runs
 everything. Every test has a time limit (pytest-timeout, ``timeout`` in pyproject.toml); a test that needs
 longer states it with ``@pytest.mark.timeout(seconds)``, and tests are started longest limit first, so that
-under ``-n 2`` the long ones do not start last and leave a core idle (:func:`pytest_collection_modifyitems`). The budget check
-(:func:`pytest_sessionfinish`) fails the run when a quick-tier test took longer than
+under ``-n 2`` the long ones do not start last and leave a core idle (:func:`pytest_collection_modifyitems`).
+The budget check (:func:`pytest_sessionfinish`) fails the run when a quick-tier test's call took longer than
 :data:`QUICK_TIER_SECONDS` without being marked ``slow`` or ``slurm``; only the tests marked ``smoke`` (the
 smoke workflow end to end, which the quick tier keeps on purpose) may take longer there.
 """
@@ -91,10 +91,6 @@ def pytest_addoption(parser):
                   default=str(QUICK_TIER_SECONDS))
 
 
-def _budget(config) -> float:
-    return float(config.getini("quick_tier_seconds"))
-
-
 def _time_limit(item: pytest.Item) -> float:
     marker = item.get_closest_marker("timeout")
     if marker is not None and marker.args:
@@ -123,7 +119,7 @@ _BUDGET = [QUICK_TIER_SECONDS]
 
 
 def pytest_configure(config):
-    _BUDGET[0] = _budget(config)
+    _BUDGET[0] = float(config.getini("quick_tier_seconds"))
 
 
 @pytest.hookimpl

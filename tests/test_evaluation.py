@@ -31,13 +31,8 @@ PROMPTS = [
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tiny_model):
-    return tiny_model
-
-
-@pytest.fixture(scope="module")
-def policy(tiny_model_dir):
-    return load_policy(tiny_model_dir)
+def policy(tiny_model):
+    return load_policy(tiny_model)
 
 
 def test_settings_take_defaults_then_scale_then_task():
@@ -149,18 +144,18 @@ def test_bad_sampling_settings_are_named(policy, bad):
         generate_completions(model, tokenizer, PROMPTS, **bad)
 
 
-def test_a_trained_lora_adapter_is_merged_into_the_policy(tiny_model_dir, tmp_path):
+def test_a_trained_lora_adapter_is_merged_into_the_policy(tiny_model, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model)
     peft_model = get_peft_model(base, LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
     peft_model.save_pretrained(tmp_path / "adapter")
     inputs = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
         expected = peft_model(inputs).logits
-    merged, _ = load_policy(tiny_model_dir, tmp_path / "adapter")
-    untrained, _ = load_policy(tiny_model_dir)
+    merged, _ = load_policy(tiny_model, tmp_path / "adapter")
+    untrained, _ = load_policy(tiny_model)
     with torch.no_grad():
         assert torch.allclose(merged(inputs).logits, expected, atol=1e-4)
         assert not torch.allclose(untrained(inputs).logits, expected, atol=1e-4)
@@ -173,14 +168,14 @@ def test_a_trained_lora_adapter_is_merged_into_the_policy(tiny_model_dir, tmp_pa
         (None, "missing-run", "does not exist"),  # trained run not there
     ],
 )
-def test_missing_models_name_the_rule_to_run(tiny_model_dir, tmp_path, model_dir, adapter, message):
+def test_missing_models_name_the_rule_to_run(tiny_model, tmp_path, model_dir, adapter, message):
     with pytest.raises(ValueError, match=message):
-        load_policy(tmp_path / model_dir if model_dir else tiny_model_dir, tmp_path / adapter if adapter else None)
+        load_policy(tmp_path / model_dir if model_dir else tiny_model, tmp_path / adapter if adapter else None)
 
 
-def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model_dir, tmp_path):
+def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model, tmp_path):
     settings = resolve_eval_settings(CONFIG, "arithmetic", "base", 3)
-    record = evaluate_run(settings, tiny_model_dir, tmp_path / "eval.json", tmp_path / "work")
+    record = evaluate_run(settings, tiny_model, tmp_path / "eval.json", tmp_path / "work")
     written = json.loads((tmp_path / "eval.json").read_text())
     assert written == record
     assert written["method"] == "base" and written["family"] == "arithmetic"
@@ -202,13 +197,13 @@ def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model_dir, tmp_pat
     assert outcomes["scores"]["exceed"] == ["1" if l["num_tokens"][0] > 6 else "0" for l in lines]
 
 
-def test_evaluate_run_needs_an_adapter_exactly_for_trained_methods(tiny_model_dir, tmp_path):
+def test_evaluate_run_needs_an_adapter_exactly_for_trained_methods(tiny_model, tmp_path):
     with pytest.raises(ValueError, match="adapter-dir"):
-        evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "gdpo", 3), tiny_model_dir, tmp_path / "e.json",
+        evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "gdpo", 3), tiny_model, tmp_path / "e.json",
                      tmp_path / "work")
     with pytest.raises(ValueError, match="adapter-dir"):
-        evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "base", 3), tiny_model_dir, tmp_path / "e.json",
-                     tmp_path / "work", adapter_dir=tiny_model_dir)
+        evaluate_run(resolve_eval_settings(CONFIG, "arithmetic", "base", 3), tiny_model, tmp_path / "e.json",
+                     tmp_path / "work", adapter_dir=tiny_model)
     assert not (tmp_path / "e.json").exists()
 
 
@@ -237,8 +232,8 @@ def test_evaluations_run_on_the_cpu_in_float32_without_a_gpu_and_on_cuda_in_bflo
     assert "device" not in lm_eval_model_args("vllm", "m", None, **common)[1]
 
 
-def test_load_policy_places_the_model_and_the_cpu_rollout_engine_is_refused_off_the_cpu(tiny_model_dir):
-    model, tokenizer = load_policy(tiny_model_dir, dtype=torch.bfloat16, device="meta")  # no GPU here: meta
+def test_load_policy_places_the_model_and_the_cpu_rollout_engine_is_refused_off_the_cpu(tiny_model):
+    model, tokenizer = load_policy(tiny_model, dtype=torch.bfloat16, device="meta")  # no GPU here: meta
     assert model.device.type == "meta" and model.dtype == torch.bfloat16
     with pytest.raises(ValueError, match="rollout engine .* runs on the CPU; the model is on meta"):
         generate_completions(model, tokenizer, [[{"role": "user", "content": "1+1"}]], fast=True)

@@ -82,7 +82,8 @@ def test_every_test_has_a_time_limit_and_the_budget_is_stated():
 def test_readme_makefile_and_ci_name_the_same_tiers():
     """README shows both commands; `make test` deselects exactly the slow tiers; CI runs `make test-all`."""
     readme = (REPO / "README.md").read_text()
-    assert "make test " in readme.split("```")[1] and "make test-all" in readme
+    opening = readme.split("```")[1]  # the README opens with the two commands
+    assert "make workflow " in opening and "make test " in opening and "make test-all" in readme
     makefile = (REPO / "Makefile").read_text()
     quick = re.search(r"(?m)^test: .*\n\t\$\(PYTEST\) -m \"(.+)\"$", makefile)
     assert quick and quick.group(1) == "not slow and not slurm"

@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.shared import shared_once
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -71,8 +73,6 @@ def make_smoke_in_a_clone(directory: Path) -> dict:
 def smoke_record(tmp_path_factory) -> dict:
     """What :func:`make_smoke_in_a_clone` recorded, built once per test session (shared by the xdist workers);
     every test marked ``smoke`` reads it. Fails each of them with the workflow's output if the run failed."""
-    from tests.shared import shared_once
-
     if not all((REPO / venv / ".installed").exists() for venv in VENVS):
         pytest.skip("needs the venvs `make setup` builds")
     _, record = shared_once(tmp_path_factory, "smoke-workflow", make_smoke_in_a_clone)
@@ -86,20 +86,10 @@ def smoke_run(smoke_record) -> Path:
     return Path(smoke_record["clone"])
 
 
-#: The smoke run takes minutes: the first test to ask for it builds it (its limit includes the run), the others
-#: run last in the session (tests/conftest.py) and wait for it if it is still being built.
-SMOKE = (pytest.mark.smoke, pytest.mark.timeout(1800))
-
-
 def smoke_test(function):
-    for mark in SMOKE:
-        function = mark(function)
-    return function
-
-
-def test_readme_opens_with_the_two_commands():
-    readme = (REPO / "README.md").read_text()
-    assert "make workflow" in readme.split("```")[1] and "make test" in readme.split("```")[1]
+    """Marks a reader of the smoke run. The run takes minutes: the first test to ask for it builds it (its limit
+    includes the run), the others run last in the session (tests/conftest.py) and wait for it if still building."""
+    return pytest.mark.smoke(pytest.mark.timeout(1800)(function))
 
 
 @smoke_test
