@@ -31,6 +31,7 @@ from pathlib import Path, PurePath
 from typing import Any, Self
 
 from gdpo.config import ConfigError, config_sources, key_name, origin
+from gdpo.loop_options import LoopOptions, loop_options_from_training
 from gdpo.methods import available_conventions, available_methods
 from gdpo.tasks import DATA_OPTION_KEYS, check_required_options, family_spec
 
@@ -592,6 +593,10 @@ class RunSettings(_Settings):
         peft (dict | None): ``peft.LoraConfig`` arguments, or None for full fine-tuning. trl (dict):
         ``trl.GRPOConfig`` arguments (the config's ``training:``, a task's own overriding the scale's);
         ``report_to`` (:func:`report_backends`) is among them only where the config sets it.
+    The loop beyond TRL:
+        loop (dict | None): the config's ``training:`` keys of :data:`gdpo.loop_options.LOOP_KEYS`
+        (dynamic sampling, the KL estimator, the KL in the reward) as it sets them; None (left out of the JSON)
+        where it sets none. :attr:`loop_options` reads them.
     """
 
     task: str
@@ -609,9 +614,16 @@ class RunSettings(_Settings):
     policy_dtype: str | None = None
     peft: dict | None = None
     trl: dict = dataclasses.field(default_factory=dict)
+    loop: dict | None = None
 
     _WHAT = "run settings"
     _MADE_BY = "gdpo.plan.resolve_run_settings"
+    _LEFT_OUT_WHEN_NONE = ("loop",)
+
+    @property
+    def loop_options(self) -> LoopOptions:
+        """The loop's options (:class:`gdpo.loop_options.LoopOptions`; the defaults where ``loop`` is None)."""
+        return LoopOptions.from_config(self.loop)
 
     def __post_init__(self) -> None:
         # Lists from JSON become tuples; mappings are copied so the config is never shared with a run.
@@ -624,6 +636,11 @@ class RunSettings(_Settings):
                 raise ValueError(f"run settings: peft must be LoraConfig arguments (a mapping) or None, got "
                                  f"{self.peft!r}; set the config's `training.peft:` block or remove it.")
             _set_field(self, "peft", copy.deepcopy(dict(self.peft)))
+        if self.loop is not None:
+            if not isinstance(self.loop, Mapping):
+                raise ValueError(f"run settings: loop must be the training-loop options (a mapping) or None, got "
+                                 f"{self.loop!r}.")
+            _set_field(self, "loop", copy.deepcopy(dict(self.loop)))
         if self.policy_dtype is None:
             _set_field(self, "policy_dtype", "bfloat16" if self.trl.get("bf16") else "float32")
         self._check()
@@ -679,6 +696,8 @@ class RunSettings(_Settings):
                                  "updates per generation batch (steps_per_generation ÷ gradient_accumulation_steps "
                                  "× num_iterations), so that training stops and checkpoints between generation "
                                  f"batches; set `training.{name}:` to paper steps × {updates}.")
+        options = LoopOptions.from_config(self.loop, f"{where}: training")
+        options.check(where, self.reward_names, float(self.trl.get("beta", 0.0)))
         if self.pack_prompts and self.trl.get("loss_type") == "bnpo":
             raise ValueError(f"{where}: pack_prompts does not cover loss_type 'bnpo' (it normalises per "
                              "micro-batch, so group-aligned micro-batches change it); set `pack_prompts: false` "
@@ -737,6 +756,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> Run
         raise ValueError(f"Method {method!r} is not among task {task!r}'s methods: {', '.join(methods)}.")
     trl_args = {**config.get("training", {}), **spec.get("training", {})}
     peft = trl_args.pop("peft", None)
+    loop = loop_options_from_training(trl_args)
     weights = spec.get("reward_weights") or dict.fromkeys(family_spec(spec["family"]).reward_names, 1.0)
     return RunSettings(
         task=task,
@@ -758,6 +778,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> Run
         policy_dtype=spec.get("policy_dtype", config.get("policy_dtype")),
         peft=peft,
         trl=trl_args,
+        loop=loop,
     )
 
 

@@ -574,6 +574,7 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
         callbacks=[_metrics_callback(live_metrics)],
         advantage_audit_dir=(settings.key(os.environ[ADVANTAGE_AUDIT_ENV]).path()
                              if os.environ.get(ADVANTAGE_AUDIT_ENV) else None),
+        loop_options=settings.loop_options,
     )
     accelerator = trainer.accelerator
     stopper = _stop_callback(stop_at_step, received, accelerator)

@@ -16,10 +16,32 @@ micro-batches are cut along group boundaries so that they share prompts.
 With ``advantage_audit_dir`` set, every process appends what it trains on to
 ``<advantage_audit_dir>/advantages.process<k>.jsonl`` (see :meth:`RegistryGRPOTrainer._write_advantage_audit`),
 so that a multi-process run can be checked against the single-process computation on the gathered batch.
+
+With ``loop_options`` (:class:`gdpo.loop_options.LoopOptions`, the config's ``dynamic_sampling``,
+``kl_estimator`` and ``kl_in_reward``) the loop does what verl does where TRL has no option:
+
+- **dynamic sampling**: groups without signal are dropped and more prompts generated until each process holds
+  as many groups with signal as its share of the generation batch (:meth:`RegistryGRPOTrainer._dynamically_sampled`);
+  the advantage is computed on the assembled batch. Each process fills its own share from its own rollouts
+  (verl fills the whole batch in order; with one process the two are the same). TRL's logs of a step (rewards,
+  lengths, the completions table) are those of its first round: one generation batch of fresh prompts per
+  record, unbiased by the filter; the ``dynamic_sampling/…`` metrics count the rounds and groups;
+- **another KL estimator in the loss** (k2): TRL's loss is computed without its k3 term, and β times the chosen
+  estimate, reduced as TRL reduces its per-token loss (:func:`gdpo.training.loop.aggregate_like_trl`), is
+  added;
+- **the KL in the reward**: the reference's log-probabilities TRL computes (β > 0) and the policy's at
+  generation give each rollout's β Σ_t KL_t, subtracted from its summed reward before the advantage (as an
+  extra reward column of weight 1) for the methods that sum first; the loss has no KL term.
+
+Every step logs ``training_signal/silent_groups`` (the share of the trained batch's groups without signal under
+dynamic sampling's metric, ``auto`` when it is off) and ``training_signal/zero_advantage_batch`` (1 when every
+advantage of the batch is 0: no policy-gradient update).
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import math
 import time
@@ -29,8 +51,23 @@ import torch
 from trl import GRPOTrainer
 from trl.trainer.utils import split_tensor_dict
 
-from gdpo.advantages import compute_advantages, distinct_advantage_counts, get_convention, get_estimator
+from gdpo.advantages import (
+    compute_advantages,
+    distinct_advantage_counts,
+    get_convention,
+    get_estimator,
+    resolve_estimator,
+)
+from gdpo.loop_options import LoopOptions
 from gdpo.methods import Method
+from gdpo.training.loop import (
+    aggregate_like_trl,
+    concatenate_rows,
+    groups_with_signal,
+    kl_per_token,
+    refill_prompt_indices,
+    sequence_kl,
+)
 
 #: TRL's built-in advantage path that matches a registry method (used for TRL's own logged statistics
 #: and by the equivalence test); methods without one run TRL's default path, whose result is replaced.
@@ -44,6 +81,14 @@ TRL_BUILTIN_EQUIVALENT = {
 def _causal_lm(model):
     """The causal LM inside a PEFT wrapper (LoRA layers injected in place), or ``model`` itself."""
     return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+class _Round:
+    """One generation round: TRL's output (this process's rows) and the gathered batch's rewards (B_global, n),
+    completion lengths (B_global,) and, with the KL in the reward, β Σ_t KL_t per rollout (B_global,)."""
+
+    def __init__(self, output: dict, rewards: torch.Tensor, lengths: torch.Tensor, penalty: torch.Tensor | None):
+        self.output, self.rewards, self.lengths, self.penalty = output, rewards, lengths, penalty
 
 
 def _take_rows(value, order: torch.Tensor):
@@ -73,12 +118,21 @@ class RegistryGRPOTrainer(GRPOTrainer):
             or writing code shows in the metrics while it trains.
         advantage_audit_dir: a directory for the per-process advantage audit (off when ``None``, the
             default): one JSON line per generation batch and process, see :meth:`_write_advantage_audit`.
+        loop_options: the loop's options beyond TRL's (default: none; ``ValueError`` at construction for
+            settings they do not cover, e.g. a KL option with ``beta`` 0).
         *args, **kwargs: as for ``trl.GRPOTrainer``; ``args.reward_weights`` are the registry's weights.
     """
 
     def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", fast_generation: bool = False,
-                 pack_prompts: bool = False, completion_diagnostics=None, advantage_audit_dir=None, **kwargs):
+                 pack_prompts: bool = False, completion_diagnostics=None, advantage_audit_dir=None,
+                 loop_options: LoopOptions | None = None, **kwargs):
         get_estimator(advantage_method)  # unknown names fail before any model is loaded
+        self.loop_options = loop_options or LoopOptions()
+        # The estimator of a KL loss term computed here instead of by TRL (None: TRL's own k3 term, or none).
+        self._loss_kl_estimator = (self.loop_options.kl_estimator
+                                   if self.loop_options.changes_the_kl and not self.loop_options.kl_in_reward else None)
+        self._capture_loss_log_probs = False
+        self._loss_log_probs: torch.Tensor | None = None
         self.advantage_method = advantage_method
         self.advantage_audit_dir = Path(advantage_audit_dir) if advantage_audit_dir is not None else None
         self.advantage_convention = get_convention(advantage_convention)
@@ -91,6 +145,25 @@ class RegistryGRPOTrainer(GRPOTrainer):
         self.pack_prompts = pack_prompts
         if pack_prompts:
             self._check_packing()
+        self._check_loop_options()
+
+    def _check_loop_options(self):
+        options = self.loop_options
+        if options.changes_the_kl:
+            what = "kl_in_reward" if options.kl_in_reward else f"kl_estimator {options.kl_estimator}"
+            if self.beta == 0.0:
+                raise ValueError(f"{what} needs a KL coefficient; set `training.beta:` (β > 0).")
+            if self.args.use_liger_kernel:
+                raise ValueError(f"{what} is computed outside Liger's fused loss; set use_liger_kernel false.")
+        if options.dynamic_sampling is not None:
+            local_rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
+            if local_rows % self.num_generations:
+                raise ValueError(
+                    f"dynamic_sampling keeps or drops whole groups on each process, but each process generates "
+                    f"{local_rows} completions (per_device_train_batch_size × steps_per_generation), not a multiple "
+                    f"of num_generations {self.num_generations}; make it one.")
+            if not hasattr(self.train_dataset, "__len__"):
+                raise ValueError("dynamic_sampling draws refill prompts by index; give a map-style dataset.")
 
     def _check_packing(self):
         from gdpo.training.packing import packing_unsupported_reason
@@ -107,6 +180,15 @@ class RegistryGRPOTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **multimodal):
+        result = self._log_probs_and_entropies(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                                               compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss,
+                                               **multimodal)
+        if self._capture_loss_log_probs:  # the loss's own forward pass, for a KL term computed here
+            self._loss_log_probs = result[0]
+        return result
+
+    def _log_probs_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                 compute_entropy=False, compute_aux_loss=False, **multimodal):
         from gdpo.training.packing import packed_log_probs, packing_obstacle
 
         if (not self.pack_prompts or compute_aux_loss or any(value is not None for value in multimodal.values())
@@ -144,6 +226,40 @@ class RegistryGRPOTrainer(GRPOTrainer):
             batch = {key: _take_rows(value, order) for key, value in batch.items()}
             self._buffered_inputs = split_tensor_dict(batch, self.args.steps_per_generation)
         return self._buffered_inputs[self._step % self.args.steps_per_generation]
+
+    def _compute_loss(self, model, inputs):
+        if self._loss_kl_estimator is None and not self.loop_options.kl_in_reward:
+            return super()._compute_loss(model, inputs)
+        # TRL's loss without its k3 term (β read as 0), from one forward pass whose log-probabilities are kept.
+        beta, self.beta = self.beta, 0.0
+        self._capture_loss_log_probs, self._loss_log_probs = True, None
+        try:
+            loss = super()._compute_loss(model, inputs)
+        finally:
+            self.beta, self._capture_loss_log_probs = beta, False
+        if self.loop_options.kl_in_reward:  # the KL went into the reward
+            return loss
+        log_probs, self._loss_log_probs = self._loss_log_probs, None
+        mask = inputs["completion_mask"] if inputs.get("tool_mask") is None \
+            else inputs["completion_mask"] * inputs["tool_mask"]
+        kl = kl_per_token(log_probs, inputs["ref_per_token_logps"], self._loss_kl_estimator, clamp=False)
+        if self.args.use_bias_correction_kl:
+            # TRL's importance weight on its KL term (TRL's default; verl has none: the paper configs turn it off).
+            old = inputs.get("old_per_token_logps")
+            log_ratio = log_probs - (log_probs.detach() if old is None else old)
+            if self.importance_sampling_level == "sequence":
+                log_ratio = (log_ratio * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1.0)
+            kl = kl * torch.exp(log_ratio)
+        mode = "train" if self.model.training else "eval"
+        term = aggregate_like_trl(
+            kl, mask, self.loss_type, training=mode == "train",
+            gradient_accumulation_steps=self.current_gradient_accumulation_steps,
+            steps_per_generation=self.args.steps_per_generation, num_processes=self.accelerator.num_processes,
+            num_items_in_batch=inputs.get("num_items_in_batch"), max_completion_length=self.max_completion_length)
+        mask = mask.to(kl.dtype)
+        totals = self.accelerator.reduce(torch.stack([(kl.detach() * mask).sum(), mask.sum()]), reduction="sum")
+        self._metrics[mode]["kl"].append((totals[0] / totals[1].clamp(min=1.0)).item())
+        return loss + beta * term
 
     def _make_rollout_engine(self):
         from gdpo.generation.rollout import RolloutEngine, SamplingSettings
@@ -197,26 +313,93 @@ class RegistryGRPOTrainer(GRPOTrainer):
     def _generate(self, prompts: list):
         start = time.perf_counter()
         result = super()._generate(prompts)
-        self._generation_seconds = time.perf_counter() - start
+        # Summed over a step's generation rounds (reset by _generate_and_score_completions).
+        self._generation_seconds += time.perf_counter() - start
         completion_ids = result[1]
         local = torch.tensor(sum(len(ids) for ids in completion_ids), device=self.accelerator.device)
-        self._generated_tokens = int(self.accelerator.gather(local).sum().item())
+        self._generated_tokens += int(self.accelerator.gather(local).sum().item())
         return result
 
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        self._generation_seconds, self._generated_tokens = 0.0, 0
+        first = self._scored_round(inputs, mode)
         if num_generations is None or num_generations < 2:  # eval with one sample: nothing to normalise
-            return output
+            return first.output
+        self._log_reward_spread(first.rewards, num_generations, mode)
+        if self.loop_options.dynamic_sampling is not None and mode == "train":
+            output = self._dynamically_sampled(first, num_generations)
+        else:
+            output = first.output
+            self._set_advantages(output, mode, num_generations, first.rewards, first.lengths, first.penalty)
+        if mode == "train" and self._generation_seconds > 0:
+            metrics = self._metrics[mode]
+            metrics["generation/seconds"].append(self._generation_seconds)
+            metrics["generation/tokens_per_second"].append(self._generated_tokens / self._generation_seconds)
+        return output
 
-        rewards = self._captured_rewards
+    def _scored_round(self, inputs, mode: str) -> _Round:
+        """TRL's generation and scoring of ``inputs``, with the gathered rewards and lengths (and the KL
+        penalty of each rollout when the KL goes into the reward)."""
+        output = super()._generate_and_score_completions(inputs)
+        rewards = self._captured_rewards  # (B_global, n), gathered over processes, NaN = None
         lengths = self.accelerator.gather(output["completion_mask"].sum(dim=1))
+        penalty = self._reward_kl_penalty(output, mode) if self.loop_options.kl_in_reward else None
+        return _Round(output, rewards, lengths, penalty)
+
+    def _normalises_each_reward(self, num_rewards: int) -> bool:
+        """The method (as it runs with this many rewards) normalises each reward: the GDPO family."""
+        return resolve_estimator(self.advantage_method, self.advantage_convention, num_rewards).grpo_counterpart \
+            is not None
+
+    def _policy_log_probs(self, output: dict, mode: str) -> torch.Tensor:
+        """(B_local, T) log-probabilities of the completions under the policy that generated them (the model as
+        it is: no update happens between generation and this call)."""
+        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+        with torch.no_grad():
+            log_probs, _, _ = self._get_per_token_logps_and_entropies(
+                self.model, input_ids, attention_mask, output["completion_ids"].size(1), batch_size=batch_size)
+        return log_probs
+
+    def _reward_kl_penalty(self, output: dict, mode: str) -> torch.Tensor:
+        """(B_global,) β Σ_t KL_t of each rollout, verl's ``apply_kl_penalty`` with the policy's log-probabilities
+        at generation (verl's ``old_log_probs``) against the reference's; the reference's are then dropped
+        from ``output`` (the loss has no KL term)."""
+        policy = output.get("old_per_token_logps")
+        if policy is None:
+            policy = self._policy_log_probs(output, mode)
+        reference = output.pop("ref_per_token_logps")
+        per_rollout, token_mean = sequence_kl(policy.float(), reference.float(), output["completion_mask"],
+                                              self.loop_options.kl_estimator)
+        self._metrics[mode]["kl_in_reward/kl"].append(self.accelerator.gather(token_mean.reshape(1)).mean().item())
+        penalty = self.beta * self.accelerator.gather(per_rollout)
+        self._metrics[mode]["kl_in_reward/penalty"].append(penalty.mean().item())
+        return penalty
+
+    def _set_advantages(self, output: dict, mode: str, num_generations: int, rewards: torch.Tensor,
+                        lengths: torch.Tensor, penalty: torch.Tensor | None, show: bool = True) -> torch.Tensor:
+        """Replace ``output["advantages"]`` by the registry's advantages of the gathered batch (``rewards``:
+        (B_global, n)), log their statistics and return them (B_global,). ``show``: the completions table
+        shows them (dynamic sampling shows its first round instead)."""
+        names = list(self.reward_func_names)
+        weights = self.reward_weights.to(rewards.device)
+        advantage_rewards = rewards.float()
+        if penalty is not None and not self._normalises_each_reward(rewards.shape[1]):
+            # verl subtracts the KL from the token-level rewards an outcome advantage sums: one more reward
+            # column of weight 1 (left missing where a rollout has no reward at all).
+            unscorable = torch.isnan(advantage_rewards).all(dim=1)
+            column = torch.where(unscorable, torch.full_like(penalty, float("nan")), -penalty.to(advantage_rewards))
+            advantage_rewards = torch.cat([advantage_rewards, column.unsqueeze(1)], dim=1)
+            weights = torch.cat([weights, weights.new_ones(1)])
+            names.append("kl_in_reward")
         advantages = compute_advantages(
-            rewards.float(),
+            advantage_rewards,
             num_generations,
             self.advantage_method,
-            weights=self.reward_weights.to(rewards.device),
+            weights=weights,
             convention=self.advantage_convention,
             response_lengths=lengths,
         )
@@ -226,12 +409,10 @@ class RegistryGRPOTrainer(GRPOTrainer):
             device=output["advantages"].device, dtype=output["advantages"].dtype
         )
         if self.advantage_audit_dir is not None:
-            self._write_advantage_audit(mode, num_generations, rewards, lengths, output["advantages"])
-        # The completions table shows the advantages that train, not TRL's replaced ones.
-        logged = self._logs["advantages"]
-        for _ in range(min(len(advantages), len(logged))):
-            logged.pop()
-        logged.extend(advantages.tolist())
+            self._write_advantage_audit(mode, num_generations, advantage_rewards, names, weights, lengths,
+                                        output["advantages"])
+        if show:  # the completions table shows the advantages that train, not TRL's replaced ones
+            self._show_advantages(advantages)
 
         metrics = self._metrics[mode]
         per_group, in_batch = distinct_advantage_counts(advantages.view(-1, num_generations))
@@ -239,6 +420,31 @@ class RegistryGRPOTrainer(GRPOTrainer):
         metrics["advantages/std"].append(advantages.std().item() if advantages.numel() > 1 else 0.0)
         metrics["advantages/distinct_per_group"].append(per_group.double().mean().item())
         metrics["advantages/distinct_in_batch"].append(float(in_batch))
+        if mode == "train":
+            metric = self._filter_metric(rewards.shape[1])
+            signal = groups_with_signal(rewards, self.reward_weights.to(rewards.device), num_generations, metric,
+                                        self.reward_func_names)
+            metrics["training_signal/silent_groups"].append((~signal).float().mean().item())
+            metrics["training_signal/zero_advantage_batch"].append(float(bool((advantages == 0).all())))
+        return advantages
+
+    def _show_advantages(self, advantages: torch.Tensor) -> None:
+        """The completions table's advantages of the generation batch logged last (TRL's replaced)."""
+        logged = self._logs["advantages"]
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+
+    def _filter_metric(self, num_rewards: int) -> str:
+        """Dynamic sampling's metric, resolved (``auto`` when dynamic sampling is off)."""
+        from gdpo.loop_options import DynamicSampling
+
+        settings = self.loop_options.dynamic_sampling or DynamicSampling()
+        return settings.resolved_metric(self._normalises_each_reward(num_rewards))
+
+    def _log_reward_spread(self, rewards: torch.Tensor, num_generations: int, mode: str) -> None:
+        """Per reward, the share of groups where it is constant (or missing) and the share of missing values."""
+        metrics = self._metrics[mode]
         grouped = rewards.view(-1, num_generations, rewards.shape[1])
         for k, name in enumerate(self.reward_func_names):
             column = grouped[:, :, k]
@@ -247,13 +453,118 @@ class RegistryGRPOTrainer(GRPOTrainer):
             high = torch.where(valid, column, -torch.inf).amax(dim=1)
             metrics[f"rewards/{name}/frac_zero_std_groups"].append(((low == high) | ~valid.any(dim=1)).float().mean().item())
             metrics[f"rewards/{name}/frac_none"].append((~valid).float().mean().item())
-        if mode == "train" and self._generation_seconds > 0:
-            metrics["generation/seconds"].append(self._generation_seconds)
-            metrics["generation/tokens_per_second"].append(self._generated_tokens / self._generation_seconds)
+
+    @contextlib.contextmanager
+    def _logged_as_first_round_only(self, mode: str):
+        """TRL's metrics and completion logs of a refill round are discarded: a step's record is its first
+        round's generation batch."""
+        metrics = self._metrics[mode]
+        lengths = {key: len(values) for key, values in metrics.items()}
+        logs = copy.deepcopy(self._logs)
+        try:
+            yield
+        finally:
+            for key in list(metrics):
+                if key not in lengths:
+                    del metrics[key]
+                else:
+                    del metrics[key][lengths[key]:]
+            self._logs = logs
+
+    def _refill_inputs(self, round_index: int, groups: int, num_generations: int) -> list[dict]:
+        """This process's prompts of a refill round: ``groups`` dataset rows
+        (:func:`gdpo.training.loop.refill_prompt_indices`: a function of the seed, step, round and process),
+        each repeated ``num_generations`` times as TRL's sampler repeats them."""
+        indices = refill_prompt_indices(len(self.train_dataset), groups, self.args.seed, self.state.global_step,
+                                        round_index, self.accelerator.process_index)
+        rows = [dict(self.train_dataset[index]) for index in indices]
+        return [dict(row) for row in rows for _ in range(num_generations)]
+
+    def _dynamically_sampled(self, first: _Round, num_generations: int) -> dict:
+        """DAPO's filter groups (verl's DAPO trainer loop): keep the groups with signal, generate refill rounds
+        until each process has its share of groups with signal or ``max_rounds`` rounds ran, and return this
+        process's assembled batch with the advantage computed on the assembled gathered batch.
+
+        Every process decides from the gathered rewards, so all run the same rounds. At the cap a process's
+        share is completed with its first round's silent groups. Rows keep generation order (round, then group).
+        """
+        settings = self.loop_options.dynamic_sampling
+        mode = "train"
+        local_rows = first.output["completion_ids"].shape[0]
+        share = local_rows // num_generations  # groups per process
+        processes, me = self.accelerator.num_processes, self.accelerator.process_index
+        metric = self._filter_metric(first.rewards.shape[1])
+        weights = self.reward_weights.to(first.rewards.device)
+
+        def signal_of(round_: _Round) -> torch.Tensor:  # (processes, share)
+            return groups_with_signal(round_.rewards, weights, num_generations, metric,
+                                      self.reward_func_names).view(processes, share).cpu()
+
+        rounds, signals = [first], [signal_of(first)]
+        kept = [[(0, g) for g in range(share) if signals[0][p, g]] for p in range(processes)]
+        while len(rounds) < settings.max_rounds and any(len(kept[p]) < share for p in range(processes)):
+            refill = self._refill_inputs(len(rounds), share, num_generations)
+            with self._logged_as_first_round_only(mode):
+                round_ = self._scored_round(refill, mode)
+            rounds.append(round_)
+            signals.append(signal_of(round_))
+            for p in range(processes):
+                kept[p].extend((len(rounds) - 1, g) for g in range(share) if signals[-1][p, g])
+
+        selections, filled = [], 0
+        for p in range(processes):
+            chosen = kept[p][:share]
+            if len(chosen) < share:
+                silent = [(0, g) for g in range(share) if not signals[0][p, g]]
+                filled += share - len(chosen)
+                chosen = chosen + silent[:share - len(chosen)]
+            selections.append(sorted(chosen))
+
+        def rows_of(groups: list[int]) -> torch.Tensor:
+            return torch.tensor([g * num_generations + i for g in groups for i in range(num_generations)],
+                                dtype=torch.long)
+
+        parts = []
+        for r, round_ in enumerate(rounds):
+            groups = [g for (rr, g) in selections[me] if rr == r]
+            if groups:
+                order = rows_of(groups)
+                parts.append({key: _take_rows(value, order) for key, value in round_.output.items()
+                              if key != "num_items_in_batch"})
+        output = concatenate_rows(parts, self._tokenizer.pad_token_id)
+        loss_mask = output["completion_mask"] if output.get("tool_mask") is None \
+            else output["completion_mask"] * output["tool_mask"]
+        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+
+        # The gathered batch as every process assembles it: processes in order, each its selection.
+        global_rows = [(r, p * local_rows + row) for p in range(processes) for (r, g) in selections[p]
+                       for row in rows_of([g]).tolist()]
+
+        def gathered(field: str) -> torch.Tensor | None:
+            if getattr(first, field) is None:
+                return None
+            return torch.stack([getattr(rounds[r], field)[row] for r, row in global_rows])
+
+        rewards, lengths, penalty = gathered("rewards"), gathered("lengths"), gathered("penalty")
+        advantages = self._set_advantages(output, mode, num_generations, rewards, lengths, penalty, show=False)
+        # The completions table shows the first round: a row's advantage if it trains, else 0.
+        shown = torch.zeros(processes * local_rows, dtype=advantages.dtype)
+        for position, (r, row) in enumerate(global_rows):
+            if r == 0:
+                shown[row] = advantages[position]
+        self._show_advantages(shown)
+
+        metrics = self._metrics[mode]
+        generated = len(rounds) * share * processes
+        metrics["dynamic_sampling/rounds"].append(float(len(rounds)))
+        metrics["dynamic_sampling/groups_generated"].append(float(generated))
+        metrics["dynamic_sampling/groups_dropped"].append(float(sum(int((~s).sum()) for s in signals)))
+        metrics["dynamic_sampling/groups_kept"].append(float(sum(min(len(k), share) for k in kept)))
+        metrics["dynamic_sampling/groups_filled_silent"].append(float(filled))
         return output
 
-    def _write_advantage_audit(self, mode: str, num_generations: int, rewards: torch.Tensor, lengths: torch.Tensor,
-                               local_advantages: torch.Tensor) -> None:
+    def _write_advantage_audit(self, mode: str, num_generations: int, rewards: torch.Tensor, names: list[str],
+                               weights: torch.Tensor, lengths: torch.Tensor, local_advantages: torch.Tensor) -> None:
         """Append this process's record of one generation batch to ``advantages.process<k>.jsonl``.
 
         Each process writes its own file (no shared file, no locking), one JSON line per generation batch:
@@ -287,8 +598,8 @@ class RegistryGRPOTrainer(GRPOTrainer):
             "method": self.advantage_method,
             "convention": self.advantage_convention.name,
             "num_generations": num_generations,
-            "reward_weights": self.reward_weights.double().cpu().tolist(),
-            "rewards": {name: numbers(rewards[:, k]) for k, name in enumerate(self.reward_func_names)},
+            "reward_weights": weights.double().cpu().tolist(),
+            "rewards": {name: numbers(rewards[:, k]) for k, name in enumerate(names)},
             "completion_lengths": [int(value) for value in lengths.cpu().tolist()],
             "advantages": numbers(local_advantages),
         }
