@@ -138,7 +138,7 @@ class LoopOptions:
         """The KL is not TRL's k3 loss term (another estimator, or in the reward)."""
         return self.kl_in_reward or self.kl_estimator != "k3"
 
-    def check(self, where: str, reward_names: Sequence[str], beta: float) -> None:
+    def check(self, where: str, reward_names: Sequence[str], beta: Any) -> None:
         """``ValueError`` when the options do not fit the run: a filter metric that names no reward of it, or a
         KL option without a KL coefficient (``training.beta``)."""
         if self.dynamic_sampling is not None:
@@ -146,7 +146,7 @@ class LoopOptions:
             if metric not in FILTER_METRICS and metric not in reward_names:
                 raise ValueError(f"{where}: dynamic_sampling.metric {metric!r} is neither one of "
                                  f"{', '.join(FILTER_METRICS)} nor a reward of the run ({', '.join(reward_names)}).")
-        if self.changes_the_kl and not beta > 0:
+        if self.changes_the_kl and not (isinstance(beta, (int, float)) and not isinstance(beta, bool) and beta > 0):
             what = "kl_in_reward" if self.kl_in_reward else f"kl_estimator {self.kl_estimator}"
             raise ValueError(f"{where}: {what} needs a KL coefficient; set `training.beta:` (β > 0), or remove it.")
 

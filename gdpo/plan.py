@@ -697,7 +697,7 @@ class RunSettings(_Settings):
                                  "× num_iterations), so that training stops and checkpoints between generation "
                                  f"batches; set `training.{name}:` to paper steps × {updates}.")
         options = LoopOptions.from_config(self.loop, f"{where}: training")
-        options.check(where, self.reward_names, float(self.trl.get("beta", 0.0)))
+        options.check(where, self.reward_names, self.trl.get("beta", 0.0))
         if self.pack_prompts and self.trl.get("loss_type") == "bnpo":
             raise ValueError(f"{where}: pack_prompts does not cover loss_type 'bnpo' (it normalises per "
                              "micro-batch, so group-aligned micro-batches change it); set `pack_prompts: false` "

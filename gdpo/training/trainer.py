@@ -34,8 +34,9 @@ With ``loop_options`` (:class:`gdpo.loop_options.LoopOptions`, the config's ``dy
   extra reward column of weight 1) for the methods that sum first; the loss has no KL term.
 
 Every step logs ``training_signal/silent_groups`` (the share of the trained batch's groups without signal under
-dynamic sampling's metric, ``auto`` when it is off) and ``training_signal/zero_advantage_batch`` (1 when every
-advantage of the batch is 0: no policy-gradient update).
+dynamic sampling's metric, ``auto`` when it is off), ``training_signal/silent_groups_generated`` (the same share
+among every group the step generated) and ``training_signal/zero_advantage_batch`` (1 when every advantage of
+the batch is 0: no policy-gradient update).
 """
 
 from __future__ import annotations
@@ -333,6 +334,9 @@ class RegistryGRPOTrainer(GRPOTrainer):
         else:
             output = first.output
             self._set_advantages(output, mode, num_generations, first.rewards, first.lengths, first.penalty)
+            if mode == "train":  # without dynamic sampling, what trains is what was generated
+                metrics = self._metrics[mode]
+                metrics["training_signal/silent_groups_generated"].append(metrics["training_signal/silent_groups"][-1])
         if mode == "train" and self._generation_seconds > 0:
             metrics = self._metrics[mode]
             metrics["generation/seconds"].append(self._generation_seconds)
@@ -561,6 +565,8 @@ class RegistryGRPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/groups_dropped"].append(float(sum(int((~s).sum()) for s in signals)))
         metrics["dynamic_sampling/groups_kept"].append(float(sum(min(len(k), share) for k in kept)))
         metrics["dynamic_sampling/groups_filled_silent"].append(float(filled))
+        metrics["training_signal/silent_groups_generated"].append(
+            metrics["dynamic_sampling/groups_dropped"][-1] / generated)
         return output
 
     def _write_advantage_audit(self, mode: str, num_generations: int, rewards: torch.Tensor, names: list[str],
