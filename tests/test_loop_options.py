@@ -436,3 +436,23 @@ def test_a_run_with_the_loop_options_resumes_bit_for_bit(loop, tiny_model, tmp_p
     assert sum(record["dynamic_sampling/rounds"] for record in records) > len(records)  # some step refilled
     assert json.loads((whole / "config.json").read_text())["loop"] == loop
     assert_same_run(chained, whole)
+
+
+def test_the_bill_says_what_dynamic_sampling_does_to_generation_and_the_paper_configs_set_the_options():
+    from gdpo.config import load_config
+    from gdpo.plan import plan_runs, resolve_run_settings
+    from gdpo.reporting.bill import dynamic_sampling_note, expected_generation_rounds
+
+    assert expected_generation_rounds(0.0, 10) == 1.0 and expected_generation_rounds(0.5, 10) == 2.0
+    assert expected_generation_rounds(0.95, 10) == 10.0 and expected_generation_rounds(1.0, 4) == 4.0
+    expected = {"paper-math": LoopOptions(DynamicSampling("auto", 10), "k2", False),
+                "paper-code": LoopOptions(DynamicSampling("auto", 10), "k2", False),
+                "paper-tool_calling": LoopOptions(None, "k1", True)}
+    for name, options in expected.items():
+        config = load_config(Path(__file__).resolve().parents[1] / "config" / f"{name}.yaml")
+        for run in plan_runs(config):
+            settings = resolve_run_settings(config, run.task, run.method, run.seed)
+            assert settings.loop_options == options and settings.trl["beta"] > 0, (name, run)
+            assert options.kl_in_reward or settings.trl["use_bias_correction_kl"] is False  # verl: no KL weight
+        note = " ".join(dynamic_sampling_note(config))
+        assert ("1 / (1 − s) generation batches" in note) == (options.dynamic_sampling is not None)

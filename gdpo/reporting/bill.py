@@ -171,6 +171,7 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
                      f"{'runs' if kind == 'train' else 'evaluations'}), {part['GPU-h'].sum():,.1f} GPU-h")
     lines.append(f"   total: {int(jobs['jobs'].sum())} jobs, {total:,.1f} GPU-h = {total / per_node / 24:,.1f} "
                  f"node-days of one {per_node}-GPU node")
+    lines += dynamic_sampling_note(config)
     step_times = None
     if total == 0:
         lines.append("(a CPU-scale config: its jobs ask for no GPU)")
@@ -198,6 +199,35 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
             claims[column] = claims[column].map(_hours_text)
         lines.append(claims.to_string(index=False))
     return "\n".join(lines)
+
+
+def expected_generation_rounds(silent_share: float, max_rounds: int) -> float:
+    """Generation batches per step under dynamic sampling when a share ``silent_share`` of the groups has no
+    signal: each round keeps (1 − s) of a batch, so a full batch takes 1 / (1 − s) rounds (a large batch's
+    average), at most ``max_rounds``."""
+    if not 0 <= silent_share <= 1:
+        raise ValueError(f"the share of silent groups must be in [0, 1], got {silent_share}.")
+    return float(max_rounds) if silent_share >= 1 else min(float(max_rounds), 1.0 / (1.0 - silent_share))
+
+
+def dynamic_sampling_note(config: Mapping) -> list[str]:
+    """The bill's lines on dynamic sampling: which tasks use it and what it does to their generation time (the
+    config's hours do not model it)."""
+    tasks = {}
+    for run in plan_runs(config):
+        if run.task not in tasks:
+            options = resolve_run_settings(config, run.task, run.method, run.seed).loop_options
+            if options.dynamic_sampling is not None:
+                tasks[run.task] = options.dynamic_sampling.max_rounds
+    if not tasks:
+        return []
+    rounds = sorted(set(tasks.values()))
+    shares = ", ".join(f"{share:.0%}: {expected_generation_rounds(share, max(rounds)):.2g}" for share in (0.25, 0.5, 0.75))
+    return [f"dynamic sampling ({', '.join(tasks)}): a step generates until its batch holds groups with signal, "
+            f"1 / (1 − s) generation batches at a share s of silent groups (at most {'/'.join(map(str, rounds))}); "
+            f"batches per step at s = {shares}. The train hours above are the config's estimate and do not model it: "
+            "the generation share of a step grows by that factor (benchmarks/dynamic_sampling.py measures s; "
+            "each run's metrics log it as training_signal/silent_groups_generated)."]
 
 
 def _hours_text(hours: float) -> str:
