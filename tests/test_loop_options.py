@@ -317,18 +317,23 @@ def _loss_and_gradients(trainer, inputs):
     return loss.detach(), {name: p.grad.clone() for name, p in trainer.model.named_parameters() if p.requires_grad}
 
 
-@pytest.mark.parametrize(("loss_type", "correction"), [
-    ("grpo", True), ("grpo", False), ("bnpo", True), ("dr_grpo", True), ("dapo", False), ("cispo", True),
-    ("sapo", True)])
-def test_the_kl_term_computed_here_equals_trls_own_for_every_loss_type(loss_type, correction, tiny_model, tmp_path):
+@pytest.mark.parametrize(("loss_type", "correction", "accumulation", "per_generation"), [
+    ("grpo", True, 1, 1), ("grpo", False, 2, 1), ("bnpo", True, 3, 1), ("dr_grpo", True, 2, 1),
+    ("dapo", False, 1, 1), ("dapo", True, 2, 3), ("cispo", True, 3, 2), ("sapo", True, 1, 1)])
+def test_the_kl_term_computed_here_equals_trls_own_for_every_loss_type(loss_type, correction, accumulation,
+                                                                       per_generation, tiny_model, tmp_path):
     """With k3, the term this trainer adds (TRL's loss run with β 0, plus β times the reduced estimate) gives
     TRL's own loss and gradient, with and without TRL's importance weight on the KL (use_bias_correction_kl,
-    which changes the gradient only): the reduction of every loss type is TRL's, so k2 enters the loss as k3
-    does."""
+    which changes the gradient only), and under gradient accumulation and several micro-batches per generation
+    (the factors TRL's reductions divide by): the reduction of every loss type is TRL's, so k2 enters the loss as
+    k3 does."""
     trainer = _trainer(tiny_model, tmp_path, peft=True, beta=0.2, loss_type=loss_type,
                        use_bias_correction_kl=correction)
     torch.manual_seed(0)
     inputs = trainer._generate_and_score_completions(_batch())
+    # What TRL's reductions read at loss time (Trainer.train sets them; the loss is computed directly here).
+    trainer.current_gradient_accumulation_steps = accumulation
+    trainer.args.steps_per_generation = per_generation
     assert inputs["ref_per_token_logps"] is not None
     trls = _loss_and_gradients(trainer, inputs)
     trls_kl = trainer._metrics["train"]["kl"][-1]
@@ -354,13 +359,17 @@ def _plain_log_probs(model, output) -> torch.Tensor:
     return torch.log_softmax(logits, dim=-1).gather(-1, output["completion_ids"].unsqueeze(-1)).squeeze(-1)
 
 
-@pytest.mark.parametrize("method", ["grpo", "gdpo"])
-def test_kl_in_the_reward_lowers_the_summed_reward_before_grpos_advantage(method, tiny_model, tmp_path):
+@pytest.mark.parametrize(("method", "misaligned"), [("grpo", False), ("grpo", True), ("gdpo", False)])
+def test_kl_in_the_reward_lowers_the_summed_reward_before_grpos_advantage(method, misaligned, tiny_model, tmp_path):
+    # misaligned: two micro-batches per generation, one per optimizer step, so TRL computes the generating
+    # policy's log-probabilities itself (old_per_token_logps), which the penalty then reads.
+    shape = {"per_device_train_batch_size": 4, "steps_per_generation": 2} if misaligned else {}
     trainer = _trainer(tiny_model, tmp_path, method=method, peft=True, beta=0.5,
-                       loop={"kl_in_reward": True, "kl_estimator": "k1"})
+                       loop={"kl_in_reward": True, "kl_estimator": "k1"}, **shape)
     torch.manual_seed(0)
     output = trainer._generate_and_score_completions(_batch())
     assert "ref_per_token_logps" not in output  # no KL term in the loss
+    assert ("old_per_token_logps" in output and output["old_per_token_logps"] is not None) == misaligned
     rewards = trainer._captured_rewards.double()
     policy = _plain_log_probs(trainer.model, output)
     with trainer.model.disable_adapter():
@@ -378,10 +387,44 @@ def test_kl_in_the_reward_lowers_the_summed_reward_before_grpos_advantage(method
     assert torch.isfinite(loss) and "kl" not in trainer._metrics["train"]
 
 
+def _recording_rounds(trainer) -> list:
+    """Record every generation round's output and gathered rewards (the trainer's own, unchanged)."""
+    rounds = []
+    scored = trainer._scored_round
+
+    def record(inputs, mode):
+        round_ = scored(inputs, mode)
+        rounds.append({key: (value.clone() if isinstance(value, torch.Tensor) else value)
+                       for key, value in round_.output.items()} | {"_rewards": round_.rewards.clone()})
+        return round_
+
+    trainer._scored_round = record
+    return rounds
+
+
+def _unpadded(ids: torch.Tensor, mask: torch.Tensor) -> tuple:
+    return tuple(ids[mask.bool()].tolist())
+
+
+def _source_of_each_row(output: dict, rounds: list) -> list[tuple[int, int]]:
+    """(round, row) whose prompt and completion tokens each output row carries (the first match)."""
+    sources = []
+    for i in range(output["completion_ids"].shape[0]):
+        key = (_unpadded(output["prompt_ids"][i], output["prompt_mask"][i]),
+               _unpadded(output["completion_ids"][i], output["completion_mask"][i]))
+        found = [(r, j) for r, round_ in enumerate(rounds) for j in range(round_["completion_ids"].shape[0])
+                 if (_unpadded(round_["prompt_ids"][j], round_["prompt_mask"][j]),
+                     _unpadded(round_["completion_ids"][j], round_["completion_mask"][j])) == key]
+        assert found, i
+        sources.append(found[0])
+    return sources
+
+
 def test_dynamic_sampling_trains_only_on_groups_with_signal(tiny_model, tmp_path):
     audit = tmp_path / "audit"
     trainer = _trainer(tiny_model, tmp_path, loop={"dynamic_sampling": {"max_rounds": 8}})
     trainer.advantage_audit_dir = audit
+    rounds = _recording_rounds(trainer)
     batch = _batch(prompts=2, seed=27)
     assert len({_digest(_text(row["prompt"])) % 2 for row in batch}) == 2  # one silent prompt among the two
     torch.manual_seed(0)
@@ -398,13 +441,27 @@ def test_dynamic_sampling_trains_only_on_groups_with_signal(tiny_model, tmp_path
     rewards = _tensor([[float("nan") if v is None else v for v in values] for values in zip(*record["rewards"].values())])
     assert groups_with_signal(rewards, _tensor([1.0, 1.0]), 4, "each_reward", list(record["rewards"])).all()
     torch.testing.assert_close(output["advantages"].double(), compute_advantages(rewards, 4, "gdpo"), atol=1e-6, rtol=0)
+    # Each trained row is a generated row (its prompt and completion tokens, re-padded), and its reward in the
+    # advantage is that row's reward; rows keep generation order (round, then group) in whole groups.
+    assert len(rounds) == metrics["dynamic_sampling/rounds"][-1]
+    sources = _source_of_each_row(output, rounds)
+    for i, (r, j) in enumerate(sources):
+        torch.testing.assert_close(rounds[r]["_rewards"][j].double(), rewards[i], equal_nan=True)
+    assert sources == sorted(sources) and all(j % 4 == i % 4 for i, (_, j) in enumerate(sources))
+    assert {r for r, _ in sources} != {0}  # a refill round's groups train
+    # A second generation batch of the same optimizer step draws other refill prompts.
+    first_draw = trainer._refill_inputs(1, 2, 4)
+    trainer._generation_in_step += 1
+    assert trainer._refill_inputs(1, 2, 4) != first_draw
 
 
 def test_dynamic_sampling_at_its_cap_fills_the_batch_with_silent_groups(tiny_model, tmp_path):
     trainer = _trainer(tiny_model, tmp_path, method="grpo", rewards=(reward_never_varies,),
                        loop={"dynamic_sampling": {"max_rounds": 3}})
+    rounds = _recording_rounds(trainer)
     torch.manual_seed(0)
     output = trainer._generate_and_score_completions(_batch())
+    assert _source_of_each_row(output, rounds) == [(0, j) for j in range(8)]  # the first round's groups, in order
     metrics = trainer._metrics["train"]
     assert metrics["dynamic_sampling/rounds"] == [3.0] and metrics["dynamic_sampling/groups_generated"] == [6.0]
     assert metrics["dynamic_sampling/groups_filled_silent"] == [2.0] and metrics["dynamic_sampling/groups_kept"] == [0.0]
@@ -456,3 +513,42 @@ def test_the_bill_says_what_dynamic_sampling_does_to_generation_and_the_paper_co
             assert options.kl_in_reward or settings.trl["use_bias_correction_kl"] is False  # verl: no KL weight
         note = " ".join(dynamic_sampling_note(config))
         assert ("1 / (1 − s) generation batches" in note) == (options.dynamic_sampling is not None)
+
+
+def test_kl_in_the_reward_keeps_a_one_reward_gdpo_that_its_convention_runs_as_grpo(tiny_model, tmp_path):
+    """The nvlabs convention runs GRPO for a per-reward method with one reward; the penalty column must not turn it
+    back into GDPO (two columns) but lower GRPO's summed reward."""
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from gdpo.tasks import arithmetic
+    from gdpo.training.trainer import RegistryGRPOTrainer
+
+    trainer = RegistryGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(tiny_model), reward_funcs=[reward_on_some_prompts],
+        args=GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=4,
+                        max_completion_length=8, report_to="none", bf16=False, loss_type="grpo", beta=0.5),
+        train_dataset=arithmetic.build_dataset("train", 8, seed=0),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model),
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False),
+        advantage_method="gdpo", advantage_convention="nvlabs",
+        loop_options=LoopOptions.from_config({"kl_in_reward": True, "kl_estimator": "k1"}))
+    trainer.model.train()
+    torch.manual_seed(0)
+    output = trainer._generate_and_score_completions(_batch(seed=27))
+    rewards = trainer._captured_rewards.double()
+    policy = _plain_log_probs(trainer.model, output)
+    with trainer.model.disable_adapter():
+        reference = _plain_log_probs(trainer.model, output)
+    kl = ((policy - reference) * output["completion_mask"]).sum(dim=1).double()
+    expected = compute_advantages(torch.cat([rewards, -0.5 * kl.unsqueeze(1)], dim=1), 4, "grpo",
+                                  weights=[1.0, 1.0], convention="nvlabs")
+    torch.testing.assert_close(output["advantages"].double(), expected, atol=2e-4, rtol=0)
+
+
+def test_a_kl_loss_term_refuses_a_loss_type_whose_reduction_it_does_not_reproduce(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="kl_estimator k2 adds its KL term for loss_type grpo, .* not 'luspo'"):
+        _trainer(tiny_model, tmp_path, beta=0.1, loss_type="luspo", loop={"kl_estimator": "k2"})
+    with pytest.raises(ValueError, match="dynamic_sampling.metric 'acc' is neither"):
+        _trainer(tiny_model, tmp_path, loop={"dynamic_sampling": {"metric": "acc"}})

@@ -223,11 +223,12 @@ def dynamic_sampling_note(config: Mapping) -> list[str]:
         return []
     rounds = sorted(set(tasks.values()))
     shares = ", ".join(f"{share:.0%}: {expected_generation_rounds(share, max(rounds)):.2g}" for share in (0.25, 0.5, 0.75))
-    return [f"dynamic sampling ({', '.join(tasks)}): a step generates until its batch holds groups with signal, "
-            f"1 / (1 − s) generation batches at a share s of silent groups (at most {'/'.join(map(str, rounds))}); "
-            f"batches per step at s = {shares}. The train hours above are the config's estimate and do not model it: "
-            "the generation share of a step grows by that factor (benchmarks/dynamic_sampling.py measures s; "
-            "each run's metrics log it as training_signal/silent_groups_generated)."]
+    return [(f"dynamic sampling ({', '.join(tasks)}): a step generates until its batch holds groups with signal, "
+             f"about 1 / (1 − s) generation batches at a share s of silent groups, somewhat more on several "
+             f"processes, each of which fills its own share (at most {'/'.join(map(str, rounds))}); batches per step "
+             f"at s = {shares}. The train hours above are the config's estimate and do not model it: the generation "
+             "share of a step grows by that factor (benchmarks/dynamic_sampling.py measures s; each run's metrics "
+             "log it as training_signal/silent_groups_generated).")]
 
 
 def _hours_text(hours: float) -> str:

@@ -180,6 +180,10 @@ def concatenate_rows(parts: list[dict], pad_token_id: int) -> dict:
     return assembled
 
 
+#: TRL loss types whose reduction :func:`aggregate_like_trl` reproduces (tested against TRL's own loss).
+KL_TERM_LOSS_TYPES = ("grpo", "sapo", "bnpo", "dr_grpo", "dapo", "cispo")
+
+
 def aggregate_like_trl(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, *, training: bool,
                        gradient_accumulation_steps: int, steps_per_generation: int, num_processes: int,
                        num_items_in_batch: torch.Tensor | None, max_completion_length: int) -> torch.Tensor:
@@ -194,7 +198,7 @@ def aggregate_like_trl(per_token: torch.Tensor, mask: torch.Tensor, loss_type: s
         training: train mode (gradient accumulation applies) or eval.
         gradient_accumulation_steps: TRL's ``current_gradient_accumulation_steps``.
         steps_per_generation, num_processes: TRL's; ``num_items_in_batch``: the generation batch's loss tokens
-            over all processes (``dapo``, ``cispo``, ``vespo``); ``max_completion_length`` (``dr_grpo``).
+            over all processes (``dapo``, ``cispo``); ``max_completion_length`` (``dr_grpo``).
     """
     mask = mask.to(per_token.dtype)
     accumulation = gradient_accumulation_steps if training else 1.0
@@ -204,11 +208,9 @@ def aggregate_like_trl(per_token: torch.Tensor, mask: torch.Tensor, loss_type: s
         return (per_token * mask).sum() / mask.sum().clamp(min=1.0) / accumulation
     if loss_type == "dr_grpo":
         return (per_token * mask).sum() / (per_token.size(0) * max_completion_length) / accumulation
-    if loss_type in ("dapo", "cispo", "vespo"):
+    if loss_type in ("dapo", "cispo"):
         normalizer = num_items_in_batch.clamp(min=1.0) / num_processes
         if training:
             normalizer = normalizer * gradient_accumulation_steps / steps_per_generation
         return (per_token * mask).sum() / normalizer
-    if loss_type == "luspo":
-        return (per_token * mask).sum(-1).mean() / accumulation
-    raise ValueError(f"Unknown loss_type {loss_type!r} for the KL term.")
+    raise ValueError(f"loss_type {loss_type!r} is not one the KL term is reduced for: {', '.join(KL_TERM_LOSS_TYPES)}.")

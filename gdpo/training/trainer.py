@@ -59,9 +59,10 @@ from gdpo.advantages import (
     get_estimator,
     resolve_estimator,
 )
-from gdpo.loop_options import LoopOptions
+from gdpo.loop_options import FILTER_METRICS, LoopOptions
 from gdpo.methods import Method
 from gdpo.training.loop import (
+    KL_TERM_LOSS_TYPES,
     aggregate_like_trl,
     concatenate_rows,
     groups_with_signal,
@@ -134,6 +135,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
                                    if self.loop_options.changes_the_kl and not self.loop_options.kl_in_reward else None)
         self._capture_loss_log_probs = False
         self._loss_log_probs: torch.Tensor | None = None
+        self._generation_step, self._generation_in_step = -1, 0
         self.advantage_method = advantage_method
         self.advantage_audit_dir = Path(advantage_audit_dir) if advantage_audit_dir is not None else None
         self.advantage_convention = get_convention(advantage_convention)
@@ -156,6 +158,9 @@ class RegistryGRPOTrainer(GRPOTrainer):
                 raise ValueError(f"{what} needs a KL coefficient; set `training.beta:` (β > 0).")
             if self.args.use_liger_kernel:
                 raise ValueError(f"{what} is computed outside Liger's fused loss; set use_liger_kernel false.")
+            if self._loss_kl_estimator is not None and self.loss_type not in KL_TERM_LOSS_TYPES:
+                raise ValueError(f"{what} adds its KL term for loss_type {', '.join(KL_TERM_LOSS_TYPES)}, not "
+                                 f"{self.loss_type!r}; set one of them.")
         if options.dynamic_sampling is not None:
             local_rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
             if local_rows % self.num_generations:
@@ -165,6 +170,10 @@ class RegistryGRPOTrainer(GRPOTrainer):
                     f"of num_generations {self.num_generations}; make it one.")
             if not hasattr(self.train_dataset, "__len__"):
                 raise ValueError("dynamic_sampling draws refill prompts by index; give a map-style dataset.")
+            metric = options.dynamic_sampling.metric
+            if metric not in FILTER_METRICS and metric not in self.reward_func_names:
+                raise ValueError(f"dynamic_sampling.metric {metric!r} is neither one of {', '.join(FILTER_METRICS)} "
+                                 f"nor a reward of this trainer ({', '.join(self.reward_func_names)}).")
 
     def _check_packing(self):
         from gdpo.training.packing import packing_unsupported_reason
@@ -325,6 +334,10 @@ class RegistryGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         self._generation_seconds, self._generated_tokens = 0.0, 0
+        if mode == "train":  # the index of this generation batch within its optimizer step
+            step = self.state.global_step
+            self._generation_in_step = self._generation_in_step + 1 if step == self._generation_step else 0
+            self._generation_step = step
         first = self._scored_round(inputs, mode)
         if num_generations is None or num_generations < 2:  # eval with one sample: nothing to normalise
             return first.output
@@ -391,18 +404,24 @@ class RegistryGRPOTrainer(GRPOTrainer):
         names = list(self.reward_func_names)
         weights = self.reward_weights.to(rewards.device)
         advantage_rewards = rewards.float()
+        method = self.advantage_method
         if penalty is not None and not self._normalises_each_reward(rewards.shape[1]):
             # verl subtracts the KL from the token-level rewards an outcome advantage sums: one more reward
-            # column of weight 1 (left missing where a rollout has no reward at all).
-            unscorable = torch.isnan(advantage_rewards).all(dim=1)
-            column = torch.where(unscorable, torch.full_like(penalty, float("nan")), -penalty.to(advantage_rewards))
+            # column of weight 1, under the method as it runs with the run's rewards (a per-reward method that
+            # falls back to GRPO with one reward stays GRPO with the extra column). Where the convention leaves
+            # a rollout without rewards out of every statistic, its penalty is left missing too.
+            method = resolve_estimator(self.advantage_method, self.advantage_convention, rewards.shape[1]).name
+            column = -penalty.to(advantage_rewards)
+            if self.advantage_convention.missing_rewards != "zero":
+                unscorable = torch.isnan(advantage_rewards).all(dim=1)
+                column = torch.where(unscorable, torch.full_like(column, float("nan")), column)
             advantage_rewards = torch.cat([advantage_rewards, column.unsqueeze(1)], dim=1)
             weights = torch.cat([weights, weights.new_ones(1)])
             names.append("kl_in_reward")
         advantages = compute_advantages(
             advantage_rewards,
             num_generations,
-            self.advantage_method,
+            method,
             weights=weights,
             convention=self.advantage_convention,
             response_lengths=lengths,
@@ -475,11 +494,19 @@ class RegistryGRPOTrainer(GRPOTrainer):
                     del metrics[key][lengths[key]:]
             self._logs = logs
 
+    def _generations_per_step(self) -> int:
+        """Generation batches per optimizer step (1 unless steps_per_generation < gradient_accumulation_steps)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return max(1, self.args.gradient_accumulation_steps // generate_every)
+
     def _refill_inputs(self, round_index: int, groups: int, num_generations: int) -> list[dict]:
         """This process's prompts of a refill round: ``groups`` dataset rows
         (:func:`gdpo.training.loop.refill_prompt_indices`: a function of the seed, step, round and process),
         each repeated ``num_generations`` times as TRL's sampler repeats them."""
-        indices = refill_prompt_indices(len(self.train_dataset), groups, self.args.seed, self.state.global_step,
+        # Several generation batches per optimizer step (steps_per_generation < gradient_accumulation_steps) draw
+        # apart: the draw is keyed by the generation batch (step × batches per step + its index in the step).
+        generation = self.state.global_step * self._generations_per_step() + self._generation_in_step
+        indices = refill_prompt_indices(len(self.train_dataset), groups, self.args.seed, generation,
                                         round_index, self.accelerator.process_index)
         rows = [dict(self.train_dataset[index]) for index in indices]
         return [dict(row) for row in rows for _ in range(num_generations)]
@@ -540,22 +567,24 @@ class RegistryGRPOTrainer(GRPOTrainer):
             else output["completion_mask"] * output["tool_mask"]
         output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
 
-        # The gathered batch as every process assembles it: processes in order, each its selection.
-        global_rows = [(r, p * local_rows + row) for p in range(processes) for (r, g) in selections[p]
-                       for row in rows_of([g]).tolist()]
+        # The gathered batch as every process assembles it: processes in order, each its selection; rows are
+        # indexed into the rounds' gathered tensors stacked one after the other.
+        batch_rows = processes * local_rows
+        global_rows = torch.tensor([r * batch_rows + p * local_rows + row for p in range(processes)
+                                    for (r, g) in selections[p] for row in rows_of([g]).tolist()], dtype=torch.long)
 
         def gathered(field: str) -> torch.Tensor | None:
             if getattr(first, field) is None:
                 return None
-            return torch.stack([getattr(rounds[r], field)[row] for r, row in global_rows])
+            stacked = torch.cat([getattr(round_, field) for round_ in rounds])
+            return stacked[global_rows.to(stacked.device)]
 
         rewards, lengths, penalty = gathered("rewards"), gathered("lengths"), gathered("penalty")
         advantages = self._set_advantages(output, mode, num_generations, rewards, lengths, penalty, show=False)
         # The completions table shows the first round: a row's advantage if it trains, else 0.
-        shown = torch.zeros(processes * local_rows, dtype=advantages.dtype)
-        for position, (r, row) in enumerate(global_rows):
-            if r == 0:
-                shown[row] = advantages[position]
+        from_first = global_rows < batch_rows
+        shown = torch.zeros(batch_rows, dtype=advantages.dtype, device=advantages.device)
+        shown[global_rows[from_first].to(shown.device)] = advantages[from_first.to(advantages.device)]
         self._show_advantages(shown)
 
         metrics = self._metrics[mode]
