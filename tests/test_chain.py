@@ -235,6 +235,23 @@ def test_a_checkpoint_resumes_only_under_the_settings_it_was_trained_with(tiny_m
     assert "GDPO_RESTART_CHANGED=1" in message and "--restart-changed" in message
     assert not run.exists() and (work / "checkpoint-4").is_dir()  # nothing trained, nothing deleted
 
+    # Restarting as asked deletes the checkpoint and trains the new settings from the start.
+    fresh = tmp_path / "fresh"
+    train(new, tiny_model, fresh, threads=1)
+    assert train(new, tiny_model, run, threads=1, restart_changed=True)["resumed_from"] is None
+    assert_same_run(run, fresh)
+
+
+@pytest.mark.slow
+def test_the_train_command_refuses_changed_settings_with_exit_2_and_restarts_them_when_asked(tiny_model, tmp_path):
+    """The command line and the workflow's environment switch of the refusal above (two `python -m gdpo train`
+    processes: about 20 s, so in `make test-all`)."""
+    config = smoke_config(8, 4)
+    old = resolve_run_settings(config, "arithmetic", "gdpo", SEED)
+    new = resolve_run_settings({**config, "training": {**config["training"], "learning_rate": 2e-3}},
+                               "arithmetic", "gdpo", SEED)
+    run = tmp_path / "run"
+    train(old, tiny_model, run, threads=1, stop_at_step=4)
     # The train command says so and exits 2; with GDPO_RESTART_CHANGED=1 the workflow's job starts afresh.
     refused = _start_train(new, tiny_model, run)
     _, stderr = refused.communicate(timeout=600)

