@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import math
 import time
@@ -59,7 +60,7 @@ from gdpo.advantages import (
     get_estimator,
     resolve_estimator,
 )
-from gdpo.loop_options import FILTER_METRICS, LoopOptions
+from gdpo.loop_options import FILTER_METRICS, DynamicSampling, LoopOptions
 from gdpo.methods import Method
 from gdpo.training.loop import (
     KL_TERM_LOSS_TYPES,
@@ -85,12 +86,15 @@ def _causal_lm(model):
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
+@dataclasses.dataclass
 class _Round:
     """One generation round: TRL's output (this process's rows) and the gathered batch's rewards (B_global, n),
     completion lengths (B_global,) and, with the KL in the reward, β Σ_t KL_t per rollout (B_global,)."""
 
-    def __init__(self, output: dict, rewards: torch.Tensor, lengths: torch.Tensor, penalty: torch.Tensor | None):
-        self.output, self.rewards, self.lengths, self.penalty = output, rewards, lengths, penalty
+    output: dict
+    rewards: torch.Tensor
+    lengths: torch.Tensor
+    penalty: torch.Tensor | None
 
 
 def _take_rows(value, order: torch.Tensor):
@@ -460,22 +464,18 @@ class RegistryGRPOTrainer(GRPOTrainer):
 
     def _filter_metric(self, num_rewards: int) -> str:
         """Dynamic sampling's metric, resolved (``auto`` when dynamic sampling is off)."""
-        from gdpo.loop_options import DynamicSampling
-
         settings = self.loop_options.dynamic_sampling or DynamicSampling()
         return settings.resolved_metric(self._normalises_each_reward(num_rewards))
 
     def _log_reward_spread(self, rewards: torch.Tensor, num_generations: int, mode: str) -> None:
         """Per reward, the share of groups where it is constant (or missing) and the share of missing values."""
         metrics = self._metrics[mode]
-        grouped = rewards.view(-1, num_generations, rewards.shape[1])
+        weights = self.reward_weights.to(rewards.device)
         for k, name in enumerate(self.reward_func_names):
-            column = grouped[:, :, k]
-            valid = ~torch.isnan(column)
-            low = torch.where(valid, column, torch.inf).amin(dim=1)
-            high = torch.where(valid, column, -torch.inf).amax(dim=1)
-            metrics[f"rewards/{name}/frac_zero_std_groups"].append(((low == high) | ~valid.any(dim=1)).float().mean().item())
-            metrics[f"rewards/{name}/frac_none"].append((~valid).float().mean().item())
+            # constant (or with fewer than two values) in a group: the filter's test on this reward alone
+            silent = ~groups_with_signal(rewards, weights, num_generations, name, self.reward_func_names)
+            metrics[f"rewards/{name}/frac_zero_std_groups"].append(silent.float().mean().item())
+            metrics[f"rewards/{name}/frac_none"].append(torch.isnan(rewards[:, k]).float().mean().item())
 
     @contextlib.contextmanager
     def _logged_as_first_round_only(self, mode: str):
@@ -570,8 +570,8 @@ class RegistryGRPOTrainer(GRPOTrainer):
         # The gathered batch as every process assembles it: processes in order, each its selection; rows are
         # indexed into the rounds' gathered tensors stacked one after the other.
         batch_rows = processes * local_rows
-        global_rows = torch.tensor([r * batch_rows + p * local_rows + row for p in range(processes)
-                                    for (r, g) in selections[p] for row in rows_of([g]).tolist()], dtype=torch.long)
+        global_rows = torch.tensor([r * batch_rows + p * local_rows + g * num_generations + i for p in range(processes)
+                                    for (r, g) in selections[p] for i in range(num_generations)], dtype=torch.long)
 
         def gathered(field: str) -> torch.Tensor | None:
             if getattr(first, field) is None:
