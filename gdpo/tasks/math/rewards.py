@@ -6,12 +6,14 @@ All three follow TRL's reward contract ``fn(completions, **columns) -> list[floa
   ``\\boxed{…}``, else an answer statement such as "the answer is 12", else a closing equation "7 + 3 = 10")
   and that answer equals the row's ``answer``. A number or expression elsewhere in the text is never
   graded: with a last-expression fallback, a policy that restates the question ("Calculate 10 - 5." →
-  "10 - 5") was paid as correct, since math-verify evaluates the restated expression. Which checker applies
-  is the row's ``verifier`` column: ``"math_verify"`` (symbolic equivalence: ``1/2``, ``0.5`` and
-  ``\\frac{1}{2}`` agree), ``"number"`` (the answer must be a plain number, with no operation left to do,
-  then compared as by math-verify: the arithmetic generators, whose questions are expressions) or
-  ``"reasoning_gym"`` (the generator's own ``score_answer`` on the answer, for answers that are not plain
-  math, with the generator's entry in ``verifier_data``);
+  "10 - 5") was paid as correct, since math-verify evaluates the restated expression. An answer offered with
+  an alternative ("42 or 43", "\\boxed{42} (maybe 43)") or a box inside another box
+  (``\\boxed{4\\boxed{2}}``) states no single answer and is wrong (tests/test_math_reward_attacks.py lists
+  the attacks tried). Which checker applies is the row's ``verifier`` column: ``"math_verify"`` (symbolic
+  equivalence: ``1/2``, ``0.5`` and ``\\frac{1}{2}`` agree), ``"number"`` (the answer must be a plain number,
+  with no operation left to do, then compared as by math-verify: the arithmetic generators, whose questions
+  are expressions) or ``"reasoning_gym"`` (the generator's own ``score_answer`` on the answer, for answers
+  that are not plain math, with the generator's entry in ``verifier_data``);
 - ``length``: the completion has at most ``length_limit`` tokens (counted from ``completion_ids``);
 - ``length_conditioned``: ``length`` paid only when ``correct`` is 1 (Eq. 8 with threshold 1).
 
@@ -105,31 +107,42 @@ def last_boxed(text: str, non_empty: bool = False) -> str | None:
     leftwards, each box looks for its brace only up to where the box after it found one (beyond that it is
     the same brace, with the same empty content).
     """
+    box = _last_box(text, non_empty)
+    return box[0] if box is not None else None
+
+
+def _last_box(text: str, non_empty: bool = False) -> tuple[str, int, int] | None:
+    """:func:`last_boxed` with where the box is: (content, start of ``\\boxed``, end of its closing brace)."""
     end, brace_limit = len(text), len(text)
     while (start := text.rfind("\\boxed", 0, end)) >= 0:
         brace = text.find("{", start, brace_limit)
         if brace < 0 and brace_limit < len(text):
             end = start  # the brace of the box after this one: its content was empty
             continue
-        content = _box_content(text, brace) if brace >= 0 else None
-        if content is None or content or not non_empty:
-            return content
+        content, close = _box_content(text, brace) if brace >= 0 else (None, -1)
+        if content is None:
+            return None
+        if content or not non_empty:
+            return content, start, close + 1
         end, brace_limit = start, brace
     return None
 
 
 #: A brace: the only characters that decide where a box's content ends.
 _BRACE = re.compile(r"[{}]")
+#: A box's opening brace (with the box before it).
+_BOX_BRACE = re.compile(r"\\boxed\s*\{")
 
 
-def _box_content(text: str, brace: int) -> str | None:
-    """Content of the box whose ``{`` is at ``brace``, or None when that brace is unclosed."""
+def _box_content(text: str, brace: int) -> tuple[str | None, int]:
+    """Content of the box whose ``{`` is at ``brace`` and where its ``}`` is, or (None, -1) when that brace is
+    unclosed."""
     depth = 0
     for match in _BRACE.finditer(text, brace):
         depth += 1 if match.group() == "{" else -1
         if depth == 0:
-            return text[brace + 1 : match.start()].strip()
-    return None
+            return text[brace + 1 : match.start()].strip(), match.start()
+    return None, -1
 
 
 #: "answer is", "answer:", "result =", "answer, which is" (any case, markdown emphasis allowed), then the
@@ -150,19 +163,37 @@ _CLOSING_STATEMENT = re.compile(r"\bis\s[*_$\s]*+(?P<number>[-+−]?(?:\d{1,3}(?
                                 r"[*_$\s]*+[.!]?+\s*+$")
 #: A word (two letters or more, not a LaTeX command): a right-hand side holding one is prose, not a result.
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+#: Where a stated answer goes on: a word or a sentence's end (a number after it is a second one).
+_ANSWER_GOES_ON = re.compile(rf"{_WORD.pattern}|[.!?;]\s")
 #: What an answer right after the statement starts with: a sign, a digit, ``$``, ``\(``/``\[``, ``(`` or a
 #: LaTeX command such as ``\frac``.
 _EXPRESSION_START = re.compile(r"[-+−]?\s*(?:\d|\.\d|\$|\\[(\[]|\\[A-Za-z]+|\()")
 #: The plain number a ``number`` row accepts, as the whole answer: an optional sign, digits (thousands
 #: separated by commas allowed), an optional decimal part.
 _NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-#: A plain-number answer: optionally an equation whose left side is arithmetic ("3 - 2 = 1", "x = 13"), then
+#: A plain-number answer: optionally an equation whose left side is arithmetic or one variable ("3 - 2 = 1",
+#: "x = 13", "r = 6": simple_equations names its unknown with any letter), then
 #: the number, then at most a closing remark without digits ("12.", "12, the GCD"): ``19, 19``, ``4 x 1``,
-#: ``9 minus 0``, ``10 - 5`` and ``5.5.5`` state no plain number.
-_PLAIN_ANSWER = re.compile(rf"(?:[\d\s.,+\-*/×÷^()xX]*=\s*)?(?P<number>{_NUMBER})"
-                           r"(?:\s*[.!]?\s*|\s*[,;:(]\D*|\s+[A-Za-z]\D*)")
+#: ``9 minus 0``, ``10 - 5`` and ``5.5.5`` state no plain number. No ``!`` after the number: an exclamation
+#: mark ending a sentence is gone already (:func:`_answer_text`), and in a box ``5!`` is a factorial.
+_PLAIN_ANSWER = re.compile(rf"(?:[\d\s.,+\-*/×÷^()xX]*=\s*|[A-Za-z]\s*=\s*)?(?P<number>{_NUMBER})"
+                           r"(?:\s*\.?\s*|\s*[,;:(]\D*|\s+[A-Za-z]\D*)")
 #: LaTeX wrappers a number may come in: ``\(5\)``, ``\text{5}``, ``\mathbf{5}``, thin spaces.
 _LATEX_WRAPPERS = re.compile(r"\\[()\[\]]|\\(?:text|mathbf|mathrm|textbf)\{([^{}]*)\}|\\[,;!]")
+#: A word offering a second answer: "3 or 5", "3, maybe 5", "3 (perhaps 5)", "3 (I think 5)".
+_ALTERNATIVE_WORD = r"(?:or|maybe|perhaps|possibly|probably|I\s+think)\b"
+_ALTERNATIVE = re.compile(rf"\b{_ALTERNATIVE_WORD}", re.IGNORECASE)
+#: An alternative right after a final answer (across punctuation, "but" and at most one line break) with a
+#: digit after it on its line: "\\boxed{3} or 5", "the answer is 3 (or 5)", "the answer is 3 but maybe 5",
+#: "the answer is 3.\nOr 5.". Matched at the answer's end; possessive runs keep it linear.
+_ALTERNATIVE_AFTER = re.compile(rf"[ \t.,;:!*_$()]*+\n?[ \t(]*+(?:but\s++)?{_ALTERNATIVE_WORD}[^\n\d]*+\d",
+                                re.IGNORECASE)
+#: An alternative right before a box: "3 or \\boxed{5}", "\\boxed{3} or \\boxed{5}" (searched in the few
+#: characters before the box).
+_ALTERNATIVE_BEFORE = re.compile(rf"\b{_ALTERNATIVE_WORD}[\s$*_(:]*$", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+#: A LaTeX fraction of two numbers, which reasoning-gym checkers read as ``a/b``.
+_LATEX_FRACTION = re.compile(r"\\d?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 
 
 @functools.lru_cache(maxsize=8192)
@@ -171,14 +202,19 @@ def final_answer(text: str) -> str | None:
     reward, the conditioned length reward and the diagnostics each read every completion).
 
     - the last non-empty ``\\boxed{…}`` (returned with its box), the form the prompt asks for (an empty box,
-      such as the instruction echoed, states nothing);
+      such as the instruction echoed, states nothing); none if the box lies inside another box
+      (``\\boxed{4\\boxed{2}}``) or an alternative comes right before or after it ("\\boxed{42} or 43",
+      "\\boxed{43} or \\boxed{42}", :data:`_ALTERNATIVE_AFTER`, :data:`_ALTERNATIVE_BEFORE`);
     - else the last answer statement ("the answer is 12", "Final answer: 12", "**Answer:** $\\frac{1}{2}$",
       "the final answer, which is 8") followed on its line by an expression math-verify reads (returned:
-      the rest of that line up to a hedge or a reason, :data:`_HEDGE`);
+      the rest of that line up to a hedge or a reason, :data:`_HEDGE`); none if that answer goes on after a
+      word or a sentence's end to another number ("6 rather than 5", "6. Note: 10 - 5 = 5") or the hedge
+      offers an alternative ("3 or 5", "3 (maybe 5)");
     - else a closing equation: the response's last line ends with ``= <expression>`` without words
       ("7 + 3 = 10", "10 - 5 = **5**", not "= 5, but then I got lost"; returned: the right-hand side);
     - else a closing statement: the last line ends with "is <plain number>" ("The GCD of 12 and 11 is 1.";
       returned: the number). It states an answer as plainly as "12 = 1" does, so the two are judged alike.
+      Neither closing form is read from a last line offering an alternative ("10 - 5 = 6 or 10 - 5 = 5").
 
     An answer longer than :data:`MAX_ANSWER_CHARS` is none (a box that long ends the search: the completion
     states no answer), and at most :data:`MAX_STATEMENT_TRIES` answer statements are parsed. Linear in the
@@ -187,9 +223,12 @@ def final_answer(text: str) -> str | None:
     A number in prose ("There are 3 apples"), an expression alone ("10 - 5", "42") or reasoning cut before
     its conclusion is none.
     """
-    boxed = last_boxed(text, non_empty=True)
-    if boxed is not None:
-        return f"\\boxed{{{boxed}}}" if len(boxed) <= MAX_ANSWER_CHARS else None
+    box = _last_box(text, non_empty=True)
+    if box is not None:
+        boxed, start, end = box
+        if len(boxed) > MAX_ANSWER_CHARS or _inside_a_box(text, start) or _box_hedged(text, start, end):
+            return None
+        return f"\\boxed{{{boxed}}}"
     tries = 0
     for statement in reversed(list(_ANSWER_STATEMENT.finditer(text))):
         # The rest of the text starts like an expression if the answer (a prefix of it) does: a cheap filter.
@@ -201,17 +240,58 @@ def final_answer(text: str) -> str | None:
         line_end = text.find("\n", statement.end())
         answer = _HEDGE.split(text[statement.end() : line_end if line_end >= 0 else len(text)], maxsplit=1)[0]
         if len(answer) <= MAX_ANSWER_CHARS and _is_expression(answer):
+            # The last statement offering a second answer ("3 or 5", "3 (maybe 5)") states no single one:
+            # paying its first answer paid the hedge "The answer is 42 or 43" as 42. Nor does one going on
+            # after a word or a sentence's end to another number ("6 rather than 5", "6. (7 + 3 = 5)"):
+            # math-verify read the last.
+            more = _ANSWER_GOES_ON.search(answer)
+            if (more and _DIGIT.search(answer, more.end())) or _ALTERNATIVE_AFTER.match(
+                    text, statement.end() + len(answer)):
+                return None
             return answer
     lines = text.strip().splitlines()
-    right = _closing_equation_side(lines[-1]) if lines else None
+    if not lines or _offers_alternative(lines[-1]):  # "10 - 5 = 6 or 10 - 5 = 5", "it is 6 or it is 5"
+        return None
+    right = _closing_equation_side(lines[-1])
     if right is not None:
         right = right.strip("*_ ")
         if len(right) <= MAX_ANSWER_CHARS and not _WORD.search(right) and _is_expression(right):
             return right
-    statement = _CLOSING_STATEMENT.search(lines[-1]) if lines else None
+    statement = _CLOSING_STATEMENT.search(lines[-1])
     if statement is None or len(statement.group("number")) > MAX_ANSWER_CHARS:
         return None
     return statement.group("number").replace("−", "-")
+
+
+def _offers_alternative(text: str) -> bool:
+    """Whether ``text`` holds a word offering a second answer (:data:`_ALTERNATIVE`) with a digit after it."""
+    match = _ALTERNATIVE.search(text)
+    return match is not None and _DIGIT.search(text, match.end()) is not None
+
+
+def _box_hedged(text: str, start: int, end: int) -> bool:
+    """Whether the box ``text[start:end]`` comes with an alternative: "\\boxed{42} or 43", "\\boxed{42} (maybe
+    43)", "\\boxed{43} or \\boxed{42}" (the last box alone was paid as the answer)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return bool(_ALTERNATIVE_AFTER.match(text, end)
+                or _ALTERNATIVE_BEFORE.search(text, max(line_start, start - 40), start))
+
+
+def _inside_a_box(text: str, start: int) -> bool:
+    """Whether the box starting at ``start`` lies inside another box, one whose brace is still open there
+    (``\\boxed{4\\boxed{2}}``, ``\\boxed{\\boxed{42}}``, ``\\boxed{4 \\text{\\boxed{2}}}``): a part of a
+    larger answer, whose inner box alone was paid as the answer (2). Other braces around a box
+    (``\\textbf{…}``) are fine. Linear: one pass over the braces before the box."""
+    box_braces = {match.end() - 1 for match in _BOX_BRACE.finditer(text, 0, start)}
+    if not box_braces:
+        return False
+    open_braces = []
+    for match in _BRACE.finditer(text, 0, start):
+        if match.group() == "{":
+            open_braces.append(match.start())
+        elif open_braces:
+            open_braces.pop()
+    return any(brace in box_braces for brace in open_braces)
 
 
 def _closing_equation_side(line: str) -> str | None:
@@ -240,32 +320,44 @@ def _is_expression(answer: str) -> bool:
 
 
 def _answer_text(answer: str) -> str:
-    """A final answer's text without its box, math delimiters, LaTeX wrappers, emphasis and closing full stop,
-    with a Unicode minus as ``-`` and no leading ``+``: what a string checker reads."""
+    """A final answer's text without its box, math delimiters, LaTeX wrappers, emphasis and closing full stop
+    (or exclamation mark, outside a box: ``\\boxed{5!}`` is a factorial), with a Unicode minus as ``-`` and no
+    leading ``+``: what a string checker reads."""
     boxed = last_boxed(answer, non_empty=True)
     text = boxed if boxed is not None else answer
     text = _LATEX_WRAPPERS.sub(lambda match: match.group(1) or "", text).replace("−", "-")
-    return text.replace("**", "").strip().lstrip("$_ +").rstrip("$_.! ")
+    return text.replace("**", "").strip().lstrip("$_ +").rstrip("$_. " if boxed is not None else "$_.! ")
 
 
 def plain_number(answer: str) -> str | None:
     """The plain number a final answer states (:data:`_PLAIN_ANSWER`: the whole answer, or an arithmetic
-    equation's value, with at most a remark without digits after it), or None if it leaves an operation or
-    states more than one number."""
-    match = _PLAIN_ANSWER.fullmatch(_answer_text(answer))
-    return match.group("number") if match else None
+    equation's value, with at most a remark without digits after it), or None if it leaves an operation,
+    states more than one number or offers an alternative ("42 or forty-three", :data:`_ALTERNATIVE`)."""
+    text = _answer_text(answer)
+    match = _PLAIN_ANSWER.fullmatch(text)
+    if match is None or _ALTERNATIVE.search(text, match.end("number")):
+        return None
+    return match.group("number")
 
 
 def _reasoning_gym_score(answer: str, verifier_data: str) -> float:
-    """The generator's ``score_answer`` on the final answer's text (:func:`_answer_text`)."""
+    """The generator's ``score_answer`` on the final answer's text (:func:`_answer_text`, LaTeX fractions of
+    numbers written ``a/b``); 0 for a text offering an alternative (:data:`_ALTERNATIVE`).
+
+    fraction_simplification's scorer reads a ``\\frac{a}{b}`` at the start of the text and ignores the rest:
+    it paid ``\\frac{1}{4}, \\frac{5}{20}`` and ``\\frac{1}{4} \\text{ or } \\frac{5}{20}`` as 1/4. Written
+    ``a/b``, the whole text after the slash must be the denominator."""
     import reasoning_gym
 
     if not verifier_data:
         raise ValueError("Rows with verifier 'reasoning_gym' need the generator entry in verifier_data.")
     entry = json.loads(verifier_data)
     score_answer = reasoning_gym.get_score_answer_fn(entry["metadata"]["source_dataset"])
+    text = _LATEX_FRACTION.sub(r"\1/\2", _answer_text(answer))
+    if _ALTERNATIVE.search(text):
+        return 0.0
     try:
-        return float(score_answer(_answer_text(answer), entry) >= 1.0)
+        return float(score_answer(text, entry) >= 1.0)
     except (ValueError, TypeError, ArithmeticError, RecursionError):  # the answer's text, not the entry, failed
         return 0.0
 
