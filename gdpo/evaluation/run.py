@@ -36,9 +36,12 @@ def evaluate_run(
     """
     import torch
 
+    from gdpo.generation.precision import check_numerics
+
     if (settings.method == BASE_METHOD) != (adapter_dir is None):
         raise ValueError("Give --adapter-dir for a trained method and only for it (method 'base' is the untrained model).")
     torch.set_num_threads(threads)
+    numerics = check_numerics()  # a job of a portable experiment that is not portable stops here
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     request = EvalRequest(
@@ -68,6 +71,7 @@ def evaluate_run(
         "seed": settings.seed,
         "model": settings.model,
         "model_weights_sha256": weights_digest(model_dir),
+        "numerics": numerics,
         **result,
         "settings": {**settings.to_dict(), **(result.get("settings") or {})},
         "eval_seconds": round(time.perf_counter() - started, 2),

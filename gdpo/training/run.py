@@ -50,7 +50,7 @@ import torch
 
 from gdpo.curve_events import detect_divergence
 from gdpo.files import weights_digest
-from gdpo.generation.precision import cpu_dtype, precision_record
+from gdpo.generation.precision import check_numerics, cpu_dtype, numerics_record, precision_record
 from gdpo.plan import RunSettings, report_backends, updates_per_generation
 from gdpo.tasks import get_family
 from gdpo.training.device import GPURequiredError, check_device  # noqa: F401 (re-exported)
@@ -225,8 +225,9 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
 
 
 def environment_record() -> dict:
-    """Package versions, git commit, device, threads, CPU (:func:`cpu_record`) and what its bfloat16 work runs in
-    (:func:`gdpo.generation.precision.precision_record`) of this process."""
+    """Package versions, git commit, device, threads, CPU (:func:`cpu_record`), what its bfloat16 work runs in
+    (:func:`gdpo.generation.precision.precision_record`) and its numeric setting
+    (:func:`gdpo.generation.precision.numerics_record`) of this process."""
     versions = {}
     for package in RECORDED_PACKAGES:
         try:
@@ -249,6 +250,7 @@ def environment_record() -> dict:
         "cpu_count": os.cpu_count(),
         "cpu": cpu_record(),
         "precision": precision_record(),
+        "numerics": numerics_record(),
     }
 
 
@@ -443,6 +445,7 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
             the optimizer step in progress is saved, and the same call resumes from it.
     """
     check_device(settings.trl, settings.task)
+    check_numerics()  # a job of a portable experiment that is not portable stops before it trains
     backends = report_backends(settings.trl.get("report_to", "none"))
     check_backends_installed(backends)
     # Before TRL is imported: trackio, which TRL imports, reads where its store is once.

@@ -25,7 +25,7 @@ import json
 import shutil
 from pathlib import Path
 
-from gdpo.generation.precision import cpu_dtype
+from gdpo.generation.precision import check_numerics, cpu_dtype
 from gdpo.plan import WarmupSettings, report_backends
 from gdpo.tasks import get_family
 from gdpo.training.tracking import (
@@ -95,6 +95,7 @@ def _warmup_model(settings: WarmupSettings, model_dir: str | Path, out_dir: Path
 
     if threads:
         torch.set_num_threads(threads)
+    numerics = check_numerics()  # a job of a portable experiment that is not portable stops before it trains
     dataset = warmup_dataset(settings)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
@@ -129,6 +130,6 @@ def _warmup_model(settings: WarmupSettings, model_dir: str | Path, out_dir: Path
     shutil.rmtree(scratch, ignore_errors=True)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     record = {"settings": settings.to_dict(), "examples": len(dataset), "trainable_parameters": trainable,
-              "losses": losses}
+              "losses": losses, "numerics": numerics}
     (out_dir / "warmup.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
     return record

@@ -10,6 +10,7 @@ from pathlib import Path
 from gdpo.config import MINIATURE_MANIFEST, apply_grid, apply_miniature, validate_config
 from gdpo.evidence import RUN_FILES as RUN_EVIDENCE
 from gdpo.generation.vllm_offline import vllm_python
+from gdpo.numerics import apply_numeric_environment
 from gdpo.plan import (
     BASE_METHOD,
     EVAL_FILE,
@@ -72,6 +73,9 @@ check_job_resources(config)
 SCALE = config["scale"]
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
 JOB_THREADS = config.get("job_threads", 2)
+# `cpu_numerics: portable`: every job computes in float32 with AVX2 kernels, on machines of either kind
+# (gdpo.numerics); its processes inherit this process's environment, and each job checks it before it starts.
+CPU_NUMERICS_ENVIRONMENT = apply_numeric_environment(config.get("cpu_numerics", "native"))
 
 # Every (task, method, seed) of the config: a RunKey, whose directory is
 # results/<scale>/runs/<task>/<method>/seed<seed>.
