@@ -73,7 +73,7 @@ def test_bad_values_and_missing_keys_are_all_reported(tmp_path):
         load_config(write(tmp_path, change))
     message = str(error.value)
     assert "key 'seeds[0]' = -1" in message and "minimum of 0" in message
-    assert "key 'scale' = 'huge'" in message and "allowed values: smoke, mini, cpu-evidence, paper-tool_calling, paper-math, paper-code" in message
+    assert "key 'scale' = 'huge'" in message and "allowed values: smoke, mini, cpu-evidence, cpu-evidence-2, cpu-evidence-2-pilot, paper-tool_calling, paper-math, paper-code" in message
     assert "'exact' is a required property" in message
 
 

@@ -32,7 +32,7 @@ from gdpo.tasks import FAMILIES, get_family
 
 REPO = Path(__file__).resolve().parents[1]
 #: Every shipped config a workflow can plan.
-CONFIGS = ["smoke", "mini", "cpu-evidence", "paper-tool_calling", "paper-math", "paper-code"]
+CONFIGS = ["smoke", "mini", "cpu-evidence", "cpu-evidence-2", "paper-tool_calling", "paper-math", "paper-code"]
 #: Modules a dry run must not import: they are the jobs' (seconds of import each).
 HEAVY = ("torch", "matplotlib", "transformers", "trl")
 

@@ -217,7 +217,7 @@ def test_bad_config_stops_before_any_job_naming_key_values_and_file(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code", "mini", "cpu-evidence"])
+@pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code", "mini", "cpu-evidence", "cpu-evidence-2"])
 def test_dry_run_of_every_config(tmp_path, config):
     result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
                        "--configfile", str(REPO / "config" / f"{config}.yaml"))

@@ -81,6 +81,14 @@ GENERATORS: dict[str, Generator] = {
     "products": Generator(
         "products", {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}, solve_rate=0.21
     ),
+    # Sums of three and four one-digit terms (cpu-evidence-2): no constant answer is right on more than 7 % of
+    # their held-out problems, and they hold over 200 each. Four terms are where writing the partial sums out
+    # pays: the untrained model's right answers there are long (median 81 tokens at temperature 0.6), its
+    # short ones never right (benchmarks/math_headroom.py, benchmarks/README.md).
+    "chain_sum_3": Generator(
+        "chain_sum", {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1}, solve_rate=0.06
+    ),
+    "chain_sum_4": Generator("chain_sum", {"min_terms": 4, "max_terms": 4, "min_digits": 1, "max_digits": 1}),
     "gcd": Generator("gcd", {"min_value": 2, "max_value": 20}, solve_rate=0.31),
     "lcm": Generator("lcm", {"min_value": 2, "max_value": 10}, solve_rate=0.10),
     "simple_equations": Generator(
