@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datasets import Dataset
 
 from gdpo.tasks.math import benchmarks
-from gdpo.tasks.math.benchmarks import EVAL_BENCHMARKS, TRAIN_DATA
+from gdpo.tasks.math.benchmarks import EVAL_BENCHMARKS
 
 #: Appended to every problem (DeepScaleR / DLER prompt).
 INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
