@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gdpo.evidence import TIMELINE, committed, read_timeline, save_evidence
+from gdpo.numerics import machine_record
 from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 
 RUNNING = "running.json"
@@ -323,7 +324,10 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
         for attempt in range(len(failed_before) + 1, attempts + 1):
             started = time.time()
             entry = {"seed": batch[0].seed, "runs": [f"{r.task}/{r.method}" for r in pending],
-                     "commit": _head(repo), "attempt": attempt, "start": _now()}
+                     "commit": _head(repo), "attempt": attempt, "start": _now(),
+                     # which kind of machine ran it: the wall time per kind, and runs split by it
+                     "machine": machine_record(),
+                     "cpu_numerics": config.get("cpu_numerics", "native")}
             finished_runs = FinishedRuns(repo, scale, evidence_dir, pending)
             with Heartbeat(repo, evidence_dir, entry, commit, every=heartbeat_seconds, save_finished=finished_runs):
                 process = subprocess.run(

@@ -85,3 +85,29 @@ def portable_problems(environ, torch_capability: str, bf16_runs_in: str) -> list
     if bf16_runs_in != "float32":
         problems.append(f"bfloat16 work runs in {bf16_runs_in} (needs float32)")
     return problems
+
+
+#: The kinds of CPU machine the project's work runs on, by the flags that decide how they compute.
+MACHINE_KINDS = ("AVX-512 with native bfloat16", "AVX-512 without native bfloat16", "AVX2", "older than AVX2")
+
+
+def machine_record(cpuinfo: str | None = None) -> dict:
+    """This machine's CPU model and kind (:data:`MACHINE_KINDS`), from ``/proc/cpuinfo`` (``cpuinfo``: its text;
+    read when None, empty off Linux): what an experiment's timeline records per batch, so that wall time and
+    runs can be split by machine kind. Without torch: the driver records it before any job starts."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                cpuinfo = handle.read()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    if "avx512f" in flags:
+        kind = MACHINE_KINDS[0] if "avx512_bf16" in flags or "amx_bf16" in flags else MACHINE_KINDS[1]
+    else:
+        kind = MACHINE_KINDS[2] if "avx2" in flags else MACHINE_KINDS[3]
+    return {"cpu": fields.get("model name"), "kind": kind, "cores": os.cpu_count()}

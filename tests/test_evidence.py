@@ -13,8 +13,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gdpo.evidence import EVAL_FILE, MANIFEST, RUN_FILES, SAMPLE_FILE, committed, restore, run_key_dir, save_evidence
+from gdpo.evidence import (
+    EVAL_FILE,
+    MANIFEST,
+    RUN_FILES,
+    SAMPLE_FILE,
+    committed,
+    restore,
+    run_key_dir,
+    save_evidence,
+)
 from gdpo.experiment import TIMELINE, experiment_batches, run_experiment, spent_hours
+from gdpo.numerics import MACHINE_KINDS, machine_record
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -201,6 +211,9 @@ def test_the_driver_retries_a_failed_batch_once_records_each_attempt_and_saves_w
     assert len(calls) == 2 and "--configfile" in calls[0] and len([c for c in calls[0] if c.endswith("eval.json")]) == 3
     timeline = [json.loads(line) for line in (tmp_path / "evidence" / TIMELINE).read_text().splitlines()]
     assert [(t["attempt"], t["exit_code"], t["commit"]) for t in timeline] == [(1, 1, "abc123"), (2, 0, "abc123")]
+    # each attempt says which kind of machine ran it and under which numeric setting
+    assert timeline[0]["machine"] == machine_record() and timeline[0]["machine"]["kind"] in MACHINE_KINDS
+    assert timeline[0]["cpu_numerics"] == config.get("cpu_numerics", "native")
     assert committed(tmp_path / "evidence") == {("math", "grpo", 0), ("math", "gdpo", 0)}
     assert ("math", "base", 0) in committed(tmp_path / "evidence", trained=False)
 

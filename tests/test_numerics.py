@@ -108,3 +108,20 @@ def test_a_process_asked_to_be_portable_without_its_environment_refuses_to_train
     assert "should compute with the portable numeric setting" in process.stderr
     assert "ATEN_CPU_CAPABILITY=None (needs 'avx2')" in process.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "a.work").exists()  # stopped before training
+
+
+AMD_AVX512 = "model name\t: AMD EPYC 9B14\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw avx512_bf16 avx512_vnni\n"
+INTEL_AVX2 = "model name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\nflags\t\t: fpu sse2 avx avx2 fma\n"
+
+
+@pytest.mark.parametrize(("cpuinfo", "kind"), [
+    (AMD_AVX512, "AVX-512 with native bfloat16"),
+    (AMD_AVX512.replace(" avx512_bf16", ""), "AVX-512 without native bfloat16"),
+    (INTEL_AVX2, "AVX2"),
+    (INTEL_AVX2.replace(" avx2", ""), "older than AVX2"),
+    ("", "older than AVX2"),
+])
+def test_the_machine_kind_comes_from_the_cpu_flags(cpuinfo, kind):
+    record = numerics.machine_record(cpuinfo)
+    assert record["kind"] == kind and set(record) == {"cpu", "kind", "cores"}
+    assert record["cpu"] == (cpuinfo.splitlines()[0].split(":")[1].strip() if cpuinfo else None)
