@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -124,6 +125,81 @@ def _describe(error: jsonschema.ValidationError, sources: Sequence[tuple[str, Ma
     return f"- key '{key}' = {error.instance!r} (in {where}): {error.message}{hint}"
 
 
+#: The tag of YAML's merge key (``<<: *anchor``): a key it brings in may be set again beside it.
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def duplicate_keys(text: str) -> list[tuple[list, list[int]]]:
+    """``(key path, lines)`` of every key that a YAML mapping of ``text`` sets more than once, at any depth
+    (lines 1-based, in order). YAML loaders keep the last value without a word; keys brought in by a merge
+    (``<<: *anchor``) and set again beside it are overrides, not duplicates."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        root = loader.get_single_node()
+        found: list[tuple[list, list[int]]] = []
+        seen: set[int] = set()  # an anchored node is walked once, where it is defined
+
+        def walk(node, path):
+            if node is None or id(node) in seen:
+                return
+            seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                lines: dict = {}  # key → the lines that set it
+                for key_node, value_node in node.value:
+                    if key_node.tag == _MERGE_TAG:
+                        continue
+                    scalar = isinstance(key_node, yaml.ScalarNode)
+                    key = loader.construct_object(key_node, deep=True) if scalar else key_node.value
+                    try:
+                        lines.setdefault(key, []).append(key_node.start_mark.line + 1)
+                    except TypeError:  # an unhashable key: the loader refuses it itself
+                        pass
+                    walk(value_node, [*path, key])
+                found.extend(([*path, key], at) for key, at in lines.items() if len(at) > 1)
+            elif isinstance(node, yaml.SequenceNode):
+                for index, item in enumerate(node.value):
+                    walk(item, [*path, index])
+
+        walk(root, [])
+        return sorted(found, key=lambda item: item[1])
+    finally:
+        loader.dispose()
+
+
+def check_duplicate_keys(config_files: Iterable[str | Path]) -> None:
+    """Raise :class:`ConfigError` naming each key a file of ``config_files`` sets more than once, and where.
+
+    Snakemake (and :func:`read_yaml`) keep the last value of such a key, so the file would be read as valid
+    with one of the two values ignored. A file that cannot be read or parsed is left to its reader."""
+    problems = []
+    for file in config_files:
+        try:
+            repeats = duplicate_keys(Path(file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        problems += [f"- {file}: key '{key_name(path)}' is set "
+                     + (f"twice: on line {lines[0]} and on line {lines[1]}" if len(lines) == 2 else
+                        f"{len(lines)} times: on lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}")
+                     + f" (YAML keeps only the value of line {lines[-1]})" for path, lines in repeats]
+    if problems:
+        raise ConfigError("A config file sets a key more than once:\n" + "\n".join(problems) + "\n"
+                          "Delete all but one line of each key (keep the value you mean); a task's own "
+                          "block overrides the scale's shared one, so no key needs to be given twice.")
+
+
+def non_finite_numbers(config, path: Sequence = ()) -> list[tuple[list, float]]:
+    """``(key path, value)`` of every NaN or infinite number in ``config`` (YAML's ``.nan``, ``.inf`` and
+    ``-.inf``), which JSON schema's bounds let through."""
+    if isinstance(config, float):
+        return [] if math.isfinite(config) else [(list(path), config)]
+    if isinstance(config, Mapping):
+        return [found for key, value in config.items() for found in non_finite_numbers(value, [*path, key])]
+    if isinstance(config, list):
+        return [found for index, value in enumerate(config)
+                for found in non_finite_numbers(value, [*path, index])]
+    return []
+
+
 def validate_config(
     config: Mapping,
     schema_path: str | Path = DEFAULT_SCHEMA,
@@ -136,17 +212,23 @@ def validate_config(
         config: the merged configuration (Snakemake's ``config``).
         schema_path: the JSON schema (YAML).
         config_files: the files that made ``config``, lowest precedence first; used to say which file a
-            bad key came from.
+            bad key came from, and read again to refuse a key set twice in one (:func:`check_duplicate_keys`).
         command_line: the values given with ``--config`` on the command line (they override the files); a
             key set there, or found in no file, is named as coming from the command line.
     """
+    config_files = list(config_files)
+    check_duplicate_keys(config_files)
     validator = jsonschema.Draft202012Validator(load_schema(schema_path))
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        config_files = list(config_files)
+    # An infinite temperature or a NaN learning rate passes the schema's bounds, then trains on nothing.
+    non_finite = non_finite_numbers(dict(config))
+    if errors or non_finite:
         sources = config_sources(config_files, command_line)
         files = ", ".join(str(f) for f in config_files) or "no config file"
-        problems = "\n".join(_describe(error, sources) for error in errors)
+        problems = "\n".join([*(_describe(error, sources) for error in errors), *(
+            f"- key '{key_name(path)}' = {value} (in {origin(path, sources)}): not a finite number; every "
+            "number of the config must be finite (YAML's .nan, .inf and -.inf are refused)"
+            for path, value in non_finite)])
         raise ConfigError(
             f"Invalid workflow configuration ({files}):\n{problems}\n"
             f"The schema with every key's meaning is {schema_path}; fix each value where its line says it came "

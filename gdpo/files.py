@@ -6,6 +6,7 @@ Standard library only, and nothing of ``gdpo``: the BFCL environment (``.venv-bf
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from collections.abc import Iterable
@@ -21,6 +22,47 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
     """Write ``rows`` to ``path`` as JSON lines (UTF-8, non-ASCII characters kept as they are)."""
     with open(path, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+#: What :func:`read_jsonl` tells to do about a bad line, unless its caller knows better.
+FIX_ROW = "correct or drop that row, or make the file again from its source"
+
+
+def read_jsonl(path: str | Path, fix: str = FIX_ROW) -> list:
+    """The rows of a JSON-lines file (gzip-compressed where its name ends in ``.gz``), blank lines skipped.
+
+    Raises:
+        ValueError: naming the file and the line, and saying ``fix``, for a line that is not UTF-8 or not
+            JSON, or that holds an unpaired surrogate (e.g. the JSON escape ``\\ud800`` alone): Python reads
+            one as a string, but it is no character, and the first tokenizer or Arrow column to meet it fails.
+    """
+    path = Path(path)
+    rows = []
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{path} line {number} holds an invalid character: byte {error.start + 1} "
+                                 f"of the line is not UTF-8 ({error.reason}); {fix}.") from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path} line {number} is not JSON ({error.msg}, column {error.colno}); "
+                                 f"{fix}.") from None
+            # Only a \u escape can make a surrogate: the line itself was UTF-8.
+            if "\\u" in line:
+                try:
+                    json.dumps(row, ensure_ascii=False).encode("utf-8")
+                except UnicodeEncodeError as error:
+                    raise ValueError(
+                        f"{path} line {number} holds an invalid character (an unpaired surrogate, "
+                        f"{error.object[error.start]!r}: one half of a UTF-16 pair, no character on its "
+                        f"own); {fix}.") from None
+            rows.append(row)
+    return rows
 
 
 def weights_digest(model_dir: str | Path) -> str | None:

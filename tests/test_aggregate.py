@@ -91,3 +91,22 @@ def test_items_json_gathers_per_item_outcomes_and_names_runs_without(tmp_path, c
     assert runs["gdpo"]["items"] == outcomes and runs["gdpo"]["seed"] == 0
     # an entry pairs as its eval.json would
     assert compare_evaluations(runs["gdpo"], runs["grpo"], "bench", "acc").a_only == 1
+
+
+def test_a_gap_or_a_repeat_in_a_runs_steps_is_an_error_naming_the_run_and_the_steps(tmp_path):
+    run = write_run(tmp_path, "t", "gdpo", 0, steps=[{"step": s} for s in range(1, 9) if s != 4])
+    with pytest.raises(ValueError) as error:
+        gather_steps([run / "metrics.jsonl"])
+    message = str(error.value)
+    assert str(run) in message and "misses step 4 " in message and "7 lines, of 8" in message
+    # a run that logs every 4th optimizer step (TRL's logging_steps, in its config.json) is whole from step 4
+    every4 = write_run(tmp_path, "t", "grpo", 0, steps=[{"step": s} for s in (4, 8, 12)])
+    (every4 / "config.json").write_text(json.dumps({"trl": {"logging_steps": 4}}))
+    assert gather_steps([every4 / "metrics.jsonl"])["step"].tolist() == [4, 8, 12]
+    (every4 / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (4, 12, 20)))
+    with pytest.raises(ValueError, match=r"misses steps 8, 16 .*one line every 4 steps from step 4"):
+        gather_steps([every4 / "metrics.jsonl"])
+    # a step logged twice
+    twice = write_run(tmp_path, "t", "gdpo", 1, steps=[{"step": s} for s in (1, 2, 2, 3)])
+    with pytest.raises(ValueError, match=rf"{twice / 'metrics.jsonl'} line 3: step 2 after step 2"):
+        gather_steps([twice / "metrics.jsonl"])

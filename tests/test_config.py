@@ -359,3 +359,57 @@ def test_planning_knows_each_familys_default_length_limit():
         "length_limit"].default
     assert FAMILIES["math"].length_limit == OPTION_DEFAULTS["length_limit"]
     assert FAMILIES["code"].length_limit is None and "length_limit" in FAMILIES["code"].required_options
+
+
+# --------------------------------------------------------------------------------------------------
+# Input YAML that parses but says something else than it seems: refused, naming file, key and fix
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_key_given_twice_in_a_config_file_is_refused_naming_the_key_path_and_both_lines(tmp_path, capsys):
+    from gdpo.cli import main
+
+    config = smoke()
+    config["tasks"]["math"]["training"] = {"learning_rate": 0.001}
+    lines = yaml.safe_dump(config).splitlines(keepends=True)
+    index = lines.index("      learning_rate: 0.001\n")  # tasks.math.training, not the scale's training block
+    lines.insert(index + 1, "      learning_rate: 0.1\n")
+    lines.append("scale: smoke\n")  # the top level too
+    path = tmp_path / "twice.yaml"
+    path.write_text("".join(lines))
+    scale_line = next(n for n, line in enumerate(lines, start=1) if line.startswith("scale:"))
+    # YAML itself reads the last value and the schema finds nothing wrong
+    validate_config(yaml.safe_load(path.read_text()))
+    # the workflow's check (common.smk passes the config files) and `gdpo validate-config` refuse it
+    with pytest.raises(ConfigError) as error:
+        validate_config(yaml.safe_load(path.read_text()), config_files=[path])
+    message = str(error.value)
+    assert str(path) in message
+    where = f"on line {index + 1} and on line {index + 2}"
+    assert f"key 'tasks.math.training.learning_rate' is set twice: {where}" in message
+    assert f"key 'scale' is set twice: on line {scale_line} and on line {len(lines)}" in message
+    assert "delete" in message.lower()
+    assert main(["validate-config", str(path)]) == 2
+    assert "tasks.math.training.learning_rate' is set twice" in capsys.readouterr().err
+    # a key overridden through a YAML merge (`<<: *anchor`, as in config/mini.yaml) is no duplicate
+    load_config(REPO / "config/mini.yaml")
+
+
+def test_a_non_finite_number_anywhere_in_the_config_is_refused_naming_its_key(tmp_path, capsys):
+    from gdpo.cli import main
+
+    text = (REPO / "config/smoke.yaml").read_text()
+    assert "  temperature: 1.0\n" in text and "  learning_rate: 1.0e-3\n" in text
+    text = text.replace("  temperature: 1.0\n", "  temperature: .inf\n", 1)
+    text = text.replace("  learning_rate: 1.0e-3\n", "  learning_rate: .nan\n", 1)
+    path = tmp_path / "inf.yaml"
+    path.write_text(text)
+    assert main(["validate-config", str(path)]) == 2
+    message = capsys.readouterr().err
+    assert f"key 'training.temperature' = inf (in {path}): not a finite number" in message
+    assert f"key 'training.learning_rate' = nan (in {path}): not a finite number" in message
+    # anywhere: in a task's own block too, and negative infinity
+    config = smoke()
+    config["tasks"]["math"]["evaluation"] = {"temperature": float("-inf")}
+    with pytest.raises(ConfigError, match=r"'tasks\.math\.evaluation\.temperature' = -inf .*not a finite"):
+        validate_config(config)

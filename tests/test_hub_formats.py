@@ -153,3 +153,11 @@ def test_check_data_command_passes_good_copies_and_names_a_bad_one(tmp_path, min
     assert "amc:" in bad.stderr and "missing ['url']" in bad.stderr
     empty = subprocess.run([*command, "--data-dir", str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO)
     assert empty.returncode == 1 and "holds none of the family's files" in empty.stderr
+
+
+def test_an_unpaired_surrogate_in_a_local_copy_is_an_error_naming_file_and_line(tmp_path, miniature):
+    rows = [json.loads(line) for line in (miniature / "math" / "math500.jsonl").read_text().splitlines()]
+    rows[2]["problem"] = "\ud800"
+    (tmp_path / "math500.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'math500.jsonl'} line 3 holds an invalid character"):
+        check_file("math", "math500", tmp_path)

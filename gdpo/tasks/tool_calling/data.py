@@ -27,6 +27,7 @@ import json
 import random
 from pathlib import Path
 
+from gdpo.files import read_jsonl
 from gdpo.tasks.tool_calling.output_format import (
     ANSWER_BOTH,
     ANSWER_RESPONSE,
@@ -90,11 +91,12 @@ def eval_split_dir(options: dict) -> Path:
 
 
 def read_split_file(path: Path) -> list[dict]:
-    """Rows of a bfcl_split jsonl file; a missing file raises ``ValueError`` saying how to make it."""
+    """Rows of a bfcl_split jsonl file; a missing file, or a line that is no JSON text, raises ``ValueError``
+    saying how to make it (:func:`gdpo.files.read_jsonl`)."""
     if not path.exists():
         raise ValueError(f"BFCL split file {path} does not exist; {SPLIT_HINT}.")
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return read_jsonl(path, "correct or drop that row, or "
+                      + SPLIT_HINT.replace("make it", "make the split again", 1))
 
 
 def bfcl_training_row(row: dict) -> dict:
