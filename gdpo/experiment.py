@@ -17,7 +17,8 @@ The budget counts the wall time of the batches in ``timeline.jsonl`` (committed 
 batch starts once it is spent; the batch under way finishes. A batch whose driver is stopped (the machine's
 session ends) still counts: while it runs, ``running.json`` says when it started and when it was last alive
 (rewritten every minute, committed every half hour), and the next start of the driver records that span in the
-timeline as a stopped attempt before it goes on.
+timeline as a stopped attempt before it goes on. Durations are measured on a monotonic clock, which setting the
+machine's clock does not move; no entry's seconds is negative (:func:`record_stopped_attempt`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from gdpo.numerics import machine_record
 from gdpo.plan import BASE_METHOD, EVAL_FILE, RunKey, plan_evaluations
 
 RUNNING = "running.json"
+#: Seconds by which a heartbeat's stamps (start to last alive) may differ from its own monotonic count before the
+#: stopped attempt says the clocks disagree (both are written together; a small step of the clock is no news).
+CLOCK_SLACK = 60.0
 #: The driver's own lock, beside Snakemake's in the worktree (not committed).
 DRIVER_LOCK = ".snakemake/gdpo-run-experiment.lock"
 #: Where Snakemake keeps the locks of a workflow's working directory (``0.input.lock``, ``0.output.lock``, ...).
@@ -160,8 +164,9 @@ def experiment_batches(config: dict) -> list[list[RunKey]]:
 
 
 def spent_hours(evidence_dir: Path) -> float:
-    """Wall hours of the batches recorded in the timeline."""
-    return sum(entry["seconds"] for entry in read_timeline(evidence_dir)) / 3600
+    """Wall hours of the batches recorded in the timeline. An entry never takes hours back: a negative span (one
+    an older driver recorded from clocks that disagree, :func:`record_stopped_attempt`) counts 0."""
+    return sum(max(0.0, entry["seconds"]) for entry in read_timeline(evidence_dir)) / 3600
 
 
 def _head(repo: Path) -> str | None:
@@ -183,23 +188,27 @@ def _seconds(stamp: str) -> float:
 
 
 class Heartbeat:
-    """``running.json`` of the batch under way: its timeline entry so far and the last time the driver was alive,
-    rewritten every ``every`` seconds and committed every ``commit_every`` seconds (when ``commit``), so that a
-    stop of the machine loses at most that much of the budget's count. On each beat ``save_finished`` saves the
-    runs of the batch that finished since the last one; they are committed at once (a batch lasts hours, a
-    finished run's evidence should not wait for it)."""
+    """``running.json`` of the batch under way: its timeline entry so far, the last time the driver was alive
+    (``alive``) and the seconds it has been alive since (``alive_seconds``, on a monotonic clock), rewritten every
+    ``every`` seconds and committed every ``commit_every`` seconds (when ``commit``), so that a stop of the machine
+    loses at most that much of the budget's count. On each beat ``save_finished`` saves the runs of the batch that
+    finished since the last one; they are committed at once (a batch lasts hours, a finished run's evidence should
+    not wait for it)."""
 
     def __init__(self, repo: Path, evidence_dir: Path, entry: dict, commit: bool, every: float = 60.0,
                  commit_every: float = 1800.0, save_finished: Callable[[], list[str]] | None = None) -> None:
         self.repo, self.evidence_dir, self.path = repo, evidence_dir, evidence_dir / RUNNING
         self.entry, self.commit, self.save_finished = entry, commit, save_finished
         self.every, self.commit_every = every, commit_every
+        self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
     def _write(self, commit: bool) -> None:
         partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps({**self.entry, "alive": _now()}) + "\n", encoding="utf-8")
+        partial.write_text(json.dumps({**self.entry, "alive": _now(),
+                                       "alive_seconds": round(time.monotonic() - self._started, 1)}) + "\n",
+                           encoding="utf-8")
         partial.replace(self.path)  # atomic: a reader never sees half a file
         if commit and self.commit:
             _git(self.repo, "add", "--", str(self.path.relative_to(self.repo)))
@@ -207,16 +216,16 @@ class Heartbeat:
                  f"{self.entry['start']}", "--", str(self.path.relative_to(self.repo)))
 
     def _beat(self) -> None:
-        last_commit = time.time()
+        last_commit = time.monotonic()
         while not self._stop.wait(self.every):
-            due = time.time() - last_commit >= self.commit_every
+            due = time.monotonic() - last_commit >= self.commit_every
             self._write(commit=due)
             finished = self.save_finished() if self.save_finished else []
             if finished and self.commit:
                 _git(self.repo, "add", "-A", "--", str(self.evidence_dir.relative_to(self.repo)))
                 _git(self.repo, "commit", "-m", f"cpu-evidence evidence: {', '.join(finished)} finished (seed "
                      f"{self.entry['seed']}, attempt {self.entry['attempt']})")
-            last_commit = time.time() if due else last_commit
+            last_commit = time.monotonic() if due else last_commit
 
     def __enter__(self) -> Heartbeat:
         self._write(commit=True)
@@ -257,14 +266,28 @@ class FinishedRuns:
 
 
 def record_stopped_attempt(evidence_dir: Path) -> dict | None:
-    """If ``running.json`` is left by a driver that was stopped, append its span (start to last alive) to the
-    timeline as a stopped attempt, remove the file and return the entry; else None."""
+    """If ``running.json`` is left by a driver that was stopped, append its span to the timeline as a stopped
+    attempt, remove the file and return the entry; else None.
+
+    The span is the heartbeat's ``alive_seconds`` (a monotonic clock), or for a heartbeat written before it was
+    kept, last alive minus start. Its seconds are never negative: a last beat stamped before the start (the
+    machine's clock was set back while the batch ran) leaves the span unknown; it counts 0 s (the budget loses
+    at most that batch) and the entry says so under ``clocks_disagree``."""
     path = evidence_dir / RUNNING
     if not path.exists():
         return None
     running = json.loads(path.read_text(encoding="utf-8"))
-    alive = running.pop("alive")
-    entry = {**running, "seconds": round(_seconds(alive) - _seconds(running["start"]), 1), "exit_code": "stopped"}
+    alive, alive_seconds = running.pop("alive"), running.pop("alive_seconds", None)
+    span = _seconds(alive) - _seconds(running["start"])
+    seconds = span if alive_seconds is None else alive_seconds
+    entry = {**running, "seconds": round(max(0.0, seconds), 1), "exit_code": "stopped"}
+    if alive_seconds is None and span < 0:
+        entry["clocks_disagree"] = (f"last alive {alive} is before its start {running['start']} ({span:+.0f} s): "
+                                    "the machine's clock was set back while the batch ran; counted as 0 s")
+    elif alive_seconds is not None and abs(span - alive_seconds) > CLOCK_SLACK:
+        entry["clocks_disagree"] = (f"start {running['start']} to last alive {alive} is {span:+.0f} s, the "
+                                    f"heartbeat's own clock {alive_seconds:.0f} s: the machine's clock was changed "
+                                    "while the batch ran; counted by the heartbeat's clock")
     with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
     path.unlink()
@@ -292,7 +315,8 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
     failure, unlocked = 0, False
     stopped = record_stopped_attempt(evidence_dir)
     if stopped is not None:
-        print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h.", flush=True)
+        print(f"Recorded a stopped attempt of seed {stopped['seed']}: {stopped['seconds'] / 3600:.2f} h"
+              + (f" ({stopped['clocks_disagree']})." if "clocks_disagree" in stopped else "."), flush=True)
         if commit:
             _git(repo, "add", "-A", "--", str(evidence_dir.relative_to(repo)))
             _git(repo, "commit", "-m", f"{scale} timeline: seed {stopped['seed']}, attempt {stopped['attempt']} "
@@ -322,7 +346,7 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
             clear_stale_snakemake_lock(repo, configfile, cores)
             unlocked = True
         for attempt in range(len(failed_before) + 1, attempts + 1):
-            started = time.time()
+            started = time.monotonic()  # a batch's seconds, whatever the machine's clock is set to meanwhile
             entry = {"seed": batch[0].seed, "runs": [f"{r.task}/{r.method}" for r in pending],
                      "commit": _head(repo), "attempt": attempt, "start": _now(),
                      # which kind of machine ran it: the wall time per kind, and runs split by it
@@ -333,7 +357,7 @@ def _run_batches(config: dict, configfile: str, repo: Path, cores: int, budget_h
                 process = subprocess.run(
                     [sys.executable, "-m", "snakemake", "--profile", "profiles/workstation", "--configfile",
                      configfile, "--cores", str(cores), *snakemake_args, *targets], cwd=repo, check=False)
-            entry = {**entry, "seconds": round(time.time() - started, 1), "exit_code": process.returncode}
+            entry = {**entry, "seconds": round(time.monotonic() - started, 1), "exit_code": process.returncode}
             with (evidence_dir / TIMELINE).open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
             finished_runs()

@@ -250,6 +250,55 @@ def test_a_stopped_batch_counts_against_the_budget_from_its_heartbeat(tmp_path, 
     assert not (evidence / RUNNING).exists()
 
 
+def test_a_heartbeat_stamped_before_its_start_records_no_negative_time(tmp_path):
+    """A batch started while the machine's clock ran 5 days ahead, then set right: its heartbeat's last beat is
+    stamped before its start. The stopped attempt counts 0 s with a flag that the clocks disagree, never
+    -432,000 s, and the hours spent never fall (10 h stays 10 h, not -110 h)."""
+    from gdpo.experiment import RUNNING, Heartbeat, record_stopped_attempt
+
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    (evidence / TIMELINE).write_text(json.dumps({"seed": 0, "seconds": 36000.0, "exit_code": 0}) + "\n")
+    entry = {"seed": 1, "runs": ["math/grpo"], "commit": "abc123", "attempt": 1, "start": "2026-11-29T20:00:00Z"}
+    (evidence / RUNNING).write_text(json.dumps({**entry, "alive": "2026-11-24T20:00:00Z"}))
+    stopped = record_stopped_attempt(evidence)
+    assert stopped["seconds"] == 0.0 and stopped["exit_code"] == "stopped"
+    assert "last alive 2026-11-24T20:00:00Z is before its start" in stopped["clocks_disagree"]
+    assert spent_hours(evidence) == 10.0
+    # an entry a driver wrote before this rule, with a negative span, does not lower the count either
+    with (evidence / TIMELINE).open("a") as handle:
+        handle.write(json.dumps({"seed": 1, "seconds": -432000.0, "exit_code": "stopped"}) + "\n")
+    assert spent_hours(evidence) == 10.0
+    # a heartbeat carries the time it has been alive on a clock that setting the machine's clock does not move:
+    # the stopped attempt counts that
+    (evidence / RUNNING).write_text(json.dumps({**entry, "alive": "2026-11-24T20:00:00Z", "alive_seconds": 5400.0}))
+    stopped = record_stopped_attempt(evidence)
+    assert stopped["seconds"] == 5400.0 and "alive_seconds" not in stopped
+    assert "heartbeat's own clock 5400 s" in stopped["clocks_disagree"]
+    assert spent_hours(evidence) == 11.5
+    with Heartbeat(tmp_path, evidence, entry, commit=False, every=0.01):
+        time.sleep(0.05)
+        assert 0.0 <= json.loads((evidence / RUNNING).read_text())["alive_seconds"] < 60
+
+
+def test_a_clock_set_back_during_a_batch_does_not_make_its_time_negative(tmp_path, monkeypatch):
+    config = cpu_evidence_config()
+    config = {**config, "evidence_dir": "evidence", "seeds": [0],
+              "tasks": {"math": {**config["tasks"]["math"], "seeds": [0]}}}
+    real_time = time.time
+
+    def fake_snakemake(command, cwd, check, **kwargs):
+        if command[0] == "git" or "--unlock" in command:
+            return subprocess.CompletedProcess(command, 0, stdout="abc123\n")
+        monkeypatch.setattr(time, "time", lambda: real_time() - 432000.0)  # set back 5 days while it runs
+        return subprocess.CompletedProcess(command, 1)
+
+    monkeypatch.setattr(subprocess, "run", fake_snakemake)
+    assert run_experiment(config, "cfg.yaml", tmp_path, commit=False, attempts=1) == 1
+    [entry] = [json.loads(line) for line in (tmp_path / "evidence" / TIMELINE).read_text().splitlines()]
+    assert 0.0 <= entry["seconds"] < 60
+
+
 def test_the_start_models_weights_digest_tells_two_warm_ups_apart(tmp_path):
     from gdpo.files import weights_digest
 

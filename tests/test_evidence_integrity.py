@@ -255,6 +255,36 @@ def test_adding_runs_is_an_amendment_and_keeps_the_registered_commit(repo):
         publish.publish("config/mini.yaml", root=repo, amendment=publish.Amendment("me", "new values"))
 
 
+def test_republishing_the_same_evidence_keeps_its_provenance_and_records_a_config_change(repo):
+    """The same evidence published again (rules changed): the commit, date and config digest of its publication
+    stay; a config file edited since is recorded as an amendment (old and new digest, date), never overwritten
+    silently; publishing once more with nothing changed records nothing more."""
+    workflow_output(repo, "mini", {"grpo": [0, 1], "gdpo": [0, 1]})
+    first = commit(repo, "runs")
+    out = publish.publish("config/mini.yaml", root=repo)
+    recorded = json.loads((out / "PROVENANCE.json").read_text())
+    recorded["date"] = "2026-01-02T03:04:05+00:00"  # published on an earlier day
+    (out / "PROVENANCE.json").write_text(json.dumps(recorded, indent=2) + "\n")
+    commit(repo, "published")
+    (repo / "results/mini/paper_figures/claims.csv").write_text("rebuilt by new rules\n")
+    publish.publish("config/mini.yaml", root=repo)
+    again = json.loads((out / "PROVENANCE.json").read_text())
+    assert [again[key] for key in ("commit", "date", "config_sha256")] == [first, recorded["date"],
+                                                                           recorded["config_sha256"]]
+    assert "amendments" not in again and (out / "claims.csv").read_text() == "rebuilt by new rules\n"
+    with (repo / "config" / "mini.yaml").open("a") as handle:
+        handle.write("\n# an edit\n")
+    publish.publish("config/mini.yaml", root=repo)
+    edited = json.loads((out / "PROVENANCE.json").read_text())
+    new_digest = file_sha256(repo / "config" / "mini.yaml")
+    assert [edited[key] for key in ("commit", "date", "config_sha256")] == [first, recorded["date"], new_digest]
+    [change] = edited["amendments"]
+    assert change["changed"] == {"config_sha256": {"old": recorded["config_sha256"], "new": new_digest}}
+    assert change["date"].startswith("20") and "no amendment was stated" in change["note"]
+    publish.publish("config/mini.yaml", root=repo)
+    assert json.loads((out / "PROVENANCE.json").read_text())["amendments"] == edited["amendments"]
+
+
 def test_replacing_a_draw_keeps_the_old_commit_and_digests(repo):
     workflow_output(repo, "mini", {"grpo": [0, 1], "gdpo": [0, 1]})
     first = commit(repo, "runs")

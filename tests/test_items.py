@@ -309,3 +309,83 @@ def test_item_outcomes_that_disagree_with_eval_csv_are_refused():
     evidence = Evidence(evals, None, {}, "mini", eval_path="results/mini/summary/eval.csv", items={"runs": forged})
     with pytest.raises(ValueError, match=r"items.json beside results/mini/summary/eval.csv: math/gdpo seed 0 acc"):
         evidence.sample("math", "gdpo", "acc")
+
+
+# ---- items.json is checked where it is read: a corrupt file is refused, naming the run -------------------------
+
+def _evidence(evals, records):
+    from gdpo.reporting.verdicts.model_evidence import Evidence
+
+    # through JSON, as items.json is read (json.loads takes NaN)
+    return Evidence(evals, None, {}, "mini", eval_path="results/mini/summary/eval.csv",
+                    items=json.loads(json.dumps({"runs": records})))
+
+
+def test_a_nan_item_score_in_items_json_is_refused_naming_the_run():
+    """One item's score set to NaN makes the items' mean NaN, which passes the agreement with eval.csv (NaN > x
+    is False) and turns the paired floor into NaN: a reproduced part would read inconclusive. Refused."""
+    records = _two_methods(flip=6)
+    evals = _evals(records)
+    records[0]["items"]["arithmetic"]["scores"]["acc"][5] = [float("nan")]
+    with pytest.raises(ValueError, match=r"items.json beside results/mini/summary/eval.csv: math/gdpo seed 0 "
+                                         r"arithmetic/acc: item q5 .*nan.*gdpo aggregate --out-items"):
+        _evidence(evals, records)
+
+
+def test_repeated_item_ids_are_refused_and_permuted_ones_pair_by_id():
+    from gdpo.reporting.verdicts.samples import paired
+
+    records = _two_methods(flip=6, seeds=2)
+    evals = _evals(records)
+    estimate = paired(*(_evidence(evals, records).sample("math", m, "acc") for m in ("gdpo", "grpo")))
+    # GRPO's items listed in another order (ids and scores together): they pair by id, the floor is the same
+    permuted = json.loads(json.dumps(records))
+    for run in permuted:
+        if run["method"] == "grpo":
+            bench = run["items"]["arithmetic"]
+            bench["ids"], bench["scores"]["acc"] = bench["ids"][::-1], bench["scores"]["acc"][::-1]
+    again = paired(*(_evidence(evals, permuted).sample("math", m, "acc") for m in ("gdpo", "grpo")))
+    assert (again.mean, again.scale, again.source) == (estimate.mean, estimate.scale, estimate.source)
+    # an id listed twice would count its item twice in the pairs (and pair with one of two outcomes)
+    repeated = json.loads(json.dumps(records))
+    repeated[0]["items"]["arithmetic"]["ids"][1] = "q0"
+    with pytest.raises(ValueError, match=r"eval.csv: math/gdpo seed 0 arithmetic: item ids repeat \(q0\)"):
+        _evidence(evals, repeated)
+    # a run listed twice: which of its entries would be paired?
+    with pytest.raises(ValueError, match=r"eval.csv: math/gdpo seed 0 is listed 2 times"):
+        _evidence(evals, records + records[:1])
+    # two eval.json paired directly: the same refusal
+    a = {"task": "t", "method": "m", "seed": 0,
+         "items": {"bench": {"ids": ["x", "y", "x"], "scores": {"acc": ["1", "0", "0"]}}}}
+    with pytest.raises(ValueError, match=r"t/m seed 0 bench: item ids repeat \(x\)"):
+        items.paired_items(a, record(["x", "y"], {"acc": [[1], [0]]}), "bench", "acc")
+
+
+def test_the_regraded_items_allow_each_listed_item_its_own_room_only():
+    """``acc_regraded_differs`` lists the items whose regraded outcome (items.json) differs from the one lm-eval
+    logged (eval.csv's value): each moves the mean by at most 1/n, within the room its regraded mean leaves (a
+    logged acc lies in [0, 1]). Ids that are no items, or an id repeated, cannot widen the tolerance."""
+    records = _two_methods(flip=6, seeds=1)  # 200 items
+    evals = _evals(records)
+    evals.loc[evals["method"] == "gdpo", "value"] += 8.4  # eval.csv 8.4 points above the items' mean
+    bench = records[0]["items"]["arithmetic"]
+    right = [item for item, score in zip(bench["ids"], bench["scores"]["acc"]) if score == "1"]
+    wrong = [item for item, score in zip(bench["ids"], bench["scores"]["acc"]) if score == "0"]
+
+    def sample(listed):
+        bench["acc_regraded_differs"] = listed
+        return _evidence(evals, records).sample("math", "gdpo", "acc")
+
+    with pytest.raises(ValueError, match=r"math/gdpo seed 0 arithmetic: acc_regraded_differs lists 17 ids that are "
+                                         r"not its items \(x0, x1, x2"):
+        sample([f"x{i}" for i in range(17)])
+    with pytest.raises(ValueError, match=r"math/gdpo seed 0 arithmetic: acc_regraded_differs repeats .*q"):
+        sample([wrong[0]] * 17)
+    # 17 items regraded right: lm-eval cannot have logged them above 1, so eval.csv cannot be above the items
+    with pytest.raises(ValueError, match=r"math/gdpo seed 0 acc is 38.00 % over its items but 46.40 % in eval.csv "
+                                         r"\(its items regraded differently allow −8.50 to \+0.00 points\)"):
+        sample(right[:17])
+    # 16 items regraded wrong leave room for 8.0 points; 17 for 8.5
+    with pytest.raises(ValueError, match="not made from the same evaluations"):
+        sample(wrong[:16])
+    assert sample(wrong[:17]).values[0] == pytest.approx(46.4)

@@ -314,6 +314,16 @@ def test_c10_needs_steps_and_prompts_per_batch():
     assert verdicts.model.judge_c10(evidence([], steps=short)).verdict == UNDERPOWERED
 
 
+def test_an_event_rule_with_too_few_seeds_says_no_rate_is_detectable():
+    """With 2 seeds per method no rate up to 1 reaches 80 % power: the row says so, not "rate ≥ nan"."""
+    frame = runs_frame({"gdpo_nobn": [rising() for _ in range(2)], "gdpo": [rising() for _ in range(2)]})
+    measured = verdicts.model.judge_c10(evidence([], steps=frame)).measured_value
+    assert "nan" not in measured
+    assert "with these seeds the rule detects no gdpo_nobn rate, not even 1 (none for gdpo), with 80 % power" in measured
+    enough = runs_frame({"gdpo_nobn": [rising() for _ in range(16)], "gdpo": [rising() for _ in range(16)]})
+    assert "detects a gdpo_nobn rate ≥ 0." in verdicts.model.judge_c10(evidence([], steps=enough)).measured_value
+
+
 def test_fails_to_converge_is_one_definition():
     assert fails_to_converge(flat(200)[0]) and not fails_to_converge(rising(200)[0])
     with pytest.raises(ValueError, match="too short"):

@@ -52,6 +52,13 @@ def test_c5_needs_the_claims_steps_and_seeds():
     assert sim.judge_c5(table, "x").verdict == UNDERPOWERED
 
 
+def test_a_grid_with_too_few_seeds_says_no_rate_is_detectable():
+    measured = sim.judge_c5(events_table("seq_math_length", {"grpo": [2, 0], "gdpo": [0, 0]}, seeds=2),
+                            "x").measured_value
+    assert "nan" not in measured
+    assert "Per cell the design detects no grpo rate, not even 1 (with none for gdpo), with 80 % power" in measured
+
+
 def test_smallest_detectable_rate_is_the_one_with_80_percent_power():
     alpha = 0.05 / 4  # one of 4 cells
     rate = decisions.smallest_detectable_rate(64, 64, alpha)

@@ -94,6 +94,9 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
 
     - the same evidence: the built files are refreshed (new rules), the registered commit stays;
     - more rows or runs and every committed row unchanged: an addition, which needs ``amendment``;
+    - either way the registered commit keeps its ``date``, and a ``config``, ``config_sha256`` or ``grid`` that
+      differs from the recorded one is recorded in ``amendments`` (``changed``: old and new value), in the stated
+      amendment or, where none is stated, in an entry that says so: never overwritten silently;
     - a committed row or run missing or changed (a subset of seeds, another draw): refused, unless ``replace``
       with an ``amendment`` (a new draw replaces the old: the old commit and digests stay in the amendment).
 
@@ -118,6 +121,7 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
     head = _git_output("rev-parse", "HEAD", cwd=root)
     amendments = list(previous.get("amendments", [])) if previous else []
     commit = head
+    stated, kept = None, False  # this publication's amendment entry, if any; whether the registered commit stays
     if previous:
         change = evidence_change(out / "evidence", sources)
         if change["dropped"] or change["changed_files"]:
@@ -128,20 +132,36 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
                     + ". A workflow over a subset of seeds or tasks is compared with the published draw "
                     f"(gdpo compare-ledgers), never published over it. To publish a new draw in its place, state it: "
                     "--replace --amend-by NAME --amend-why TEXT (the old commit and digests stay in PROVENANCE.json).")
-            amendments.append(amendment.record(root, replaced={
+            stated = amendment.record(root, replaced={
                 "commit": previous.get("commit"), "date": previous.get("date"),
-                "config_sha256": previous.get("config_sha256"), "inputs": previous.get("inputs", {})}))
+                "config_sha256": previous.get("config_sha256"), "inputs": previous.get("inputs", {})})
         elif change["added"]:
             if not amendment:
                 raise PublishingRefused(
                     f"The new evidence adds to what {out / 'evidence'} holds ({'; '.join(change['added'])}): an "
                     "addition is an amendment: state who and why with --amend-by NAME --amend-why TEXT.")
-            amendments.append(amendment.record(root, added=change["added"], inputs_before=previous.get("inputs", {})))
-            commit = previous.get("commit", head)
+            stated = amendment.record(root, added=change["added"], inputs_before=previous.get("inputs", {}))
+            commit, kept = previous.get("commit", head), True
         else:
-            commit = previous.get("commit", head)
+            commit, kept = previous.get("commit", head), True
             if amendment:
-                amendments.append(amendment.record(root, note="the evidence is unchanged; built files refreshed"))
+                stated = amendment.record(root, note="the evidence is unchanged; built files refreshed")
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    date, config_sha256 = now, file_sha256(config_path)
+    if kept:
+        # The registered commit stays, and with it the date it was published; the config it was read with is
+        # history too: a field that differs now is recorded with its old and new value, not overwritten.
+        date = previous.get("date", now)
+        current = {"config": str(config_file), "config_sha256": config_sha256, "grid": grid}
+        changed = {key: {"old": previous[key], "new": value} for key, value in current.items()
+                   if key in previous and previous[key] != value}
+        if changed:
+            stated = stated or {"date": now, "commit": head,
+                                "note": "the evidence is unchanged; the config changed since it was published, and "
+                                        "no amendment was stated (--amend-by NAME --amend-why TEXT)"}
+            stated["changed"] = changed
+    if stated:
+        amendments.append(stated)
     run_evidence = run_evidence_digests(root, config)
     # Whether the code that publishes differs from its commit, read before this publication's own writes
     # (which would otherwise always show as changes); the published files themselves are not code.
@@ -165,10 +185,10 @@ def publish(config_file: str | Path, root: str | Path = ".", grid: str = "defaul
         "ledger_commit": head,
         "uncommitted_changes": uncommitted,
         "config": str(config_file),
-        "config_sha256": file_sha256(config_path),
+        "config_sha256": config_sha256,
         "grid": grid,
         "scale": scale,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": date,
         "evidence": copied,
         "reporting": config.get("reporting") or {},
         "runs": describe_runs(config),

@@ -135,6 +135,9 @@ def _matrix(scores: Sequence) -> np.ndarray:
     rows = [decode_sample_scores(item) if isinstance(item, str) else [float(v) for v in item] for item in scores]
     if any(not row for row in rows):
         raise ValueError("An item has no sample scores; every evaluated item needs at least one sample.")
+    # NaN is padding here only: a stored NaN would be read as a missing sample, or make the item's mean NaN.
+    if any(math.isnan(v) for row in rows for v in row):
+        raise ValueError("Sample scores must lie in [0, 1]; an item holds NaN.")
     width = max((len(row) for row in rows), default=1)
     out = np.full((len(rows), width), np.nan)
     for index, row in enumerate(rows):
@@ -281,10 +284,73 @@ def planned_paired_variance(p_a: float, p_b: float, correlation: float, n_items:
     return float(max(0.0, sd_a**2 + sd_b**2 - 2 * correlation * sd_a * sd_b) / n_items)
 
 
+def _where(record: Mapping) -> str:
+    return f"{record.get('task', '?')}/{record.get('method', '?')} seed {record.get('seed', '?')}"
+
+
+#: The key beside a benchmark's ``scores`` that lists the items whose ``<metric>`` was regraded differently from
+#: the evaluator's logged outcome (math: :func:`gdpo.tasks.math.evaluation.benchmark_items`).
+REGRADED_DIFFERS = "{metric}_regraded_differs"
+
+
+def _repeated(values: Sequence) -> list:
+    seen, repeated = set(), []
+    for value in values:
+        if value in seen and value not in repeated:
+            repeated.append(value)
+        seen.add(value)
+    return repeated
+
+
+def _listed(values: Sequence, limit: int = 5) -> str:
+    return ", ".join(str(value) for value in values[:limit]) + (", ..." if len(values) > limit else "")
+
+
+def item_outcomes_problem(record: Mapping) -> str | None:
+    """What makes one eval.json's (or items.json entry's) per-item outcomes unfit to read, or None.
+
+    Per benchmark: item ids that are not strings or integers, or that repeat (runs pair by id: a repeated id
+    would count its item twice, paired with one of its outcomes); a metric without one score list per id; a
+    sample score that is not a number in [0, 1] (NaN passes every tolerance and makes a noise floor NaN); and
+    ids listed as regraded differently (:data:`REGRADED_DIFFERS`) that are not the benchmark's items, or repeat
+    (each listed item widens the agreement with eval.csv that :class:`~.model_evidence.Evidence` checks).
+    """
+    for benchmark, bench in (record.get(ITEMS_KEY) or {}).items():
+        ids = bench.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(item, (str, int)) for item in ids):
+            return f"{benchmark}: item ids must be a list of strings or integers"
+        if repeated := _repeated(ids):
+            return f"{benchmark}: item ids repeat ({_listed(repeated)})"
+        for metric, per_item in (bench.get("scores") or {}).items():
+            if not isinstance(per_item, list) or len(per_item) != len(ids):
+                count = len(per_item) if isinstance(per_item, list) else "no"
+                return f"{benchmark}/{metric}: {count} score lists for {len(ids)} item ids"
+            for item, encoded in zip(ids, per_item):
+                try:
+                    values = decode_sample_scores(encoded)
+                except (TypeError, ValueError):
+                    values = None
+                # not (0 <= v <= 1) also holds for NaN, which every comparison calls false
+                if not values or any(not 0.0 <= value <= 1.0 for value in values):
+                    return f"{benchmark}/{metric}: item {item} has scores {encoded!r}, not numbers in [0, 1]"
+            key = REGRADED_DIFFERS.format(metric=metric)
+            listed = bench.get(key)
+            if listed is None:
+                continue
+            if not isinstance(listed, list) or not all(isinstance(item, (str, int)) for item in listed):
+                return f"{benchmark}: {key} must be a list of item ids"
+            known = set(ids)
+            if unknown := [item for item in listed if item not in known]:
+                return f"{benchmark}: {key} lists {len(unknown)} ids that are not its items ({_listed(unknown)})"
+            if repeated := _repeated(listed):
+                return f"{benchmark}: {key} repeats {_listed(repeated)}"
+    return None
+
+
 def item_outcomes_missing(record: Mapping, benchmark: str, metric: str) -> str | None:
     """Why ``record`` (one eval.json) has no per-item ``metric`` on ``benchmark``; None when it has them."""
     items = record.get(ITEMS_KEY)
-    where = f"{record.get('task', '?')}/{record.get('method', '?')} seed {record.get('seed', '?')}"
+    where = _where(record)
     if not items:
         return f"{NO_ITEM_OUTCOMES} for {where} (evaluated before eval.json kept them)"
     if benchmark not in items:
@@ -324,11 +390,16 @@ def paired_items(eval_a: Mapping, eval_b: Mapping, benchmark: str, metric: str,
     Raises:
         ItemOutcomesMissing: either record has no per-item outcomes for them (old eval.json), with the
             reason (:data:`NO_ITEM_OUTCOMES` …), or the two share no item.
+        ValueError: a record's per-item outcomes are corrupt (:func:`item_outcomes_problem`).
     """
     for record in (eval_a, eval_b):
         reason = item_outcomes_missing(record, benchmark, metric)
         if reason:
             raise ItemOutcomesMissing(reason)
+        problem = item_outcomes_problem(record)
+        if problem:
+            raise ValueError(f"{_where(record)} {problem}: its eval.json's items are corrupt; restore the file "
+                             "from the run's committed evidence, or evaluate the run again.")
     bench_a, bench_b = eval_a[ITEMS_KEY][benchmark], eval_b[ITEMS_KEY][benchmark]
     rows_b = {item: index for index, item in enumerate(bench_b["ids"])}
     common = [item for item in bench_a["ids"] if item in rows_b]

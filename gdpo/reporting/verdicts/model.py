@@ -374,8 +374,11 @@ def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[s
     outcome, interval = decide_events(claim_id, events[a].to_numpy(), events[b].to_numpy())
     detectable = (smallest_detectable_rate(len(events[a]), len(events[b]), claim_id=claim_id) if seeds
                   else math.nan)
+    # NaN: no rate up to 1 reaches 80 % power with these seeds (too few to detect anything).
+    detects = (f"detects a {a} rate ≥ {detectable:.2f} (none for {b})" if not math.isnan(detectable)
+               else f"detects no {a} rate, not even 1 (none for {b}),")
     text = (f"{measured}; rate difference {interval.text('', 2)} ({interval.source}); with these seeds the rule "
-            f"detects a {a} rate ≥ {detectable:.2f} (none for {b}) with 80 % power")
+            f"{detects} with 80 % power")
     run = evidence.run_label(task, methods, _paper_setup(claim_id))
     intervals = (MeasuredInterval.of(f"{_EVENT_NAMES[claim_id]} rate {a} − {b}", interval, RATE), *reported)
     if any(c.passed is False for c in conditions):

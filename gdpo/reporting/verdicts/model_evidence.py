@@ -13,7 +13,7 @@ import pandas as pd
 from gdpo.plan import model_display_name
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, START_WEIGHTS, run_health
 from gdpo.reporting.contract import binomial_variance
-from gdpo.reporting.verdicts.items import item_scores
+from gdpo.reporting.verdicts.items import REGRADED_DIFFERS, item_outcomes_problem, item_scores
 from gdpo.reporting.verdicts.samples import Sample
 
 
@@ -44,7 +44,9 @@ class Evidence:
 
     Raises:
         ValueError: eval.csv lacks a column, holds a non-numeric value, item count or seed, or repeats a
-            (task, method, seed, benchmark, metric) row; the message names the rows and how to remake the file.
+            (task, method, seed, benchmark, metric) row; items.json lists a run twice or holds corrupt per-item
+            outcomes (:func:`~gdpo.reporting.verdicts.items.item_outcomes_problem`); the message names the rows
+            or the run and how to remake the file.
     """
 
     def __init__(self, evals: pd.DataFrame | None, steps: pd.DataFrame | None, reporting: dict, scale: str,
@@ -54,8 +56,7 @@ class Evidence:
             evals = _checked_evals(evals, eval_path)
         self.evals = evals
         # items.json (gdpo.reporting.aggregate.gather_items): each run's per-item outcomes, for the paired floor.
-        self.item_records = {(str(run["task"]), str(run["method"]), int(run["seed"])): run
-                             for run in (items or {}).get("runs", [])}
+        self.item_records = _checked_item_records(items, eval_path)
         self.steps = steps
         self.reporting = reporting or {}
         self.scale = scale
@@ -138,15 +139,25 @@ class Evidence:
         direct = scores is not None and all(metric in record["items"][b]["scores"] for b in benchmarks)
         if direct:
             mean = 100.0 * float(np.mean([np.sum(w * m) / np.sum(w) for _, m, w in scores.benchmarks.values()]))
-            # Items whose regraded outcome differs from the evaluator's logged one (math: a verifier timeout)
-            # may move the mean by one item each.
-            regraded = 100.0 * float(np.mean([len(record["items"][b].get(f"{metric}_regraded_differs") or [])
-                                              / len(scores.benchmarks[b][0]) for b in benchmarks]))
-            if abs(mean - value) > ITEMS_AGREE_POINTS + regraded:
+            # Items whose regraded outcome differs from the evaluator's logged one (math: a verifier timeout): eval.csv
+            # holds the logged mean, items.json the regraded one. A listed item's logged outcome lies in [0, 1], so it
+            # moves eval.csv's value by at most the room its regraded mean m leaves (up by 1 − m, down by m), over n
+            # items: 1/n of the scale at most, and only for distinct listed items (checked when items.json is read).
+            up, down = [], []
+            for benchmark in benchmarks:
+                ids, means, _ = scores.benchmarks[benchmark]
+                listed = set(record["items"][benchmark].get(REGRADED_DIFFERS.format(metric=metric)) or [])
+                moved = means[np.array([item in listed for item in ids], dtype=bool)]
+                up.append(np.sum(1.0 - moved) / len(ids))
+                down.append(np.sum(moved) / len(ids))
+            up_points, down_points = 100.0 * float(np.mean(up)), 100.0 * float(np.mean(down))
+            if not -down_points - ITEMS_AGREE_POINTS <= value - mean <= up_points + ITEMS_AGREE_POINTS:
+                regraded = (f" (its items regraded differently allow −{down_points:.2f} to +{up_points:.2f} points)"
+                            if up_points or down_points else "")
                 raise ValueError(
                     f"items.json beside {self.eval_path}: {task}/{method} seed {seed} {metric} is {mean:.2f} % over its "
-                    f"items but {value:.2f} % in eval.csv; the two were not made from the same evaluations. Remake "
-                    "both with `gdpo aggregate --out-items` from the scale's eval.json files.")
+                    f"items but {value:.2f} % in eval.csv{regraded}; the two were not made from the same evaluations. "
+                    "Remake both with `gdpo aggregate --out-items` from the scale's eval.json files.")
         return scores
 
     def missing(self, task: str, methods: Sequence[str], metrics: Sequence[str]) -> str | None:
@@ -232,6 +243,27 @@ class Evidence:
             parts.append(f"{steps} steps")
         parts.append(seed_text)
         return ", ".join(parts) + (f" (paper: {setup})" if setup else "")
+
+
+def _checked_item_records(items: Mapping | None, eval_path: str) -> dict[tuple[str, str, int], Mapping]:
+    """items.json's runs by (task, method, seed), each run once and its per-item outcomes sound
+    (:func:`~gdpo.reporting.verdicts.items.item_outcomes_problem`): a corrupt entry would judge with a NaN or a
+    forged floor, and a run listed twice leaves open which entry is its evaluation.
+
+    Raises:
+        ValueError: naming items.json (beside ``eval_path``), the run and what is wrong, and how to remake it.
+    """
+    runs = (items or {}).get("runs", [])
+    keys = [(str(run["task"]), str(run["method"]), int(run["seed"])) for run in runs]
+    fix = "Remake it with `gdpo aggregate --out-items` from the scale's eval.json files."
+    for key, run in zip(keys, runs):
+        where = f"items.json beside {eval_path}: {key[0]}/{key[1]} seed {key[2]}"
+        if keys.count(key) > 1:
+            raise ValueError(f"{where} is listed {keys.count(key)} times; each evaluation has one entry. {fix}")
+        problem = item_outcomes_problem(run)
+        if problem:
+            raise ValueError(f"{where} {problem}. {fix}")
+    return dict(zip(keys, runs))
 
 
 def _checked_evals(evals: pd.DataFrame, eval_path: str) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -282,6 +283,9 @@ def _judge_events(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods:
         runs = sum(len(pair[index]) for pair in events.values())
         bounds.append(f"{name} {total}/{runs} runs, rate ≤ {rate_interval(total, runs).high:.3f}")
     detectable = smallest_detectable_rate(seeds, seeds, alpha, claim_id=claim_id)
+    # NaN: no rate up to 1 reaches 80 % power with these seeds (too few to detect anything).
+    detects = (f"detects a {a_name} rate ≥ {detectable:.2f} (with none for {b_name})" if not math.isnan(detectable)
+               else f"detects no {a_name} rate, not even 1 (with none for {b_name}),")
     power = round(sim_event_power(claim_id, cells, seeds), 3)
     control_text = "; ".join(f"{v}: {a_name} {int(a.sum())}/{len(a)}, {b_name} {int(b.sum())}/{len(b)}"
                              for v, (a, b) in control_events.items())
@@ -293,8 +297,8 @@ def _judge_events(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods:
     measured = (f"{event_name} {a_name} vs {b_name} per cell ({cells} cells, {seeds} seeds each, exact tests: "
                 f"above 0 at one-sided {100 * level:.2f} %, below {EVENT_EFFECTS[claim_id]:g} at "
                 f"{100 * (1 - ALPHA):g} %): {text}. Cells: {_tally(outcomes)}"
-                + f". Over the grid: {'; '.join(bounds)} (95 % Wilson upper bounds). Per cell the design detects a "
-                f"{a_name} rate ≥ {detectable:.2f} (with none for {b_name}) with 80 % power"
+                + f". Over the grid: {'; '.join(bounds)} (95 % Wilson upper bounds). Per cell the design {detects} "
+                "with 80 % power"
                 + (f". Positive control{'s' if len(control_events) > 1 else ''} (settings engineered to produce the "
                    f"event, not part of the grid): {control_text}" if control_events else ". No positive control"))
     comparison = (f"{event_name} rate {a_name} − {b_name} (exact unconditional tests, above 0 Bonferroni over the "
