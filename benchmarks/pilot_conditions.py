@@ -1,0 +1,84 @@
+"""The pilot's validity table: every condition the claims ledger checks for C3–C6, and the pilot's own criteria.
+
+Reads a scale's ledger (``results/<scale>/paper_figures/claims.csv``, whose ``validity`` column lists each
+condition it checked, passed or failed) and its summaries (``summary/steps.csv``, ``summary/eval.csv``), and
+prints one markdown table: the ledger's conditions of C3, C4, C5 and C6 as the ledger states them, then the
+criteria a pilot must also meet before a design is registered (`paper_figures/cpu-evidence-2/PREREGISTRATION.md`):
+
+- tool calling: a training signal (some advantage not zero) on at least 80 % of the steps of every run, and
+  GRPO's and GDPO's sampled format rising by at least 20 points from the first 10 steps to the last 10;
+- math: the start's held-out accuracy within 20–70 %.
+
+    python benchmarks/pilot_conditions.py results/cpu-evidence-2-pilot
+
+Exit status 0 when everything passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+CLAIMS = ("C3", "C4", "C5", "C6")
+#: The pilot's own criteria beyond the ledger's.
+MIN_SIGNAL_STEPS = 0.8
+MIN_FORMAT_RISE = 20.0
+START_ACCURACY = (20.0, 70.0)
+#: Where the next condition of a ``validity`` cell starts (its own texts hold "; " too).
+CONDITION_START = re.compile(r"; (?=[^;()]*: (?:passed|failed|not checked) \()")
+
+
+def ledger_conditions(claims: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(claim, condition text, status) for each condition in the ``validity`` column of C3–C6's rows."""
+    rows = []
+    for _, row in claims[claims["claim_id"].isin(CLAIMS)].iterrows():
+        text = row.get("validity")
+        if not isinstance(text, str) or not text.strip():
+            rows.append((row["claim_id"], "no condition checked (the ledger's row has none)", "not checked"))
+            continue
+        for condition in CONDITION_START.split(text):
+            status = next((s for s in ("passed", "failed", "not checked") if f": {s} (" in condition), "?")
+            rows.append((row["claim_id"], condition, status))
+    return rows
+
+
+def pilot_criteria(steps: pd.DataFrame, evals: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The pilot's own criteria (module docstring), measured."""
+    rows = []
+    tool = steps[steps["task"] == "tool_calling"]
+    for (method, seed), run in tool.groupby(["method", "seed"]):
+        share = float((run["advantages/std"].fillna(0) > 0).mean())
+        text = f"{method} seed {seed}: steps with a training signal {100 * share:.0f} % (needs ≥ {100 * MIN_SIGNAL_STEPS:.0f} %)"
+        rows.append(("tool calling", text, "passed" if share >= MIN_SIGNAL_STEPS else "failed"))
+        if method in ("grpo", "gdpo") and "rewards/format/mean" in run:
+            run = run.sort_values("step")
+            rise = 100 * (run["rewards/format/mean"].tail(10).mean() - run["rewards/format/mean"].head(10).mean())
+            text = f"{method} seed {seed}: sampled format rises {rise:+.1f} points over the run (needs ≥ +{MIN_FORMAT_RISE:g})"
+            rows.append(("tool calling", text, "passed" if rise >= MIN_FORMAT_RISE else "failed"))
+    base = evals[(evals["task"] == "math") & (evals["method"] == "base") & (evals["metric"] == "acc")]
+    for seed, value in base.groupby("seed")["value"].mean().items():
+        low, high = START_ACCURACY
+        rows.append(("math", f"start (base, seed {seed}) held-out accuracy {value:.1f} % (needs {low:g}–{high:g} %)",
+                     "passed" if low <= value <= high else "failed"))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scale_dir", help="results/<scale>")
+    args = parser.parse_args()
+    root = Path(args.scale_dir)
+    rows = ledger_conditions(pd.read_csv(root / "paper_figures" / "claims.csv"))
+    rows += pilot_criteria(pd.read_csv(root / "summary" / "steps.csv"), pd.read_csv(root / "summary" / "eval.csv"))
+    print("| claim / task | condition (measured; what it needs) | status |\n|---|---|---|")
+    for where, text, status in rows:
+        print(f"| {where} | {text} | {status} |")
+    return 0 if all(status == "passed" for _, _, status in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
