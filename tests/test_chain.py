@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -275,6 +276,58 @@ def test_a_checkpoint_without_recorded_settings_is_not_resumed(tiny_model, tmp_p
         train(settings, tiny_model, run, threads=1)
     summary = train(settings, tiny_model, run, threads=1, restart_changed=True)
     assert summary["resumed_from"] is None and summary["steps"] == 8
+
+
+# --------------------------------------------------------------------------------------------------
+# A damaged checkpoint
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_checkpoint_with_cut_weights_is_named_and_the_previous_complete_one_resumed(tiny_model, tmp_path, capsys):
+    # Checkpoints every 2 steps, one kept: checkpoint-2 is saved aside to play the previous one.
+    settings = resolve_run_settings(smoke_config(6, 2), "arithmetic", "gdpo", SEED)
+    run, work = tmp_path / "run", Path(f"{tmp_path / 'run'}.work")
+    train(settings, tiny_model, run, threads=1, stop_at_step=2)
+    shutil.copytree(work / "checkpoint-2", tmp_path / "checkpoint-2")
+    train(settings, tiny_model, run, threads=1, stop_at_step=4)
+    assert sorted(p.name for p in work.glob("checkpoint-*")) == ["checkpoint-4"]
+    weights = work / "checkpoint-4" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a disk that filled up, a cut copy
+
+    # No earlier checkpoint: training stops naming the file and the fix, and deletes nothing.
+    with pytest.raises(ValueError, match=r"checkpoint-4/model.safetensors is damaged .* no complete "
+                                         r"checkpoint before it .* afresh, delete \S*checkpoint-4 ") as refusal:
+        train(settings, tiny_model, run, threads=1)
+    from gdpo.training.run import DamagedCheckpoint
+
+    assert isinstance(refusal.value, DamagedCheckpoint)
+    assert weights.is_file() and not run.exists()
+
+    # With a complete one before it, the run says so and resumes there; the damaged one is removed (a later
+    # save at step 4 would otherwise keep it, the newest by number, over the new checkpoint).
+    shutil.copytree(tmp_path / "checkpoint-2", work / "checkpoint-2")
+    summary = train(settings, tiny_model, run, threads=1)
+    assert summary["resumed_from"].endswith("checkpoint-2") and summary["steps"] == 6
+    said = capsys.readouterr().out
+    assert "checkpoint-4/model.safetensors is damaged" in said and "resuming from the previous complete" in said
+    assert [r["step"] for r in read_metrics(run / "metrics.jsonl")] == list(range(1, 7))
+
+
+def test_a_cut_optimizer_state_is_found_without_loading_it(tmp_path):
+    from safetensors.torch import save_file
+
+    from gdpo.training.run import damaged_file
+
+    checkpoint = tmp_path / "checkpoint-4"
+    checkpoint.mkdir()
+    save_file({"w": torch.zeros(64)}, checkpoint / "model.safetensors")
+    torch.save({"state": torch.zeros(4096)}, checkpoint / "optimizer.pt")
+    assert damaged_file(checkpoint) is None
+    state = checkpoint / "optimizer.pt"
+    state.write_bytes(state.read_bytes()[:-100])
+    assert damaged_file(checkpoint).startswith(f"{state} is damaged (cut short or unreadable: ")
+    # A checkpoint another process deleted meanwhile (a damaged one it stepped over) reads as damaged, not a crash.
+    assert damaged_file(tmp_path / "checkpoint-2").startswith(f"{tmp_path / 'checkpoint-2'} is unreadable")
 
 
 def _start_train(settings, model: Path, run_dir: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:

@@ -283,6 +283,43 @@ def test_figure6_draws_every_variant(tmp_path, captured):
     assert "scale mini · 1–2 seeds per point" in captured[0]["texts"][-1]
 
 
+def _sweep_evals(values_by_point: dict) -> pd.DataFrame:
+    """One benchmark; ``{(task, method): [acc per seed]}``, Exceed 100 − acc."""
+    return pd.DataFrame([{"task": task, "method": method, "seed": seed, "benchmark": "b1", "metric": metric,
+                          "value": value if metric == "acc" else 100.0 - value, "n_items": 200, "note": ""}
+                         for (task, method), values in values_by_point.items() for seed, value in enumerate(values)
+                         for metric in ("acc", "exceed")])
+
+
+def test_figure6_draws_the_seeds_of_a_point_with_fewer_than_3_and_clips_bars_to_0_100(tmp_path, monkeypatch):
+    """With 2 seeds a 95 % t-interval is 12.7 × their half-difference: 1 % and 60 % would draw −345 % to +406 %.
+    Such a point shows its seeds instead; a 3-seed point keeps its bar, clipped to what a percentage can take."""
+    from matplotlib.container import ErrorbarContainer
+
+    figures = []
+    monkeypatch.setattr(curves, "save_figure", lambda figure, out: figures.append(figure) or [])
+    evals = _sweep_evals({("w1", "grpo"): [1.0, 60.0], ("w1", "gdpo"): [97.0, 99.0, 70.0],
+                          ("w05", "grpo"): [40.0], ("w05", "gdpo"): [30.0, 50.0, 40.0]})
+    figure6_weight_sweep(evals, {1.0: {"plain": "w1"}, 0.5: {"plain": "w05"}}, tmp_path / "fig6.png", "mini")
+    [figure] = figures
+    accuracy, exceed = figure.axes
+    for axis in (accuracy, exceed):
+        bars = [segment for container in axis.containers if isinstance(container, ErrorbarContainer)
+                for collection in container[2] for segment in collection.get_segments()]
+        # Bars only at the two 3-seed points (GDPO at both weights), each inside 0–100.
+        assert len(bars) == 2
+        assert all(0.0 <= y <= 100.0 for segment in bars for _, y in segment)
+        # GDPO at weight 1 (97, 99, 70 %): its accuracy bar is clipped at 100 %, its Exceed bar at 0 %.
+        assert (100.0 if axis is accuracy else 0.0) in {y for segment in bars for _, y in segment}
+        # The GRPO points (2 seeds and 1) show their seeds as markers, not bars.
+        drawn = sorted(round(float(y), 6) for line in axis.get_lines() if line.get_marker() == "x"
+                       for y in line.get_ydata())
+        expected = [1.0, 60.0, 40.0] if axis is accuracy else [99.0, 40.0, 60.0]
+        assert drawn == sorted(expected)
+    assert "clipped to the metric's range 0–100 %" in figure._suptitle.get_text()
+    assert "fewer than 3 seeds" in figure._suptitle.get_text()
+
+
 def test_figure8_draws_every_seed_and_the_median(tmp_path, captured):
     steps = make_steps(methods=("gdpo", "gdpo_nobn", "grpo"), seeds=(0, 1, 2))
     assert_figure_files(figure8_batch_step_ablation(steps, "t", tmp_path / "fig8.png", "mini"))

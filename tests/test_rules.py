@@ -57,6 +57,32 @@ def test_c3_gives_each_verdict(gdpo_avg, gdpo_format, expected):
     assert verdict.run == "SmolLM2-135M-Instruct, tool, 4 seeds (paper: Qwen2.5-1.5B)"
 
 
+def test_a_setup_run_on_another_model_names_that_model_before_the_paper_setup(tmp_path):
+    """At a CPU scale the ledger says what ran wherever it names a paper setup: "SmolLM2-135M standing in for
+    Qwen2.5-1.5B" in what was measured, decided, checked and assumed; on the paper's own model, the setup alone."""
+    rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2],
+                              ("gdpo", "format"): [80, 82, 81, 81.4]})
+    path = tmp_path / "eval.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    c3 = ledger.build_ledger("mini", None, eval_csv=path, reporting=REPORTING, runs=RUNS).set_index("claim_id")
+    c3 = c3.loc["C3"]
+    stand_in = "SmolLM2-135M standing in for Qwen2.5-1.5B"
+    assert c3["measured_value"].startswith(f"tool ({stand_in}): GDPO − GRPO avg ")
+    assert c3["parts"].startswith(f"{stand_in} avg: ") and f"; {stand_in} format: " in c3["parts"]
+    assert c3["validity"].startswith(f"{stand_in} collapse leaves a comparison: passed")
+    assert f"per setup and metric (80 % upper bounds): {stand_in} avg " in c3["power_basis"]
+    for column in ("measured_value", "comparison", "parts", "validity", "power_basis"):
+        assert "Qwen2.5-1.5B" not in c3[column].replace(stand_in, ""), column
+    assert c3["run"] == "SmolLM2-135M-Instruct, tool, 4 seeds (paper: Qwen2.5-1.5B)"  # the model first already
+
+    paper_model = {**RUNS, "tool": {**RUNS["tool"], "model": "Qwen/Qwen2.5-1.5B-Instruct"}}
+    same = ledger.build_ledger("mini", None, eval_csv=path, reporting=REPORTING, runs=paper_model,
+                               with_power=False).set_index("claim_id").loc["C3"]
+    assert same["measured_value"].startswith("tool (as the paper's Qwen2.5-1.5B): GDPO − GRPO avg ")
+    assert same["parts"].startswith("Qwen2.5-1.5B avg: ")
+    assert not same.astype(str).str.contains("standing in").any()
+
+
 def test_c3_one_item_in_24_on_both_of_two_seeds_is_underpowered_and_no_point():
     # The reviewer's case: it used to be "reproduced" with +4.2 [+4.2, +4.2].
     rows = eval_rows("tool", {("grpo", "avg"): [25.0, 25.0], ("grpo", "format"): [50.0, 50.0],
@@ -586,9 +612,10 @@ def test_a_comparison_is_not_tested_only_when_most_runs_of_every_arm_collapsed()
         row["collapsed"] = COLLAPSE_REASON if row["seed"] in (0, 1, 2) else ""
     verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.verdict == NOT_TESTED
-    assert verdict.measured_value.startswith("not tested: Qwen2.5-1.5B collapsed runs: gdpo 3/4, grpo 3/4; the "
+    setup = "SmolLM2-135M standing in for Qwen2.5-1.5B"  # RUNS trains every task on SmolLM2
+    assert verdict.measured_value.startswith(f"not tested: {setup} collapsed runs: gdpo 3/4, grpo 3/4; the "
                                              "comparison needs at most 50 % of the runs collapsed")
-    assert verdict.parts == "Qwen2.5-1.5B avg: not tested; Qwen2.5-1.5B format: not tested"
+    assert verdict.parts == f"{setup} avg: not tested; {setup} format: not tested"
     # half of one arm (2/4) leaves a comparison: decided on every run's scores
     for row in rows:
         row["collapsed"] = COLLAPSE_REASON if (row["method"] == "gdpo" and row["seed"] < 3) or (

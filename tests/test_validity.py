@@ -159,8 +159,8 @@ def test_cpu_evidence_c4_is_not_tested_from_a_start_that_had_the_format(cpu_evid
     assert verdict.verdict == NOT_TESTED
     start = _condition(verdict, "start's format")
     assert start.passed is False and start.measured == pytest.approx(47.29, abs=0.01)
-    assert verdict.measured_value.startswith("not tested: Qwen2.5-1.5B the RL start's format is 47.3 %; the claim "
-                                             "needs a start below 10 %")
+    assert verdict.measured_value.startswith("not tested: SmolLM2-135M standing in for Qwen2.5-1.5B the RL start's "
+                                             "format is 47.3 %; the claim needs a start below 10 %")
 
 
 def test_cpu_evidence_c5_is_not_tested_without_training_signal_after_step_300(cpu_evidence):
@@ -189,8 +189,9 @@ def test_cpu_evidence_c3_decides_on_accuracy_only_since_declining_was_never_trai
     verdict = model.judge_c3(cpu_evidence)
     declining = _condition(verdict, "declining trained")
     assert declining.passed is False and declining.measured == 0.0
-    assert verdict.parts == "Qwen2.5-1.5B avg: inconclusive; Qwen2.5-1.5B format: not tested"
-    assert verdict.verdict == INCONCLUSIVE and "decided on Qwen2.5-1.5B avg only" in verdict.measured_value
+    setup = "SmolLM2-135M standing in for Qwen2.5-1.5B"  # cpu-evidence trains SmolLM2 for the paper's setup
+    assert verdict.parts == f"{setup} avg: inconclusive; {setup} format: not tested"
+    assert verdict.verdict == INCONCLUSIVE and f"decided on {setup} avg only" in verdict.measured_value
 
 
 # --- collapse in the power plan ----------------------------------------------------------------------------

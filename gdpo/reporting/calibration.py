@@ -413,11 +413,12 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
     # Each (setup, metric) has its own spread (accuracy and Exceed need not vary alike): measured over its
     # trained methods' seeds, the pooled estimate where a group has no two seeds.
     per_group, texts = {}, []
+    labels = evidence.setup_labels(setups)  # a setup run on another model than the paper's is named with it
     for setup in setups:
         for metric in metrics:
             group = estimate_seed_spread([read[(setup, m, metric)] for m in trained])
             per_group[(setup, metric)] = group.upper if group is not None else spread.upper
-            texts.append(f"{setup} {metric} {per_group[(setup, metric)]:.2f}")
+            texts.append(f"{labels[setup]} {metric} {per_group[(setup, metric)]:.2f}")
     cells = {k: dataclasses.replace(c, seed_sd=per_group[(k[0], k[2])]) for k, c in cells.items()}
     return dataclasses.replace(design, cells=cells, seed_sd=spread.upper,
                                spread_source=f"{spread.text()}; per setup and metric (80 % upper bounds): "

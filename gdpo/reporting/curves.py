@@ -43,6 +43,11 @@ MIN_STEPS_FOR_DIVERGENCE = 5
 SWEEP_METRICS = ("acc", "exceed")
 #: Fig. 6 compares these two methods.
 SWEEP_METHODS = (Method.GRPO, Method.GDPO)
+#: The range Fig. 6's metrics can take (percent): its bars are clipped to it.
+PERCENT_RANGE = (0.0, 100.0)
+#: Fewest seeds for which Fig. 6 draws a point's t-interval. With 2 the 95 % quantile is 12.71 × the standard
+#: error, wider than any percentage (1 % and 60 % give −345 % to +406 %): such a point shows its seeds instead.
+MIN_SEEDS_FOR_BAR = 3
 #: Fig. 8 compares GDPO with and without its batch-level normalisation step.
 ABLATION_METHODS = (Method.GDPO, Method.GDPO_NOBN)
 
@@ -243,7 +248,8 @@ def sweep_table(evals: pd.DataFrame, tasks_by_weight: dict[float, dict[str, str 
         methods: the methods compared; each must exist for every task.
 
     Returns:
-        Columns ``weight, variant, method, task, mean, low, high, n_seeds`` (low/high NaN for one seed).
+        Columns ``weight, variant, method, task, mean, low, high, n_seeds, seed_values`` (low/high: the t-interval,
+        unclipped, NaN for one seed; ``seed_values``: the per-seed values, in seed order).
     """
     _check_tasks_by_weight(tasks_by_weight)
     for column in ("benchmark", "metric", "value"):
@@ -267,9 +273,10 @@ def sweep_table(evals: pd.DataFrame, tasks_by_weight: dict[float, dict[str, str 
                 per_seed = method_rows.groupby("seed")["value"].mean()
                 mean, low, high = mean_ci(per_seed.to_numpy())
                 records.append({"weight": float(weight), "variant": variant, "method": method, "task": task,
-                                "mean": mean, "low": low, "high": high, "n_seeds": len(per_seed)})
+                                "mean": mean, "low": low, "high": high, "n_seeds": len(per_seed),
+                                "seed_values": tuple(float(v) for v in per_seed.to_numpy())})
     return pd.DataFrame(records, columns=["weight", "variant", "method", "task", "mean", "low", "high",
-                                          "n_seeds"])
+                                          "n_seeds", "seed_values"])
 
 
 # ------------------------------------------------------------------------------------------------- drawing
@@ -396,9 +403,11 @@ def figure6_weight_sweep(evals: pd.DataFrame, tasks_by_weight: dict[float, dict[
     """Fig. 6: accuracy and Exceed % against the length-reward weight, GRPO vs GDPO.
 
     ``tasks_by_weight`` maps each weight (e.g. 1, 0.75, 0.5, 0.25) to ``{"plain": task, "conditioned": task
-    or None}``: plain length reward solid, conditioned dashed. Points are means over seeds with 95 %
-    Student-t intervals (none for a single seed) of the eval.csv metrics ``acc`` and ``exceed``, each seed's
-    value averaged over the task's benchmarks (:func:`sweep_table`). Weights decrease from left to right.
+    or None}``: plain length reward solid, conditioned dashed. Lines join the means over seeds of the eval.csv
+    metrics ``acc`` and ``exceed``, each seed's value averaged over the task's benchmarks (:func:`sweep_table`).
+    A point with at least :data:`MIN_SEEDS_FOR_BAR` seeds has its 95 % Student-t interval as a bar, clipped to
+    0–100 % (:data:`PERCENT_RANGE`); one with fewer shows its seeds as crosses instead (a t-interval over 2 seeds
+    spans more than the metric's range). The note says which was drawn. Weights decrease from left to right.
     """
     tables = {metric: sweep_table(evals, tasks_by_weight, metric) for metric in SWEEP_METRICS}
     weights = sorted({float(w) for w in tasks_by_weight})
@@ -409,17 +418,29 @@ def figure6_weight_sweep(evals: pd.DataFrame, tasks_by_weight: dict[float, dict[
 
     figure, axes = plt.subplots(1, 2, figsize=(10, 4))
     titles = {"acc": "Accuracy (%)", "exceed": "Exceed (% responses over the length limit)"}
+    low_limit, high_limit = PERCENT_RANGE
+    clipped = seeds_shown = False
     for axis, metric in zip(axes, SWEEP_METRICS):
         table = tables[metric]
         for variant, method in series:
             points = table[(table["variant"] == variant) & (table["method"] == method)].sort_values("weight")
             x = points["weight"] + offsets[(variant, method)]
-            errors = np.vstack([points["mean"] - points["low"], points["high"] - points["mean"]])
-            errors = None if np.isnan(errors).all() else np.nan_to_num(errors)  # one seed: no interval
-            axis.errorbar(x, points["mean"], yerr=errors, color=method_color(method),
-                          linestyle="-" if variant == "plain" else "--", marker="o", markersize=4, capsize=3,
-                          label=f"{method_label(method)} · "
-                                f"{'length' if variant == 'plain' else 'conditioned length'}")
+            axis.plot(x, points["mean"], color=method_color(method),
+                      linestyle="-" if variant == "plain" else "--", marker="o", markersize=4,
+                      label=f"{method_label(method)} · "
+                            f"{'length' if variant == 'plain' else 'conditioned length'}")
+            barred = (points["n_seeds"] >= MIN_SEEDS_FOR_BAR).to_numpy()
+            if barred.any():
+                low = points["low"][barred].clip(low_limit, high_limit)
+                high = points["high"][barred].clip(low_limit, high_limit)
+                clipped |= bool((low != points["low"][barred]).any() or (high != points["high"][barred]).any())
+                means = points["mean"][barred]
+                axis.errorbar(x[barred], means, yerr=np.vstack([means - low, high - means]), fmt="none",
+                              ecolor=method_color(method), capsize=3)
+            for position, values in zip(x[~barred], points["seed_values"][~barred]):
+                axis.plot([position] * len(values), values, linestyle="none", marker="x", markersize=5,
+                          color=method_color(method))
+                seeds_shown = True
         axis.set_xticks(weights)
         axis.set_xticklabels([f"{w:g}" for w in weights])
         axis.invert_xaxis()
@@ -430,8 +451,14 @@ def figure6_weight_sweep(evals: pd.DataFrame, tasks_by_weight: dict[float, dict[
     counts = sorted(set(tables["acc"]["n_seeds"]))
     seeds = f"{counts[0]} seed{'s' if counts[0] != 1 else ''}" if len(counts) == 1 else \
         f"{counts[0]}–{counts[-1]} seeds per point"
-    note = (f"scale {scale} · {seeds} · mean ± 95 % t-interval over seeds · each seed averaged over the "
-            f"task's benchmarks")
+    drawn = []
+    if counts[-1] >= MIN_SEEDS_FOR_BAR:
+        drawn.append("bars: 95 % t-interval over seeds"
+                     + (", clipped to the metric's range 0–100 %" if clipped else ""))
+    if seeds_shown:
+        drawn.append(f"×: each seed, where a point has fewer than {MIN_SEEDS_FOR_BAR} seeds (no interval)")
+    note = (f"scale {scale} · {seeds} · mean over seeds, each seed averaged over the task's benchmarks\n"
+            + " · ".join(drawn))
     return _finish(figure, "Fig. 6 — math: effect of the length-reward weight (solid: plain length reward, "
                    "dashed: conditioned on correctness)", note, out_png)
 

@@ -10,6 +10,10 @@ The config's ``reporting:`` block says which task stands for which of the paper'
 
 Only figures and tables named there are drawn (a setup the config does not run has no figure, never an
 empty one). Which files that makes is planning's (:func:`gdpo.plan.planned_outputs`).
+
+The summaries are checked against the digests `gdpo aggregate` recorded beside them before anything is drawn, as
+the ledger checks them (:func:`gdpo.reporting.aggregate.check_summary_digests`): no figure, table or aggregate
+is drawn from an edited summary, and none drawn before stays beside the refusal.
 """
 
 from __future__ import annotations
@@ -18,16 +22,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from gdpo.files import DigestMismatch
 from gdpo.plan import (
     AGGREGATES_STEM,
     FIGURE_STEMS,
     TABLE_STEMS,
     describe_runs,
     model_display_name,
+    planned_outputs,
     reporting_block,
     resolve_warmup_settings,
 )
 from gdpo.reporting import aggregates, curves, tables
+from gdpo.reporting.aggregate import check_summary_digests
 
 #: Figure key → (drawing function, the CSV it reads); file stems in :data:`gdpo.plan.FIGURE_STEMS`.
 FIGURES = {
@@ -61,9 +68,20 @@ def draw_all(config: dict, steps_csv: str | Path, eval_csv: str | Path, out_dir:
     """Draw every figure and write every table the config's ``reporting:`` block names; returns the files.
 
     ``config``: at least ``scale``, ``tasks`` and ``reporting``; the tables name each task's model and steps
-    (:func:`gdpo.plan.describe_runs`), so ``training`` too, which holds the steps a task does not set."""
+    (:func:`gdpo.plan.describe_runs`), so ``training`` too, which holds the steps a task does not set.
+
+    Raises:
+        gdpo.files.DigestMismatch: a summary differs from the digest `gdpo aggregate` recorded beside it; the
+            files this config draws in ``out_dir`` are removed first (drawn from evidence that no longer checks).
+    """
     reporting = reporting_block(config)
     scale, out_dir = config["scale"], Path(out_dir)
+    try:
+        check_summary_digests(eval_csv, steps_csv)
+    except DigestMismatch:
+        for path in planned_outputs(config, str(out_dir)):
+            Path(path).unlink(missing_ok=True)
+        raise
     data = {"steps": pd.read_csv(steps_csv), "evals": pd.read_csv(eval_csv)}
     written = []
     for key, spec in (reporting.get("figures") or {}).items():

@@ -12,7 +12,8 @@ Layout of a run directory ``results/<scale>/runs/<task>/<method>/seed<seed>/``:
   W&B (:mod:`gdpo.training.tracking`), not among the workflow's declared outputs.
 
 Resumable state lives beside it in ``…/seed<seed>.work/`` (checkpoints and the live metrics), outside the
-workflow's declared outputs, so an interrupted run resumes from its last checkpoint. ``run_settings.json``
+workflow's declared outputs, so an interrupted run resumes from its last checkpoint (one with a file cut short is
+named, and the previous complete one resumed: :func:`resumable_checkpoint`). ``run_settings.json``
 there records the settings the checkpoints were trained under (:func:`run_identity`, with their digest): a run
 resumes only under the same ones, and otherwise stops naming the settings that differ
 (:class:`SettingsChanged`); ``gdpo train --restart-changed`` or ``GDPO_RESTART_CHANGED=1`` deletes such a
@@ -75,6 +76,11 @@ class TrainingInterrupted(RuntimeError):
 class SettingsChanged(RuntimeError):
     """The run's checkpoint was trained under other settings than the run's now (or under unrecorded ones):
     resuming would continue the old run under the new settings' name."""
+
+
+class DamagedCheckpoint(ValueError):
+    """The run's newest checkpoint has a file (weights, optimizer state) cut short or unreadable, and no complete
+    checkpoint is before it: resuming would stop every rerun on safetensors' error, which names no file."""
 
 
 #: The file in ``<run>.work`` recording the settings its checkpoints were trained under (:func:`run_identity`).
@@ -313,21 +319,93 @@ def _stop_callback(stop_at_step: int | None, received: list[int], accelerator):
     return StopAfterStep()
 
 
+def _checkpoints(work_dir: Path) -> list[Path]:
+    """The ``checkpoint-<step>`` directories of ``work_dir``, newest first."""
+    return sorted(work_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+
+
+def _state_written(checkpoint: Path) -> bool:
+    try:
+        json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def last_complete_checkpoint(work_dir: Path, delete_partial: bool = True) -> Path | None:
     """The newest checkpoint that was written completely; newer, partial ones are deleted (if asked).
 
     transformers writes ``trainer_state.json`` last (after model, optimizer and RNG states), so a
-    checkpoint whose state file is missing or unreadable was interrupted while being written.
+    checkpoint whose state file is missing or unreadable was interrupted while being written. Its other files are
+    checked by :func:`resumable_checkpoint`.
     """
-    checkpoints = sorted(work_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]), reverse=True)
-    for checkpoint in checkpoints:
-        try:
-            json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    for checkpoint in _checkpoints(work_dir):
+        if _state_written(checkpoint):
             return checkpoint
-        except (OSError, ValueError):
-            if delete_partial:
-                shutil.rmtree(checkpoint, ignore_errors=True)
+        if delete_partial:
+            shutil.rmtree(checkpoint, ignore_errors=True)
     return None
+
+
+def damaged_file(checkpoint: Path) -> str | None:
+    """``"<file> is damaged (<why>)"`` for the first file of ``checkpoint`` that cannot be loaded, or None.
+
+    Checked without loading anything: each ``*.safetensors`` (model, LoRA adapter, shards) has its header read,
+    which also checks that the tensors it lists cover the file exactly; each torch file (``*.pt``, ``*.pth``,
+    ``*.bin``: optimizer, scheduler, RNG states, all zip archives since torch 1.6) has its zip directory read,
+    which sits at the end. A file cut short fails either in milliseconds, where transformers would fail while
+    resuming and name no file."""
+    import zipfile
+
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        files = sorted(checkpoint.iterdir())
+    except OSError as error:  # another process deleted it while this one looked (a damaged one, stepped over)
+        return f"{checkpoint} is unreadable ({error})"
+    for path in files:
+        try:
+            if path.suffix == ".safetensors":
+                with safe_open(str(path), framework="pt"):
+                    pass
+            elif path.suffix in (".pt", ".pth", ".bin"):
+                with zipfile.ZipFile(path):
+                    pass
+        except (SafetensorError, zipfile.BadZipFile, OSError) as error:
+            return f"{path} is damaged (cut short or unreadable: {error})"
+    return None
+
+
+def resumable_checkpoint(work_dir: Path, checkpoint: Path, delete_damaged: bool = True) -> Path:
+    """``checkpoint`` (:func:`last_complete_checkpoint`), or where one of its files is damaged (:func:`damaged_file`)
+    the newest complete checkpoint before it whose files are whole. The damaged ones are then said and (if asked)
+    deleted: left in place, the newest by number, they would be what transformers keeps when it next saves (one
+    checkpoint kept) and what the next job tries again.
+
+    Raises:
+        DamagedCheckpoint: no complete checkpoint with whole files is before it (the message names the file
+            and the fix; nothing is deleted).
+    """
+    damaged = []
+    step = _checkpoint_step(checkpoint)
+    for candidate in [checkpoint, *(c for c in _checkpoints(work_dir) if _checkpoint_step(c) < step)]:
+        if not _state_written(candidate):
+            continue
+        problem = damaged_file(candidate)
+        if problem is None:
+            if damaged and delete_damaged:
+                print(f"gdpo train: {'; '.join(why for _, why in damaged)}; resuming from the previous complete "
+                      f"checkpoint {candidate} and deleting {', '.join(str(c) for c, _ in damaged)}, which cannot "
+                      "be resumed.", flush=True)
+                for old, _ in damaged:
+                    shutil.rmtree(old, ignore_errors=True)
+            return candidate
+        damaged.append((candidate, problem))
+    named = " ".join(str(c) for c, _ in damaged)
+    raise DamagedCheckpoint(
+        f"{'; '.join(why for _, why in damaged)}, and no complete checkpoint before it is in {work_dir}, so "
+        f"the run cannot resume. To train it afresh, delete {named} (`rm -r {named}`) and run again; to resume it "
+        "instead, put back a whole copy of the file.")
 
 
 def read_metrics(path: str | Path, drop_cut_last_line: bool = False) -> list[dict]:
@@ -441,6 +519,9 @@ def train(settings: RunSettings, model_dir: str | Path, run_dir: str | Path,
     Raises:
         SettingsChanged: ``<run_dir>.work`` holds a checkpoint trained under other settings (the message lists
             them, old -> new, and the fix), and ``restart_changed`` is false.
+        DamagedCheckpoint: a file of the newest checkpoint is cut short or unreadable and no complete
+            checkpoint is before it (the message names the file and the fix); with one before it, the run says
+            so and resumes there.
         TrainingInterrupted: a stop signal (:data:`STOP_SIGNALS`) came before the end; the checkpoint after
             the optimizer step in progress is saved, and the same call resumes from it.
     """
@@ -459,9 +540,10 @@ def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path
     """The checkpoint to resume from (None: start over), after checking that the launcher's processes train
     as one run and that the checkpoint was trained under the run's settings (``identity``,
     :func:`run_identity`; :class:`SettingsChanged` otherwise, or with ``restart_changed`` its checkpoints are
-    deleted and the run starts over). The main process cuts the live metrics back to that checkpoint (or, when
-    starting over, removes them and the live logs and records ``identity``) and creates the backends' log
-    directories."""
+    deleted and the run starts over), and that its files are whole (:func:`resumable_checkpoint`: else the
+    previous complete checkpoint, or :class:`DamagedCheckpoint`). The main process cuts the live metrics back to
+    that checkpoint (or, when starting over, removes them and the live logs and records ``identity``) and creates
+    the backends' log directories."""
     if accelerator.num_processes != launched_processes():
         raise RuntimeError(
             f"The launcher started {launched_processes()} processes (WORLD_SIZE), but each trains as one of "
@@ -483,6 +565,10 @@ def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path
                     shutil.rmtree(old)
             accelerator.wait_for_everyone()
             checkpoint = None
+    if checkpoint:
+        # Every process reads the same files; only the main one deletes the damaged checkpoints it steps over.
+        checkpoint = resumable_checkpoint(work_dir, checkpoint, delete_damaged=accelerator.is_main_process)
+        accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         if checkpoint:
             _truncate_metrics(live_metrics, int(checkpoint.name.split("-")[-1]))

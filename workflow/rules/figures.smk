@@ -33,6 +33,8 @@ rule paper_outputs:
     input:
         steps=rules.aggregate.output.steps,
         evals=rules.aggregate.output.evals,
+        # The summaries' digests (gdpo aggregate): checked before anything is drawn, as the ledger checks them.
+        digests=rules.aggregate.output.digests,
     output:
         [in_report(path) for path in PAPER_OUTPUTS],
     params:

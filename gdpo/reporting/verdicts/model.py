@@ -28,7 +28,7 @@ from gdpo.reporting.verdicts.decisions import (
     EVENT_EFFECTS, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9, decide_events, parts_text,
     smallest_detectable_rate,
 )
-from gdpo.reporting.verdicts.model_evidence import BASE, Evidence, model_size
+from gdpo.reporting.verdicts.model_evidence import BASE, Evidence, model_size, relabel_setups
 from gdpo.reporting.verdicts.registry import Scale, claim_rule
 from gdpo.reporting.verdicts.samples import seeds_compared
 from gdpo.reporting.verdicts import validity
@@ -112,9 +112,28 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
 def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdict,
                    decide: Callable, comparison: str, comparisons: Sequence | None = None) -> Verdict:
     """The table claim's verdict from what :func:`gather` read. ``comparisons``: the cell pairs a rule pools
-    across setups or tasks (:func:`seeds_compared`); the minimum's seed count applies to them too."""
+    across setups or tasks (:func:`seeds_compared`); the minimum's seed count applies to them too. A setup run on
+    another model than the paper's is named with it (:func:`_name_what_ran`)."""
     if isinstance(gathered, Verdict):
         return dataclasses.replace(gathered, comparison=comparison)
+    labels = evidence.setup_labels(gathered.setups)
+    return _name_what_ran(_decided(evidence, claim_id, gathered, decide, comparison, comparisons, labels), labels)
+
+
+def _name_what_ran(verdict: Verdict, labels: Mapping[str, str]) -> Verdict:
+    """``verdict`` with each setup (``Qwen2.5-1.5B``) named by its label (``labels``: setup →
+    :func:`~gdpo.reporting.verdicts.model_evidence.setup_label`) where the row says what it measured, decided and
+    checked. Not in the run column (it names the model first) nor in the intervals (data keyed by setup)."""
+    conditions = tuple(dataclasses.replace(c, setup=labels.get(c.setup, c.setup),
+                                           text=relabel_setups(c.text, labels)) for c in verdict.conditions)
+    return dataclasses.replace(verdict, measured_value=relabel_setups(verdict.measured_value, labels),
+                               comparison=relabel_setups(verdict.comparison, labels),
+                               parts=relabel_setups(verdict.parts, labels), conditions=conditions)
+
+
+def _decided(evidence: Evidence, claim_id: str, gathered: Gathered, decide: Callable, comparison: str,
+             comparisons: Sequence | None, labels: Mapping[str, str]) -> Verdict:
+    """:func:`_table_verdict` on what :func:`gather` read, its setups named as in the paper."""
     # The validity conditions are data checked before any interval: a failed one leaves the claim (or the part
     # it gates) not tested, whatever the intervals say.
     conditions = tuple(gathered.conditions)
@@ -125,7 +144,9 @@ def _table_verdict(evidence: Evidence, claim_id: str, gathered: Gathered | Verdi
     if collapse:
         text += f" [{collapse}]"
     for setup, task in gathered.setups.items():  # name what ran; the paper's setup it stands for beside it
-        text = text.replace(f"{setup}: ", f"{task} (as the paper's {setup}): ")
+        shown = labels.get(setup, setup)
+        text = text.replace(f"{setup}: ", f"{task} ({shown}): " if shown != setup else
+                            f"{task} (as the paper's {setup}): ")
     run = "; ".join(gathered.labels)
     absent = [s for s in _PAPER_SETUPS.get(claim_id, ()) if s not in gathered.setups]
     if absent:

@@ -1,6 +1,10 @@
 """The evidence of the language-model scales (smoke, mini, cpu-evidence, paper) as the rules of :mod:`.model`
 read it: the workflow's ``eval.csv`` and ``steps.csv`` (:mod:`gdpo.reporting.aggregate`), checked, and the
-config's ``reporting:`` block, which says which task stands for which paper setup."""
+config's ``reporting:`` block, which says which task stands for which paper setup.
+
+A paper setup run on another model than the paper's is named with the model that ran, ``SmolLM2-135M standing in
+for Qwen2.5-1.5B`` (:func:`setup_label`), wherever a ledger row names it: a bare ``Qwen2.5-1.5B`` would say that
+Qwen2.5-1.5B ran."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import pandas as pd
 from gdpo.plan import model_display_name
 from gdpo.reporting.aggregate import COLLAPSED, HEALTH, START_WEIGHTS, run_health
 from gdpo.reporting.contract import binomial_variance
+from gdpo.reporting.paper_numbers import MODELS as PAPER_MODELS
 from gdpo.reporting.verdicts.items import REGRADED_DIFFERS, item_outcomes_problem, item_scores
 from gdpo.reporting.verdicts.samples import Sample
 
@@ -33,6 +38,36 @@ def model_size(name: str) -> float | None:
         return None
     number, unit = found[-1]
     return float(number) / (1000 if unit == "M" else 1)
+
+
+def model_short_name(spec: str | None) -> str:
+    """The model a spec runs, short: its display name (:func:`gdpo.plan.model_display_name`) without a note in
+    parentheses or an ``-Instruct`` suffix (``SmolLM2-135M-Instruct`` → ``SmolLM2-135M``, ``Qwen3-4B-Instruct-2507``
+    → ``Qwen3-4B``, ``tiny-qwen2 (random weights)`` → ``tiny-qwen2``)."""
+    return re.sub(r"-Instruct(-.*)?$", "", model_display_name(spec).split(" (")[0])
+
+
+def setup_label(setup: str, spec: str | None) -> str:
+    """How the ledger names paper setup ``setup`` (a model label of :data:`gdpo.reporting.paper_numbers.MODELS`)
+    run on model ``spec``: ``"SmolLM2-135M standing in for Qwen2.5-1.5B"`` where that is not the paper's model;
+    the setup alone where it is, where the model is not recorded, or where the setup names no model (Table 5's
+    ``2obj``, Fig. 6's weights)."""
+    paper = PAPER_MODELS.get(setup)
+    if not spec or paper is None or model_display_name(spec) == paper:
+        return setup
+    return f"{model_short_name(spec)} standing in for {setup}"
+
+
+def relabel_setups(text: str, labels: Mapping[str, str]) -> str:
+    """``text`` with every setup of ``labels`` (setup → :func:`setup_label`) that stands as a word replaced by its
+    label (``Qwen2.5-1.5B avg`` but not ``Qwen2.5-1.5B-Instruct``); one already labelled (after ``standing in
+    for``) is left alone, so relabelling twice changes nothing."""
+    labels = {setup: label for setup, label in labels.items() if label != setup}
+    if not labels or not text:
+        return text
+    setups = "|".join(re.escape(setup) for setup in sorted(labels, key=len, reverse=True))
+    return re.sub(rf"(?<![\w.-])(?<!standing in for )({setups})(?![\w-]|\.\d)",
+                  lambda match: labels[match.group(1)], text)
 
 
 class Evidence:
@@ -66,6 +101,12 @@ class Evidence:
     def tasks(self, table: str) -> dict[str, str]:
         """Paper setup label → task, for a table of the ``reporting:`` block (empty if not configured)."""
         return {str(k): v for k, v in (((self.reporting.get("tables") or {}).get(table)) or {}).items()}
+
+    def setup_labels(self, setups: Mapping[str, str]) -> dict[str, str]:
+        """Setup → how the ledger names it (:func:`setup_label`, the model its task ran), for ``setups`` (setup →
+        task, e.g. :meth:`tasks`)."""
+        return {setup: setup_label(setup, (self.runs.get(task) or {}).get("model"))
+                for setup, task in setups.items()}
 
     def figure_task(self, figure: str):
         return (self.reporting.get("figures") or {}).get(figure)
