@@ -225,6 +225,18 @@ def test_dry_run_of_every_config(tmp_path, config):
     assert "claims_ledger" in result.stdout
 
 
+def test_the_cpu_evidence_2_pilot_plans_its_own_scale_and_the_experiments_settings(tmp_path):
+    """The pilot overlay keeps the experiment's settings (portable numerics, the tasks' blocks) and changes only
+    its scale, seeds, evidence folder and math steps."""
+    result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
+                       "--configfile", str(REPO / "config" / "cpu-evidence-2.yaml"),
+                       str(REPO / "config" / "overlays" / "cpu-evidence-2-pilot.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "results/cpu-evidence-2-pilot/paper_figures/claims.csv" in result.stdout
+    assert "runs/math/gdpo/seed101" in result.stdout and '"max_steps": 150' in result.stdout
+    assert "results/cpu-evidence-2/" not in result.stdout and "seed0" not in result.stdout
+
+
 @pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code"])
 def test_dry_run_of_every_paper_config_in_miniature(tmp_path, config):
     """The overlay plans the paper config's jobs as plain single-process CPU jobs on the generated data, under
