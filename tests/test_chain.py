@@ -313,6 +313,22 @@ def test_a_checkpoint_with_cut_weights_is_named_and_the_previous_complete_one_re
     assert [r["step"] for r in read_metrics(run / "metrics.jsonl")] == list(range(1, 7))
 
 
+def test_a_checkpoint_without_a_processs_random_state_is_not_resumed(tiny_model, tmp_path, capsys):
+    # transformers resumes without a missing rng_state file (an info line) and draws other rollouts: a checkpoint
+    # whose process stopped before saving it is incomplete; the run resumes from the complete one before it.
+    settings = resolve_run_settings(smoke_config(6, 2), "arithmetic", "gdpo", SEED)
+    run, work = tmp_path / "run", Path(f"{tmp_path / 'run'}.work")
+    train(settings, tiny_model, run, threads=1, stop_at_step=2)
+    shutil.copytree(work / "checkpoint-2", tmp_path / "checkpoint-2")
+    train(settings, tiny_model, run, threads=1, stop_at_step=4)
+    (work / "checkpoint-4" / "rng_state.pth").unlink()
+    with pytest.raises(ValueError, match=r"checkpoint-4/rng_state.pth is missing .* other random draws"):
+        train(settings, tiny_model, run, threads=1)
+    shutil.copytree(tmp_path / "checkpoint-2", work / "checkpoint-2")
+    summary = train(settings, tiny_model, run, threads=1)
+    assert summary["resumed_from"].endswith("checkpoint-2") and "rng_state.pth is missing" in capsys.readouterr().out
+
+
 def test_a_cut_optimizer_state_is_found_without_loading_it(tmp_path):
     from safetensors.torch import save_file
 

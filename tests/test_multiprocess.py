@@ -185,7 +185,10 @@ def test_two_process_gdpo_trains_on_the_gathered_batch_writes_once_and_resumes(t
     process = start(settings, tiny_model, killed, audit_dir / "killed", log)
     work = Path(f"{killed}.work")
     deadline = time.time() + TIMEOUT
-    while not any((c / "trainer_state.json").exists() for c in work.glob("checkpoint-*")):
+    # a checkpoint every process has finished: the main one's state and each process's random state
+    while not any((c / "trainer_state.json").exists() and all((c / f"rng_state_{rank}.pth").exists()
+                                                             for rank in range(PROCESSES))
+                  for c in work.glob("checkpoint-*")):
         assert process.poll() is None, f"the run ended before it could be killed; log tail:\n{_tail(log)}"
         assert time.time() < deadline, f"no checkpoint appeared; log tail:\n{_tail(log)}"
         time.sleep(0.02)

@@ -56,7 +56,12 @@ from gdpo.plan import RunSettings, report_backends, updates_per_generation
 from gdpo.tasks import get_family
 from gdpo.training.device import GPURequiredError, check_device  # noqa: F401 (re-exported)
 from gdpo.training.rewards import guard_reward_function
-from gdpo.training.tracking import backend_environment, check_backends_installed, reporting_arguments, run_logs_dir
+from gdpo.training.tracking import (
+    backend_environment,
+    check_backends_installed,
+    reporting_arguments,
+    run_logs_dir,
+)
 
 #: Metric keys that measure time, not behaviour: excluded when comparing runs for reproducibility.
 TIMING_KEYS = ("seconds_per_step", "step_time", "generation/seconds", "generation/tokens_per_second", "train_runtime",
@@ -376,7 +381,14 @@ def damaged_file(checkpoint: Path) -> str | None:
     return None
 
 
-def resumable_checkpoint(work_dir: Path, checkpoint: Path, delete_damaged: bool = True) -> Path:
+def rng_state_files(processes: int) -> list[str]:
+    """The random-state files transformers saves in a checkpoint: one per process (``rng_state_<rank>.pth``), or
+    ``rng_state.pth`` for a single process. It skips a missing one on resume with an info line and continues with
+    other random draws, so a checkpoint without all of them would resume into a different run without a word."""
+    return ["rng_state.pth"] if processes == 1 else [f"rng_state_{rank}.pth" for rank in range(processes)]
+
+
+def resumable_checkpoint(work_dir: Path, checkpoint: Path, delete_damaged: bool = True, processes: int = 1) -> Path:
     """``checkpoint`` (:func:`last_complete_checkpoint`), or where one of its files is damaged (:func:`damaged_file`)
     the newest complete checkpoint before it whose files are whole. The damaged ones are then said and (if asked)
     deleted: left in place, the newest by number, they would be what transformers keeps when it next saves (one
@@ -392,6 +404,10 @@ def resumable_checkpoint(work_dir: Path, checkpoint: Path, delete_damaged: bool 
         if not _state_written(candidate):
             continue
         problem = damaged_file(candidate)
+        missing = [name for name in rng_state_files(processes) if not (candidate / name).is_file()]
+        if problem is None and missing:
+            problem = (f"{candidate / missing[0]} is missing (a process stopped before saving its random state; "
+                       "resumed from there, the run would continue with other random draws)")
         if problem is None:
             if damaged and delete_damaged:
                 print(f"gdpo train: {'; '.join(why for _, why in damaged)}; resuming from the previous complete "
@@ -567,7 +583,8 @@ def _resume_point(accelerator, work_dir: Path, live_metrics: Path, run_dir: Path
             checkpoint = None
     if checkpoint:
         # Every process reads the same files; only the main one deletes the damaged checkpoints it steps over.
-        checkpoint = resumable_checkpoint(work_dir, checkpoint, delete_damaged=accelerator.is_main_process)
+        checkpoint = resumable_checkpoint(work_dir, checkpoint, delete_damaged=accelerator.is_main_process,
+                                          processes=accelerator.num_processes)
         accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         if checkpoint:
