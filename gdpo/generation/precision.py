@@ -50,7 +50,8 @@ def cpu_bf16_allowed() -> bool:
 def cpu_dtype(requested: torch.dtype) -> torch.dtype:
     """The dtype CPU work asked for in ``requested`` runs in: float32 instead of an emulated bfloat16."""
     if requested == torch.bfloat16 and not cpu_bf16_allowed():
-        if native_cpu_bf16():
+        # "never" (the portable setting, which also hides the CPU's bfloat16 from oneDNN) is a choice, not a lack
+        if os.environ.get(CPU_BF16_VARIABLE, "auto").strip().lower() == "never":
             logger.info("%s=never: computing bfloat16 work in float32", CPU_BF16_VARIABLE)
         else:
             logger.warning("this CPU has no native bfloat16 matrix instructions (torch capability %s): computing in "
