@@ -91,10 +91,9 @@ def portable_problems(environ, torch_capability: str, bf16_runs_in: str) -> list
 MACHINE_KINDS = ("AVX-512 with native bfloat16", "AVX-512 without native bfloat16", "AVX2", "older than AVX2")
 
 
-def machine_record(cpuinfo: str | None = None) -> dict:
-    """This machine's CPU model and kind (:data:`MACHINE_KINDS`), from ``/proc/cpuinfo`` (``cpuinfo``: its text;
-    read when None, empty off Linux): what an experiment's timeline records per batch, so that wall time and
-    runs can be split by machine kind. Without torch: the driver records it before any job starts."""
+def cpuinfo_fields(cpuinfo: str | None = None) -> dict[str, str]:
+    """The first value of each field of ``/proc/cpuinfo`` (``cpuinfo``: its text; read when None, empty off
+    Linux), e.g. ``"model name"`` and ``"flags"``."""
     if cpuinfo is None:
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
@@ -105,6 +104,14 @@ def machine_record(cpuinfo: str | None = None) -> dict:
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def machine_record(cpuinfo: str | None = None) -> dict:
+    """This machine's CPU model and kind (:data:`MACHINE_KINDS`), from ``/proc/cpuinfo`` (``cpuinfo``: its text;
+    read when None, empty off Linux): what an experiment's timeline records per batch, so that wall time and
+    runs can be split by machine kind. Without torch: the driver records it before any job starts."""
+    fields = cpuinfo_fields(cpuinfo)
     flags = set(fields.get("flags", "").split())
     if "avx512f" in flags:
         kind = MACHINE_KINDS[0] if "avx512_bf16" in flags or "amx_bf16" in flags else MACHINE_KINDS[1]

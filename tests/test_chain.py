@@ -283,13 +283,19 @@ def test_a_checkpoint_without_recorded_settings_is_not_resumed(tiny_model, tmp_p
 # --------------------------------------------------------------------------------------------------
 
 
-def test_a_checkpoint_with_cut_weights_is_named_and_the_previous_complete_one_resumed(tiny_model, tmp_path, capsys):
-    # Checkpoints every 2 steps, one kept: checkpoint-2 is saved aside to play the previous one.
+def _checkpoints_2_and_4(tiny_model, tmp_path):
+    """A 6-step run stopped at step 4, checkpoints every 2 steps and one kept: ``checkpoint-4`` in the work dir,
+    ``checkpoint-2`` saved aside (``tmp_path``) to play the previous one. Returns (settings, run dir, work dir)."""
     settings = resolve_run_settings(smoke_config(6, 2), "arithmetic", "gdpo", SEED)
     run, work = tmp_path / "run", Path(f"{tmp_path / 'run'}.work")
     train(settings, tiny_model, run, threads=1, stop_at_step=2)
     shutil.copytree(work / "checkpoint-2", tmp_path / "checkpoint-2")
     train(settings, tiny_model, run, threads=1, stop_at_step=4)
+    return settings, run, work
+
+
+def test_a_checkpoint_with_cut_weights_is_named_and_the_previous_complete_one_resumed(tiny_model, tmp_path, capsys):
+    settings, run, work = _checkpoints_2_and_4(tiny_model, tmp_path)
     assert sorted(p.name for p in work.glob("checkpoint-*")) == ["checkpoint-4"]
     weights = work / "checkpoint-4" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a disk that filled up, a cut copy
@@ -316,11 +322,7 @@ def test_a_checkpoint_with_cut_weights_is_named_and_the_previous_complete_one_re
 def test_a_checkpoint_without_a_processs_random_state_is_not_resumed(tiny_model, tmp_path, capsys):
     # transformers resumes without a missing rng_state file (an info line) and draws other rollouts: a checkpoint
     # whose process stopped before saving it is incomplete; the run resumes from the complete one before it.
-    settings = resolve_run_settings(smoke_config(6, 2), "arithmetic", "gdpo", SEED)
-    run, work = tmp_path / "run", Path(f"{tmp_path / 'run'}.work")
-    train(settings, tiny_model, run, threads=1, stop_at_step=2)
-    shutil.copytree(work / "checkpoint-2", tmp_path / "checkpoint-2")
-    train(settings, tiny_model, run, threads=1, stop_at_step=4)
+    settings, run, work = _checkpoints_2_and_4(tiny_model, tmp_path)
     (work / "checkpoint-4" / "rng_state.pth").unlink()
     with pytest.raises(ValueError, match=r"checkpoint-4/rng_state.pth is missing .* other random draws"):
         train(settings, tiny_model, run, threads=1)

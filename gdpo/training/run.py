@@ -52,6 +52,7 @@ import torch
 from gdpo.curve_events import detect_divergence
 from gdpo.files import weights_digest
 from gdpo.generation.precision import check_numerics, cpu_dtype, numerics_record, precision_record
+from gdpo.numerics import cpuinfo_fields
 from gdpo.plan import RunSettings, report_backends, updates_per_generation
 from gdpo.tasks import get_family
 from gdpo.training.device import GPURequiredError, check_device  # noqa: F401 (re-exported)
@@ -218,15 +219,7 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
 
     ``cpuinfo``: the text of /proc/cpuinfo (read when None; empty off Linux).
     """
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            cpuinfo = ""
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
+    fields = cpuinfo_fields(cpuinfo)
     flags = set(fields.get("flags", "").split())
     return {
         "model": fields.get("model name") or platform.processor() or None,
