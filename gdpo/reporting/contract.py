@@ -406,14 +406,23 @@ class Criterion:
 
 def combine(outcomes: Sequence[str]) -> str:
     """All parts of a claim together: any ``not reproduced`` refutes it; all ``reproduced`` reproduce it; all
-    in the paper's direction with one or more ``smaller than the paper's`` give ``smaller``; anything else
-    (a part undecided) is ``inconclusive``."""
+    in the paper's direction with one or more ``smaller than the paper's`` give ``smaller``; a ``smaller``
+    part beside a part not shown in the paper's direction (``inconclusive``) refutes it too, since that part
+    already excludes the paper's effect; anything else (a part undecided, none excluding the paper's effect) is
+    ``inconclusive``.
+
+    Monotone in every part: a part moving toward the paper's claim (``not reproduced`` → ``smaller`` →
+    ``reproduced``, or ``inconclusive`` → any decided outcome) never turns a decided claim undecided. (Were
+    ``smaller`` + ``inconclusive`` combined to ``inconclusive``, a part narrowing from ``not reproduced`` to
+    ``smaller`` with more agreeing seeds would undecide the claim.)"""
     if NOT_REPRODUCED in outcomes:
         return NOT_REPRODUCED
     if outcomes and all(o == REPRODUCED for o in outcomes):
         return REPRODUCED
     if outcomes and all(o in (REPRODUCED, SMALLER) for o in outcomes):
         return SMALLER
+    if SMALLER in outcomes and all(o in (REPRODUCED, SMALLER, INCONCLUSIVE) for o in outcomes):
+        return NOT_REPRODUCED
     return INCONCLUSIVE
 
 
