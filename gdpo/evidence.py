@@ -17,12 +17,20 @@ Evidence proves itself: saving a run writes :data:`MANIFEST` beside its files, t
 steps its summary states. Restoring and aggregation check every file against it and check that the files agree
 with each other (:func:`check_consistency`: the metrics' last step is the summary's, each file parses as what it
 is), and stop naming the file, the recorded and the found digest.
+
+What a reader can rely on: a digest and its file can be rewritten together by the same hand, so restoring also
+checks every committed run against the commit that first added its manifest (:func:`check_anchored`): the
+evidence counted is byte for byte what was committed when the run finished (the driver commits each run as it
+ends, beside its timeline entry). An edit after that, digests included, is refused; only rewriting the
+repository's history would pass, and that shows against any earlier clone or the published repository.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -185,6 +193,43 @@ def check_run_evidence(run_dir: str | Path, names: Iterable[str] | None = None) 
     return manifest
 
 
+def _git(run_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=run_dir, capture_output=True, check=False)
+
+
+def check_anchored(run_dir: str | Path) -> str | None:
+    """Check a committed run against the commit that first added its :data:`MANIFEST` (its anchor): every file
+    of ``run_dir`` must be byte for byte what that commit holds. A digest and the file it vouches for can be
+    rewritten by the same hand; the commit that added them cannot without rewriting the history every clone
+    holds. Returns the anchoring commit, or None where there is none to check against (``run_dir`` is outside a
+    git work tree, git is not installed, or the manifest is not committed yet: a run just saved).
+
+    Raises:
+        DigestMismatch: a file differs from the anchoring commit, or is absent from it (naming both).
+    """
+    run_dir = Path(run_dir)
+    try:
+        found = _git(run_dir, "log", "--diff-filter=A", "--format=%H", "--", MANIFEST)
+    except (FileNotFoundError, NotADirectoryError):  # no git on this machine, or no such directory
+        return None
+    added = found.stdout.decode().split() if found.returncode == 0 else []
+    if not added:
+        return None
+    anchor = added[-1]  # the earliest commit that added it (a manifest removed and re-added is a later one)
+    # the data files first: an edited number is named before the manifest rewritten to cover it
+    for path in sorted((p for p in run_dir.iterdir() if p.is_file()), key=lambda p: (p.name == MANIFEST, p.name)):
+        committed_bytes = _git(run_dir, "show", f"{anchor}:./{path.name}")
+        if committed_bytes.returncode != 0:
+            raise DigestMismatch(f"{path} is not in commit {anchor[:12]}, which added {run_dir / MANIFEST}: it was "
+                                 f"added after the run was committed. {_TAMPERED_FIX}")
+        if committed_bytes.stdout != path.read_bytes():
+            raise DigestMismatch(f"{path} differs from the file commit {anchor[:12]} added with {run_dir / MANIFEST}"
+                                 f" (sha256 then {hashlib.sha256(committed_bytes.stdout).hexdigest()}, now "
+                                 f"{file_sha256(path)}): committed evidence was edited after the run was "
+                                 f"committed, its digests with it or not. {_TAMPERED_FIX}")
+    return anchor
+
+
 def run_key_dir(root: str | Path, task: str, method: str, seed: int) -> Path:
     """``root/<task>/<method>/seed<seed>``: :meth:`gdpo.plan.RunKey.path` (the layout of both
     ``results/<scale>/runs`` and the evidence)."""
@@ -281,11 +326,13 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     :mod:`gdpo.plan`; the rules pass their ``to_json()``); every key must equal the committed one
     (``config.json``, or eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is
     copied. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
-    :class:`~gdpo.files.DigestMismatch` or :class:`EvidenceInconsistent`, nothing copied); the manifest is
+    :class:`~gdpo.files.DigestMismatch` or :class:`EvidenceInconsistent`, nothing copied) and, where the run is
+    committed, against the commit that added it (:func:`check_anchored`); the manifest is
     copied too where ``names`` hold the run's files or a base model's evaluation (one writer per run directory).
     """
     src, run_dir, names = Path(src), Path(run_dir), list(names)
     manifest = check_run_evidence(src, names)
+    check_anchored(src)
     if expected is not None:
         if "config.json" in names:
             committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))
@@ -379,8 +426,6 @@ def record_digests(evidence_dir: str | Path) -> list[Path]:
         ValueError: a run's files are untracked or differ from HEAD (digests must be of committed evidence:
             commit or restore them first); nothing is written for any run then.
     """
-    import subprocess
-
     root = Path(evidence_dir)
     pending = [seed_dir for seed_dir in (run_key_dir(root, *key) for key in sorted(committed(root, trained=False)))
                if not (seed_dir / MANIFEST).exists()]

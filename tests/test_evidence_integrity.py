@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gdpo.evidence import (EVAL_FILE, MANIFEST, RUN_FILES, EvidenceInconsistent, check_run_dir, record_digests,
+from gdpo.evidence import (EVAL_FILE, MANIFEST, RUN_FILES, EvidenceInconsistent, check_anchored, check_run_dir,
+                           check_run_evidence, record_digests,
                            restore, run_key_dir, save_evidence)
 from gdpo.files import DigestMismatch, file_sha256
 from gdpo.reporting import publish
@@ -108,6 +109,51 @@ def test_evidence_without_a_manifest_is_refused_and_record_digests_needs_committ
     assert json.loads(manifest.read_text())["recorded"]["files_committed_at"]
     restore(run, tmp_path / "out", RUN_FILES)
     assert record_digests(evidence) == []  # once only
+
+
+def _commit_all(root: Path, message: str = "runs") -> str:
+    for command in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", message]):
+        subprocess.run(["git", *command], cwd=root, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_an_eval_and_its_digest_edited_together_are_refused_against_the_commit_that_added_the_run(tmp_path):
+    """The audit's case: eval.json and its MANIFEST digest both rewritten (and committed) pass every digest check;
+    the commit that first added the run still holds the original, and restoring names it."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    dest = run_key_dir(tmp_path / "evidence", "math", "grpo", 0)
+    save_evidence(finished_run(tmp_path / "results/math/grpo/seed0"), dest)
+    added = _commit_all(tmp_path)
+    restore(dest, tmp_path / "out", [EVAL_FILE])  # untouched: restored
+    path = dest / EVAL_FILE
+    path.write_text(path.read_text().replace("31.0", "41.0"))
+    manifest = json.loads((dest / MANIFEST).read_text())
+    manifest["sha256"][EVAL_FILE] = file_sha256(path)
+    (dest / MANIFEST).write_text(json.dumps(manifest))
+    check_run_evidence(dest)  # the digests alone are fooled
+    for committed_too in (False, True):
+        if committed_too:
+            _commit_all(tmp_path, "edit")
+        with pytest.raises(DigestMismatch, match=rf"eval.json differs from the file commit {added[:12]} added"):
+            restore(dest, tmp_path / "out2", [EVAL_FILE])
+        assert not (tmp_path / "out2").exists()
+    # a file slipped in beside the run after it was committed is refused too
+    shutil.copyfile(dest / "summary.json", dest / "extra.json")
+    subprocess.run(["git", "checkout", added, "--", "."], cwd=dest, check=True)
+    with pytest.raises(DigestMismatch, match=rf"extra.json is not in commit {added[:12]}"):
+        restore(dest, tmp_path / "out2", [EVAL_FILE])
+    (dest / "extra.json").unlink()
+    assert check_anchored(dest) == added
+    assert check_anchored(tmp_path / "out") is None  # outside the history: nothing to anchor to
+
+
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="a copy of the repository without its history")
+def test_every_committed_run_of_the_repository_is_what_the_commit_that_added_it_holds():
+    runs = sorted(path.parent for path in (REPO / "paper_figures").rglob(MANIFEST))
+    assert runs
+    for run in runs:
+        assert check_anchored(run), run
 
 
 def test_a_summary_edited_after_aggregation_stops_the_ledger(tmp_path):
