@@ -720,15 +720,21 @@ def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():
 
 
 def test_the_seed_gate_counts_the_seeds_a_pooled_verdict_rests_on():
-    """The reviewer's case: two Table 3 setups with seeds {0,1,2} and {2,3,4} each pass a per-setup count, but
-    C6 pools them over the one seed they share: underpowered, and the row says so."""
+    """Two Table 3 setups with seeds {0,1,2} and {2,3,4}: C6 pools the setups as independent samples, each on its
+    own 3 pairs (a seed label means nothing across models), so the verdict is the one on aligned labels; a setup
+    with 2 pairs is below the minimum, and the row names it."""
     reporting = {"tables": {"table3": {"R1-1.5B": "m1", "R1-7B": "m7"}}}
     first = eval_rows("m1", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})
-    second = [{**r, "seed": r["seed"] + 2} for r in eval_rows(
-        "m7", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})]
+    aligned = eval_rows("m7", {**MATH_GRPO, ("gdpo", "acc"): [46, 47.5, 46.2], ("gdpo", "exceed"): [10, 11.5, 10.2]})
+    second = [{**r, "seed": r["seed"] + 2} for r in aligned]
     verdict = verdicts.model.judge_c6(evidence(first + second, reporting=reporting))
+    same = verdicts.model.judge_c6(evidence(first + aligned, reporting=reporting))
+    assert verdict.verdict == same.verdict == REPRODUCED
+    assert verdict.measured_value == same.measured_value
+    short = [r for r in second if r["seed"] != 4]
+    verdict = verdicts.model.judge_c6(evidence(first + short, reporting=reporting))
     assert verdict.verdict == UNDERPOWERED
-    assert "≥ 3 seeds per method common to every pooled comparison (have 1)" in verdict.measured_value
+    assert "R1-7B needs ≥ 3 seeds per method (have 2)" in verdict.measured_value
 
 
 def test_c7_gate_counts_seeds_shared_across_the_weights():

@@ -401,6 +401,14 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
                 items = (_effective_items(mean, variance) / per_item) if np.isfinite(variance) else 1e6
                 cells[(setup, method, metric)] = Cell(mean, items, len(sample), per_item)
     trained = [m for m in methods if m != "base"]
+    if claim_id != "C7":  # C7 pairs across its tasks; every other claim pairs its methods within a setup
+        # A setup's runs are compared on the seeds its trained methods share (C6 then pools the setups as
+        # independent samples, each on its own pairs): a trained cell simulates that many seeds.
+        for setup in setups:
+            for metric in metrics:
+                shared = len(set.intersection(*(set(read[(setup, m, metric)].seeds) for m in trained)))
+                for m in trained:
+                    cells[(setup, m, metric)] = dataclasses.replace(cells[(setup, m, metric)], seeds=shared)
     samples = [sample for key, sample in read.items() if key[1] != BASE]
     seeds = _seeds_used(claim_id, list(setups), read)
     items = min((evidence.items(t, m, metrics[0]) or math.inf) for t in setups.values() for m in trained)
@@ -427,7 +435,9 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
 
 def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
     """Seeds per compared method the claim's rule rests on (:func:`gdpo.reporting.verdicts.samples.seeds_compared`):
-    pairs within a setup, pooled over setups (C6), or across the weight sweep's tasks (C7)."""
+    the fewest pairs within any setup (C6 pools its setups as independent samples, each on its own pairs, so the
+    minimum applies to each setup and no seed need be common to two of them), or across the weight sweep's tasks
+    (C7)."""
     metrics = _metrics(claim_id, setups)
     if claim_id == "C7":
         comparisons = [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25")

@@ -106,31 +106,49 @@ def shifted(a: Sample, by: float) -> Estimate:
     return paired_estimate(a.values - by, a.variances, limits=(-by, 100.0 - by))
 
 
-def pooled_seeds(samples: Sequence[tuple[Sample, Sample]]) -> list[int]:
-    """The seeds every side of every pair has: those a pooled interval rests on."""
-    return sorted(set.intersection(*(set(a.seeds) & set(b.seeds) for a, b in samples)))
-
-
 def pooled(samples: Sequence[tuple[Sample, Sample]]) -> Estimate:
-    """Estimate of the mean over setups of a − b: per seed, the setups' differences averaged (seeds all
-    setups share, :func:`pooled_seeds`); item variances add up over setups and divide by their count squared."""
-    common = pooled_seeds(samples)
-    if not common:
-        return _no_estimate("no seed common to every setup")
-    diffs = np.zeros(len(common))
-    variances = np.zeros(len(common))
-    names, notes = [], []
-    for a, b in samples:
-        ia = [a.seeds.index(s) for s in common]
-        ib = [b.seeds.index(s) for s in common]
-        diffs += a.values[ia] - b.values[ib]
-        floor, floor_name, note = pair_floor(a, b, ia, ib)
-        variances += floor
-        names.append(floor_name)
-        notes.append(note)
-    floor_name = names[0] if len(set(names)) == 1 else "; ".join(dict.fromkeys(names))
-    return paired_estimate(diffs / len(samples), variances / len(samples) ** 2, limits=PERCENT_DIFFERENCE,
-                           floor_name=floor_name, note="".join(notes))
+    """Estimate of the mean over setups of a − b, the setups independent samples.
+
+    Each setup is its own paired estimate (:func:`paired`: a − b over the seeds both of its sides have, floored by
+    its evaluation's paired item noise); the pooled mean is the mean of the setups' means, its variance
+    Σ scale_s² / S², on the Welch–Satterthwaite degrees of freedom (Σ scale_s²)² / Σ (scale_s⁴ / dof_s), which lie
+    between the fewest of one setup and their sum. Runs of different setups are never paired by their seed label:
+    a seed number means nothing across models, so relabelling one setup's seeds changes nothing, and a setup with
+    3 seeds leaves another's 10 all counted. One setup: its :func:`paired` estimate itself."""
+    estimates = [paired(a, b) for a, b in samples]
+    if len(estimates) == 1:
+        return estimates[0]
+    return mean_of_independent(estimates, [pair_count(a, b) for a, b in samples])
+
+
+def pair_count(a: Sample, b: Sample) -> int:
+    """The seed pairs :func:`paired` forms from ``a`` and ``b``: the seeds both have; every seed of the other side
+    where one is a reference evaluated once (``once``; 1 where both are)."""
+    if a.once and b.once:
+        return 1
+    if a.once or b.once:
+        return len((b if a.once else a).seeds)
+    return len(set(a.seeds) & set(b.seeds))
+
+
+def mean_of_independent(estimates: Sequence[Estimate], seeds: Sequence[int] | None = None) -> Estimate:
+    """The mean of independent estimates (one per setup): mean Σ mean_s / S, standard error √(Σ scale_s²) / S,
+    Welch–Satterthwaite degrees of freedom; inside [−100, 100]. Any estimate without an interval (NaN scale)
+    leaves the mean without one, and says which. ``seeds``: each estimate's seed count, for the source text."""
+    count = len(estimates)
+    means = np.array([e.mean for e in estimates], dtype=float)
+    variances = np.array([e.scale ** 2 for e in estimates], dtype=float)
+    dofs = np.array([e.dof for e in estimates], dtype=float)
+    counts = "" if seeds is None else " (" + ", ".join(str(k) for k in seeds) + " seeds)"
+    missing = [i for i, e in enumerate(estimates) if not e.scale > 0]
+    if missing:
+        why = "; ".join(f"setup {i + 1}: {estimates[i].source}" for i in missing)
+        return Estimate(float(means.mean()), math.nan, 1, f"no interval for a setup ({why})", PERCENT_DIFFERENCE)
+    total = float(variances.sum())
+    dof = total ** 2 / float(np.sum(variances ** 2 / dofs))
+    source = (f"mean of {count} setups' paired means{counts}, independent; t on {dof:.1f} degrees of freedom "
+              "(Welch–Satterthwaite)")
+    return Estimate(float(means.mean()), math.sqrt(total) / count, dof, source, PERCENT_DIFFERENCE)
 
 
 #: Cells of a claim's samples: (setup label, method, metric) → Sample.
@@ -139,13 +157,9 @@ Cells = Mapping[tuple[str, str, str], Sample]
 
 def seeds_compared(cells: Cells, comparisons: Sequence[Sequence[tuple[tuple[str, str, str], tuple[str, str, str]]]]
                    ) -> int:
-    """Seeds per compared method that a verdict actually rests on: for each comparison (a list of (a, b) cell
-    pairs whose differences are averaged per seed, as :func:`pooled` does; one pair for a plain paired
-    difference), the seeds common to every side of it; the fewest over comparisons. A reference evaluated
-    once (``once``) pairs with any seed."""
-    fewest = math.inf
-    for pairs in comparisons:
-        sides = [cells[key] for pair in pairs for key in pair]
-        seed_sets = [set(sample.seeds) for sample in sides if not sample.once]
-        fewest = min(fewest, len(set.intersection(*seed_sets)) if seed_sets else 0)
-    return 0 if fewest is math.inf else int(fewest)
+    """Seeds per compared method that a verdict actually rests on: the fewest seed pairs of any (a, b) cell pair
+    (:func:`pair_count`: the seeds both sides have; a reference evaluated once pairs with any seed). A comparison
+    listing several pairs (setups whose differences :func:`pooled` averages) rests on each pair's own seeds, never
+    on the seeds the setups share: each setup is its own sample."""
+    counts = [pair_count(cells[a], cells[b]) for pairs in comparisons for a, b in pairs]
+    return min(counts) if counts else 0
