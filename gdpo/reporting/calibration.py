@@ -21,6 +21,10 @@ The seed spread: measured from the runs where they exist (:func:`estimate_seed_s
 variance less the evaluation's binomial variance, at the upper end of its one-sided 80 % χ² interval, so that
 power is not overstated by runs that happened to agree), otherwise :func:`default_seed_sd`: the evaluation's
 own binomial sd of a run's score (a run's training varies it at least as much as re-evaluating it would).
+
+The items: independent binomial draws per run, unless the compared runs answer the same items at correlation ρ
+(``item_correlation``; `gdpo power --item-correlation`), when the rule floors each difference by the paired item
+noise. The ledger measures ρ where items.json records the compared runs' per-item outcomes (:func:`item_pairing`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from gdpo.reporting.verdicts.decisions import (
     decide_events, decide_sim_pairs, effect_or_zero, event_outcomes, over_cells,
 )
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence
-from gdpo.reporting.verdicts.items import SimulatedItems
+from gdpo.reporting.verdicts.items import NO_ITEM_OUTCOMES, ItemScores, SimulatedItems, compare_items, pair_noise
 from gdpo.reporting.verdicts.samples import Sample, seeds_compared
 from gdpo.reporting.verdicts.validity import DEFAULT_COLLAPSE_RATE, comparable_probability
 from gdpo.tasks.tool_calling.bfcl_aggregate import held_out_items
@@ -113,6 +117,8 @@ class TableDesign:
     #: Correlation of two methods' item outcomes on the same items (ρ; 0: independent binomial items). Above 0
     #: the simulated runs carry their items (SimulatedItems) and the rule floors by the paired item noise.
     item_correlation: float = 0.0
+    #: How item_correlation was chosen (the ledger's power_basis states it; "" where given).
+    item_source: str = ""
 
     def with_seeds(self, seeds: int) -> TableDesign:
         cells = {k: dataclasses.replace(c, seeds=seeds if c.seeds > 1 or k[1] != "base" else 1)
@@ -212,8 +218,13 @@ def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, see
     means = cell_means(design, effect)
     rho = design.item_correlation
     # Paired items: every run of a (setup, metric) answers the same items, so their evaluation noise shares a
-    # component (one draw per replicate, common to every seed and method) with weight √ρ.
-    common = {(setup, metric): rng.standard_normal(replicates) for setup, _, metric in design.cells} if rho else {}
+    # component (one draw per replicate, common to every seed and method) with weight √ρ. C7 pairs each weight's
+    # runs with weight 1's, on the same items: its component is common to the weights of a metric.
+    def group(setup: str, metric: str) -> tuple[str, ...]:
+        return (metric,) if design.claim_id == "C7" else (setup, metric)
+
+    common = ({group(setup, metric): rng.standard_normal(replicates) for setup, _, metric in design.cells}
+              if rho else {})
     draws = {}
     for key, cell in design.cells.items():
         sd = design.seed_sd if cell.seed_sd is None else cell.seed_sd
@@ -221,7 +232,7 @@ def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, see
         trials = max(1, int(round(cell.trials)))
         if rho:
             # Normal approximation of the binomial draws, correlated at ρ with the other methods' on these items.
-            noise = (math.sqrt(rho) * common[(key[0], key[2])][:, None]
+            noise = (math.sqrt(rho) * common[group(key[0], key[2])][:, None]
                      + math.sqrt(1 - rho) * rng.standard_normal((replicates, cell.seeds)))
             values = np.clip(rates + np.sqrt(rates * (100.0 - rates) / trials) * noise, 0.0, 100.0)
         else:
@@ -362,7 +373,8 @@ def _effective_items(mean: float, variance: float) -> float:
 def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | EventDesign | None:
     """The design the ledger's evidence represents (None where the claim's runs are missing): reference
     rates, items and samples per item from the runs, the seed spread measured over seeds
-    (:func:`estimate_seed_spread`; :func:`default_seed_sd` where no method has two seeds)."""
+    (:func:`estimate_seed_spread`; :func:`default_seed_sd` where no method has two seeds), and the item
+    correlation of the runs the rule pairs (:func:`item_pairing`; 0 where items.json records none)."""
     if claim_id in ("C5", "C10"):
         figure = "fig5" if claim_id == "C5" else "fig8"
         task = evidence.figure_task(figure)
@@ -412,7 +424,10 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
     samples = [sample for key, sample in read.items() if key[1] != BASE]
     seeds = _seeds_used(claim_id, list(setups), read)
     items = min((evidence.items(t, m, metrics[0]) or math.inf) for t in setups.values() for m in trained)
-    design = TableDesign(claim_id, tuple(setups), cells, 0.0, seeds, items)
+    # Where items.json pairs the compared runs the rule floors by the paired item noise: simulate that rule.
+    pairing = item_pairing(claim_id, list(setups), read)
+    design = TableDesign(claim_id, tuple(setups), cells, 0.0, seeds, items,
+                         item_correlation=pairing.correlation, item_source=pairing.text())
     spread = estimate_seed_spread(samples)
     if spread is None:
         sd = default_seed_sd(design)
@@ -431,6 +446,116 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
     return dataclasses.replace(design, cells=cells, seed_sd=spread.upper,
                                spread_source=f"{spread.text()}; per setup and metric (80 % upper bounds): "
                                              + ", ".join(texts) + " pts")
+
+
+#: The largest item correlation the ledger's power simulates: at ρ = 1 a (setup, metric)'s runs would share their
+#: whole evaluation noise, which a correlation measured on finitely many items (1.00 where two runs' outcomes
+#: move together on every item) does not show.
+MAX_ITEM_CORRELATION = 0.99
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemPairing:
+    """The item correlation of the runs a claim's rule pairs (:func:`item_pairing`).
+
+    Attributes:
+        correlation: ρ the design simulates, in [0, :data:`MAX_ITEM_CORRELATION`] (0: independent items).
+        measured: the smallest Pearson correlation of two paired runs' item outcomes (NaN: none measurable).
+        pairs: pairs of compared runs (per metric) with a measurable correlation.
+        why: why the items are simulated as independent (where ``correlation`` is 0).
+    """
+
+    correlation: float
+    measured: float = math.nan
+    pairs: int = 0
+    why: str = NO_ITEM_OUTCOMES
+
+    def text(self) -> str:
+        if self.correlation > 0:
+            pairs = f"{self.pairs} run pair" + ("s" if self.pairs != 1 else "")
+            return (f"paired items at ρ = {self.correlation:.2f} measured over {pairs} (the smallest correlation of "
+                    "two compared runs' item outcomes)")
+        return f"independent items ({self.why})"
+
+
+def _compared_cells(claim_id: str, setups: Sequence[str]) -> list[tuple[tuple, tuple]]:
+    """The (setup, method, metric) cells the claim's rule pairs (:mod:`gdpo.reporting.verdicts.decisions`):
+    C4's format against the base model's and its accuracy against GRPO's, C7's weights against weight 1, every
+    other claim GDPO against GRPO per setup and metric."""
+    metrics = _metrics(claim_id, setups)
+    if claim_id == "C7":
+        return [((w, m, r), ("1", m, r)) for w in ("0.75", "0.5", "0.25") for m in (Method.GRPO, Method.GDPO)
+                for r in metrics]
+    if claim_id == "C4":
+        return [pair for s in setups for pair in (((s, Method.GRPO_NOSTD, "format"), (s, BASE, "format")),
+                                                  ((s, Method.GRPO_NOSTD, "avg"), (s, Method.GRPO, "avg")))]
+    return [((s, Method.GDPO, r), (s, Method.GRPO, r)) for s in setups for r in metrics]
+
+
+def _run_pairs(a: Sample, b: Sample) -> list[tuple]:
+    """Each pair of runs' per-item outcomes that the rule's estimate of a − b pairs
+    (:func:`gdpo.reporting.verdicts.samples.paired`): a reference evaluated once with every seed of the other
+    side, otherwise the seeds both have."""
+    if b.once:
+        return [(a.outcome(i), b.outcome(0)) for i in range(1 if a.once else len(a))]
+    if a.once:
+        return [(a.outcome(0), b.outcome(j)) for j in range(len(b))]
+    return [(a.outcome(a.seeds.index(s)), b.outcome(b.seeds.index(s))) for s in a.seeds if s in b.seeds]
+
+
+def _run_pair_correlation(a: ItemScores, b: ItemScores) -> float:
+    """Pearson correlation of two runs' item means on the items both scored and the metric counts (those
+    :func:`gdpo.reporting.verdicts.items.pair_noise` pairs), by
+    :func:`gdpo.reporting.verdicts.items.compare_items`; the smallest over benchmarks, NaN where every
+    benchmark's outcomes are constant in a run."""
+    found = []
+    for benchmark, (ids_a, means_a, weights_a) in a.benchmarks.items():
+        ids_b, means_b, _ = b.benchmarks[benchmark]
+        rows_b = {item: index for index, item in enumerate(ids_b)}
+        keep = [index for index, item in enumerate(ids_a) if item in rows_b and weights_a[index] > 0]
+        if len(keep) < 2:
+            continue
+        y = means_b[[rows_b[ids_a[index]] for index in keep]]
+        found.append(compare_items(means_a[keep][:, None], y[:, None], weights_a[keep]).correlation)
+    finite = [value for value in found if not math.isnan(value)]
+    return min(finite) if finite else math.nan
+
+
+def item_pairing(claim_id: str, setups: Sequence[str], samples: Mapping) -> ItemPairing:
+    """The item correlation to simulate ``claim_id``'s rule with, measured on the runs it pairs.
+
+    Per pair of compared runs (:func:`_compared_cells`, :func:`_run_pairs`) the correlation of their item
+    outcomes (:func:`_run_pair_correlation`; constant outcomes give none); the design takes the smallest, since
+    a lower correlation gives a lower power, clipped to [0, :data:`MAX_ITEM_CORRELATION`]. 0 (independent
+    items) where any comparison does not pair every one of its runs' items: the rule then floors it by two
+    independent binomials (:func:`gdpo.reporting.verdicts.samples.pair_floor`), as it does everything where
+    items.json records nothing.
+
+    Args:
+        samples: (setup, method, metric) → :class:`Sample` with its per-seed outcomes, as the rule reads them.
+    """
+    comparisons = [(a, b) for a, b in _compared_cells(claim_id, setups) if a in samples and b in samples]
+    correlations, unpaired, recorded = [], 0, False
+    for key_a, key_b in comparisons:
+        runs = _run_pairs(samples[key_a], samples[key_b])
+        recorded = recorded or any(x is not None or y is not None for x, y in runs)
+        if not runs or any(pair_noise(x, y) is None for x, y in runs):
+            unpaired += 1
+            continue
+        correlations += [_run_pair_correlation(x, y) for x, y in runs]
+    if not recorded:
+        return ItemPairing(0.0)
+    if unpaired:
+        return ItemPairing(0.0, why=f"{unpaired} of the rule's {len(comparisons)} comparisons do not pair every "
+                                    "run's items and are floored by the evaluation's binomial noise")
+    finite = [value for value in correlations if not math.isnan(value)]
+    if not finite:
+        return ItemPairing(0.0, why="the paired runs' item outcomes are constant: no correlation measurable")
+    smallest = min(finite)
+    if smallest <= 0:
+        return ItemPairing(0.0, smallest, len(finite), why=f"the smallest correlation of item outcomes over "
+                                                            f"{len(finite)} run pairs, {smallest:.2f}, taken as 0")
+    return ItemPairing(min(smallest, MAX_ITEM_CORRELATION), smallest, len(finite))
 
 
 def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
@@ -501,14 +626,15 @@ def default_seed_sd(design: TableDesign) -> float:
 def ledger_power(claim_id: str, evidence: Evidence, replicates: int = 400) -> tuple[float, str]:
     """The ledger's ``power`` — P(reproduced) of the claim's rule, gated, on the design the evidence
     represents, with the paper's effect (NaN where no design can be read) — and where its seed spread came
-    from ("" for event claims and missing designs)."""
+    from and how its items were simulated (paired at the measured correlation, or independent; "" for event
+    claims and missing designs)."""
     design = design_from_evidence(claim_id, evidence)
     if design is None:
         return math.nan, ""
     if isinstance(design, EventDesign):
         return round(event_power(design), 3), ""
     power = simulate_table(design, effect=True, replicates=replicates).get(REPRODUCED, 0.0)
-    return round(power, 3), design.spread_source
+    return round(power, 3), f"{design.spread_source}; {design.item_source}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -916,7 +1042,8 @@ def calibration_failures(design: TableDesign, replicates: int = STATED_REPLICATE
 
 __all__ = ["ASSUMED_SEED_SD", "Cell", "EventDesign", "TableDesign", "break_even_seed_sd", "calibration_checks",
            "calibration_table",
-           "curve_null", "designs_from_config", "event_null_worst_case", "event_power", "ledger_power",
+           "curve_null", "designs_from_config", "event_null_worst_case", "event_power", "item_pairing",
+           "ItemPairing", "ledger_power",
            "paper_number_cells", "paper_number_evals", "power_of", "seeds_for_power", "items_for_power",
            "simulate_table"]
 

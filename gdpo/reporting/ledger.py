@@ -234,9 +234,10 @@ def ledger_markdown(ledger: pd.DataFrame, scale: str) -> str:
         "",
         "**power** (one definition on every row): the probability that this design (its seeds, evaluated items × "
         "samples and steps, the seed spread measured here or assumed, the claim's minimum) gives `reproduced` if the "
-        "paper's effect is true, by simulating runs (seed spread plus the evaluation's binomial noise) through the "
-        "rule itself; the `power_basis` column says what it assumed. `gdpo power --config <config>` says what a "
-        "design needs for 80 %. Rules: `gdpo/reporting/verdicts/`; contract and statistics: "
+        "paper's effect is true, by simulating runs (seed spread plus the evaluation's binomial noise, paired between "
+        "the compared runs at their measured item correlation where items.json records their per-item outcomes) "
+        "through the rule itself; the `power_basis` column says what it assumed. `gdpo power --config <config>` "
+        "says what a design needs for 80 %. Rules: `gdpo/reporting/verdicts/`; contract and statistics: "
         "`gdpo/reporting/contract.py`.",
         "",
         "| claim | scale | verdict | power | what was run |",
