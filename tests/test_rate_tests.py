@@ -72,8 +72,9 @@ def test_event_rules_are_calibrated_at_every_size_and_their_power_does_not_fall(
     """Computed exactly, for 3 to 40 seeds per method: under no difference P(reproduced or smaller) ≤ 5 % (worst
     over the common rate); with a's rate δ above b's P(not reproduced) ≤ 5 % (worst over b's rate), and at the
     paper's rates (b 0.05, a 0.05 + δ); P(a's rate shown above b's) at the paper's rates non-decreasing in the
-    seeds (C10 keeps one step down, 16 → 17 seeds, 0.495 → 0.475, that no region grown to its exact size
-    removes: listed, so that a new one fails)."""
+    seeds (C10 keeps one step down, 16 → 17 seeds, 0.495 → 0.456, that no region grown to its exact size
+    removes, 0.475 at best, and the 17-seed region must hold the 16-seed one's tables: listed, so that a new one
+    fails)."""
     delta = EVENT_EFFECTS[claim]
     rate_a = EVENT_BASE_RATE + delta
     shown_above, reproduced = [], []

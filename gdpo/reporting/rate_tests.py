@@ -17,6 +17,10 @@ size is largest because the rejection regions are monotone (Barnard-convex: a ta
 b-events is at least as extreme; ``tests/test_rate_tests.py`` checks it). Rejection regions per
 (n_a, n_b, d₀, α) are cached (:func:`above_region`, :func:`below_region`), so a ledger or a calibration that asks
 for every table of a design computes each once.
+
+The event claims show a's rate above b's by :func:`reproduction_region`: an exact test of the same null whose
+region is grown to its exact size toward the claim's stated alternative, the regions of all designs nested so that
+one more seed that agrees with the claim never takes a table out of it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import functools
 
 import numpy as np
 from scipy import stats
-from scipy.special import xlogy
+from scipy.special import gammaln, xlogy
 
 #: Points of the nuisance-rate grid over which an exact p-value is maximised (its two ends included).
 GRID = 1001
@@ -62,24 +66,12 @@ def _log_likelihood(x: np.ndarray, n_a: int, y: np.ndarray, n_b: int, rate_b: np
     return (xlogy(x, rate_a) + xlogy(n_a - x, 1 - rate_a) + xlogy(y, rate_b) + xlogy(n_b - y, 1 - rate_b))
 
 
-def fisher_statistic(x: np.ndarray, n_a: int, y: np.ndarray, n_b: int) -> np.ndarray:
-    """−log of Fisher's one-sided p-value of a's rate above b's (hypergeometric, margins fixed), elementwise: the
-    ordering of Boschloo's test (larger is more extreme)."""
-    x, y = np.asarray(x), np.asarray(y)
-    return -np.log(np.maximum(stats.hypergeom.sf(x - 1, n_a + n_b, x + y, n_a), 1e-300))
-
-
-def _p_values(n_a: int, n_b: int, d0: float, upper: bool, ordering: str = "score") -> np.ndarray:
+def _p_values(n_a: int, n_b: int, d0: float, upper: bool) -> np.ndarray:
     """(n_a + 1, n_b + 1) exact p-values of every table: sup over the boundary p_a − p_b = d₀ (on the grid) of
     P(z ≥ z_obs) (``upper``) or P(z ≤ z_obs)."""
     x, y = np.meshgrid(np.arange(n_a + 1), np.arange(n_b + 1), indexing="ij")
-    if ordering == "fisher":
-        z = fisher_statistic(x.ravel(), n_a, y.ravel(), n_b)
-    else:  # "score", or "score@d": the score statistic against d, sized at the null boundary d₀
-        against = float(ordering.partition("@")[2] or d0)
-        z = score_statistic(x.ravel(), n_a, y.ravel(), n_b, against)
-        z = z if upper else -z
-    z = np.round(z, 9)  # larger is more extreme; ties to 1e-9 are one value
+    z = score_statistic(x.ravel(), n_a, y.ravel(), n_b, d0)
+    z = np.round(z if upper else -z, 9)  # larger is more extreme; ties to 1e-9 are one value
     order = np.argsort(-z, kind="stable")
     z_sorted = z[order]
     # the index of the last table of each one's tie group: a table's tail includes its ties
@@ -99,8 +91,8 @@ def _p_values(n_a: int, n_b: int, d0: float, upper: bool, ordering: str = "score
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_p_values(n_a: int, n_b: int, d0: float, upper: bool, ordering: str = "score") -> np.ndarray:
-    values = _p_values(n_a, n_b, d0, upper, ordering)
+def _cached_p_values(n_a: int, n_b: int, d0: float, upper: bool) -> np.ndarray:
+    values = _p_values(n_a, n_b, d0, upper)
     values.setflags(write=False)
     return values
 
@@ -141,58 +133,178 @@ def table_probabilities(n_a: int, n_b: int, rate_a: float, rate_b: float) -> np.
     return np.outer(stats.binom.pmf(np.arange(n_a + 1), n_a, rate_a), stats.binom.pmf(np.arange(n_b + 1), n_b, rate_b))
 
 
-def _null_table_probabilities(n_a: int, n_b: int, d0: float) -> np.ndarray:
-    """(GRID, n_a + 1, n_b + 1) each table's probability at every grid point of the boundary p_a − p_b = d₀."""
-    pb_grid = np.linspace(0.0, 1.0 - d0, GRID) if d0 >= 0 else np.linspace(-d0, 1.0, GRID)
-    pa_grid = np.clip(pb_grid + d0, 0.0, 1.0)
-    prob_a = stats.binom.pmf(np.arange(n_a + 1)[None, :], n_a, pa_grid[:, None])
-    prob_b = stats.binom.pmf(np.arange(n_b + 1)[None, :], n_b, pb_grid[:, None])
-    return prob_a[:, :, None] * prob_b[:, None, :]
+@functools.cache
+def _null_pmf(n: int) -> np.ndarray:
+    """(GRID, n + 1) probability of 0..n events in n seeds at each grid rate 0..1 (the common rate of
+    H₀ p_a = p_b)."""
+    values = stats.binom.pmf(np.arange(n + 1)[None, :], n, np.linspace(0.0, 1.0, GRID)[:, None])
+    values.setflags(write=False)
+    return values
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.cache
+def _null_tail(n: int) -> np.ndarray:
+    """(GRID, n + 2) probability of at least 0..n + 1 events in n seeds at each grid rate (:func:`_null_pmf`)."""
+    values = np.concatenate([np.cumsum(_null_pmf(n)[:, ::-1], axis=1)[:, ::-1], np.zeros((GRID, 1))], axis=1)
+    values.setflags(write=False)
+    return values
+
+
+def _null_sizes(region: np.ndarray) -> np.ndarray:
+    """(GRID,) probability of ``region`` ((n_a + 1, n_b + 1) bool) at each grid rate of H₀ p_a = p_b."""
+    n_a, n_b = region.shape[0] - 1, region.shape[1] - 1
+    return ((_null_pmf(n_a) @ region.astype(float)) * _null_pmf(n_b)).sum(axis=1)
+
+
+def null_size(region: np.ndarray) -> float:
+    """Exact size of the test that rejects H₀ p_a ≤ p_b on ``region`` ((n_a + 1, n_b + 1) bool,
+    Barnard-convex): its largest probability over the common rate of p_a = p_b (grid of :data:`GRID` points)."""
+    return float(_null_sizes(region).max())
+
+
 def reproduction_region(n_a: int, n_b: int, alpha: float, rate_a: float, rate_b: float) -> np.ndarray:
-    starts = ("score", "fisher", "empty", *(f"score@{f * (rate_a - rate_b):.6f}" for f in (0.25, 0.5, 0.75, 1.0)))
-    best = max((_grown_region(n_a, n_b, alpha, rate_a, rate_b, start) for start in starts),
-               key=lambda region: float((table_probabilities(n_a, n_b, rate_a, rate_b) * region).sum()))
-    best.setflags(write=False)
-    return best
+    """(n_a + 1, n_b + 1) bool, read-only: the tables that show a's rate above b's at one-sided ``alpha``, the
+    exact test grown toward the stated alternative (``rate_a`` vs ``rate_b``).
+
+    Each design's region is grown (:func:`_grow`) while its exact size, the maximum over the null boundary
+    p_a = p_b, stays ≤ ``alpha``: a region of an exact test cannot reach its nominal size (the tables are
+    discrete), and how far below it falls jumps with the seed count; growing it to the size shrinks those jumps.
+    The regions of all designs are nested, so that a seed that agrees with the claim never weakens the verdict:
+    (x, y) in the region of (n_a, n_b) puts (x + 1, y) in that of (n_a + 1, n_b) (one more a-seed, with the event)
+    and (x, y) in that of (n_a, n_b + 1) (one more b-seed, without it). Read as (a's seeds without the event,
+    b's seeds with it), every region is a down-set, and adding seeds only adds to it.
+
+    So each design starts from its predecessors' regions (:func:`_region_inputs`), then grows. That start
+    stays within the size: a region moved into a design with one more seed is no more likely, at any null
+    rate, than it was (coupling: the table with the added seed is in the moved region only if the table
+    without it is in the region), but the union of two such regions can exceed α. Therefore the designs with
+    the same seeds in all are ordered: their regions grow toward a peak design, (m, m) for 2m seeds and
+    (m, m − 1) for 2m − 1, each capped by its neighbour on the peak's side, so that of every design's two
+    predecessors one contains the other, and its start is a single moved region. Equal designs (m, m), those
+    calibration and power plans use, grow from (m − 1, m − 1)'s region alone, the odd peak (m, m − 1) capped
+    by (m, m)'s. Two growth orders are tried for each design (:func:`_priorities`), the one more powerful at
+    the alternative kept. Regions depend on the seeds and the alternative only, never on the data, so the test
+    stays exact; built once per test (``alpha``, rates) and design, on demand.
+    ``tests/test_event_monotonicity.py`` checks sizes, convexity and nesting (1–40 seeds per method, both
+    event claims), ``tests/test_rate_tests.py`` that power at equal seeds does not fall as seeds are added
+    (3–40)."""
+    regions = _regions(float(alpha), float(rate_a), float(rate_b))
+    pending = [(int(n_a), int(n_b))]
+    while pending:  # depth first: a design is built once the regions it needs are
+        design = pending[-1]
+        if design in regions:
+            pending.pop()
+            continue
+        missing = [d for d in _region_needs(*design) if d not in regions]
+        if missing:
+            pending.extend(missing)
+            continue
+        regions[design] = _nested_region(*design, regions, float(alpha), float(rate_a), float(rate_b))
+        pending.pop()
+    return regions[int(n_a), int(n_b)]
 
 
-def _grown_region(n_a: int, n_b: int, alpha: float, rate_a: float, rate_b: float, start: str) -> np.ndarray:
-    """(n_a + 1, n_b + 1) bool, read-only: the tables that show a's rate above b's at one-sided ``alpha``.
+@functools.lru_cache(maxsize=64)
+def _regions(alpha: float, rate_a: float, rate_b: float) -> dict[tuple[int, int], np.ndarray]:
+    """The regions of :func:`reproduction_region` built so far for one test, by design (n_a, n_b)."""
+    return {}
 
-    The exact score test's region (:func:`above_region`), grown while its exact size allows: tables are added
-    one at a time, most likely under the stated alternative (``rate_a`` vs ``rate_b``) relative to their worst
-    probability under the null first, each only if the region stays Barnard-convex (a table with more a-events
-    or fewer b-events is in it too) and its size, the maximum over the null boundary p_a = p_b (grid of
-    :data:`GRID` points), stays ≤ ``alpha``. A region of an exact test cannot reach its nominal size (the
-    tables are discrete), and how far below it falls jumps with the seed count; growing it to the size shrinks
-    those jumps, so that power no longer falls as seeds are added (``tests/test_rate_tests.py`` checks it at
-    3–40 seeds per method for both event claims). The region depends on the seeds and the alternative only,
-    never on the data, so the test stays exact."""
-    if start == "empty":
-        region = np.zeros((n_a + 1, n_b + 1), dtype=bool)
-    else:
-        region = _cached_p_values(n_a, n_b, 0.0, True, start) <= alpha - SIZE_MARGIN
-    null = _null_table_probabilities(n_a, n_b, 0.0)
-    size = (null * region).sum(axis=(1, 2))
-    worst = null.max(axis=0)
-    alternative = table_probabilities(n_a, n_b, rate_a, rate_b)
-    priority = alternative / np.maximum(worst, 1e-300)
-    refused = np.zeros_like(region)
-    while True:
-        inside_up = np.ones_like(region)
-        inside_up[:-1, :] = region[1:, :]  # (x + 1, y) in the region, or x at its maximum
-        inside_left = np.ones_like(region)
-        inside_left[:, 1:] = region[:, :-1]  # (x, y − 1) in the region, or y at 0
-        candidates = ~region & ~refused & inside_up & inside_left
-        if not candidates.any():
-            break
-        x, y = np.unravel_index(np.argmax(np.where(candidates, priority, -1.0)), region.shape)
-        grown = size + null[:, x, y]
-        if grown.max() <= alpha - SIZE_MARGIN:
-            region[x, y], size = True, grown
-        else:
-            refused[x, y] = True
+
+def _region_needs(n_a: int, n_b: int) -> list[tuple[int, int]]:
+    """The designs whose regions (n_a, n_b)'s is built from: its start (:func:`_region_inputs`) and its cap."""
+    starts, cap = _region_inputs(n_a, n_b)
+    return starts + ([cap] if cap else [])
+
+
+def _region_inputs(n_a: int, n_b: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+    """The designs whose regions (n_a, n_b)'s contains (its predecessors; the diagonal's: (n − 1, n − 1) alone, the
+    others it contains through the caps) and the design whose region caps it (None: uncapped): among designs
+    with n_a + n_b seeds, its neighbour toward the peak; the odd peak (m, m − 1) is capped by (m, m)."""
+    if n_a == 0 or n_b == 0:
+        return [], None
+    if n_a == n_b:
+        return [(n_a - 1, n_b - 1)], None
+    peak = (n_a + n_b + 1) // 2  # a's seeds in the peak design
+    cap = (n_a, n_a) if n_a == peak else (n_a + 1, n_b - 1) if n_a < peak else (n_a - 1, n_b + 1)
+    return [(n_a - 1, n_b), (n_a, n_b - 1)], cap
+
+
+def _in_design(region: np.ndarray, n_a: int, n_b: int) -> np.ndarray:
+    """(n_a + 1, n_b + 1) bool: ``region`` (another design's) in design (n_a, n_b), table for table with as many
+    a-seeds without the event and b-seeds with it; tables beyond the other design's seeds are out."""
+    other_a, other_b = region.shape[0] - 1, region.shape[1] - 1
+    moved = np.zeros((n_a + 1, n_b + 1), dtype=bool)
+    rows = np.arange(n_a + 1) - (n_a - other_a)  # the other design's a-events for as many a-seeds without
+    inside = rows >= 0
+    columns = min(n_b, other_b) + 1
+    moved[inside, :columns] = region[rows[inside], :columns]
+    return moved
+
+
+def _nested_region(n_a: int, n_b: int, regions: dict[tuple[int, int], np.ndarray], alpha: float, rate_a: float,
+                   rate_b: float) -> np.ndarray:
+    """(n_a + 1, n_b + 1) bool, read-only: design (n_a, n_b)'s region of :func:`reproduction_region`, from the
+    regions of :func:`_region_inputs` (in ``regions``)."""
+    starts, cap_design = _region_inputs(n_a, n_b)
+    region = np.zeros((n_a + 1, n_b + 1), dtype=bool)
+    if n_a and n_b:  # a method without seeds shows nothing: any table has probability 1 at the null rate 0 or 1
+        for design in starts:
+            region |= _in_design(regions[design], n_a, n_b)
+        cap = np.ones_like(region) if cap_design is None else _in_design(regions[cap_design], n_a, n_b)
+        if (region & ~cap).any():  # cannot happen: the cap's design contains the start's (see reproduction_region)
+            raise RuntimeError(f"event test region of {n_a} vs {n_b} seeds: its start exceeds its cap")
+        alternative = np.exp(_log_pmf(np.arange(n_a + 1), n_a, rate_a)[:, None]
+                             + _log_pmf(np.arange(n_b + 1), n_b, rate_b)[None, :])
+        region = max((_grow(region, cap, alpha, priority) for priority in _priorities(n_a, n_b, rate_a, rate_b)),
+                     key=lambda grown: float(alternative[grown].sum()))
+    region.setflags(write=False)
     return region
+
+
+def _priorities(n_a: int, n_b: int, rate_a: float, rate_b: float) -> list[np.ndarray]:
+    """(n_a + 1, n_b + 1) orders in which :func:`_grow` adds tables (larger first): the table's probability
+    under the alternative relative to its largest under the null (log), and the pooled score z (ties by the
+    former)."""
+    x, y = np.meshgrid(np.arange(n_a + 1), np.arange(n_b + 1), indexing="ij")
+    common = (x + y) / (n_a + n_b)  # the null rate at which the table is most likely
+    evidence = (_log_pmf(x, n_a, rate_a) + _log_pmf(y, n_b, rate_b) - _log_pmf(x, n_a, common)
+                - _log_pmf(y, n_b, common))
+    z = np.round(score_statistic(x.ravel(), n_a, y.ravel(), n_b, 0.0), 9)  # ties to 1e-9 are one value
+    ranks = np.empty(z.size)
+    ranks[np.lexsort((evidence.ravel(), z))] = np.arange(z.size)
+    return [evidence, ranks.reshape(x.shape)]
+
+
+def _log_pmf(k: np.ndarray, n: int, rate: float | np.ndarray) -> np.ndarray:
+    """Log of the binomial probability of ``k`` events in ``n`` seeds at ``rate``, elementwise (−inf where 0)."""
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + xlogy(k, rate) + xlogy(n - k, 1 - rate)
+
+
+def _grow(start: np.ndarray, cap: np.ndarray, alpha: float, priority: np.ndarray) -> np.ndarray:
+    """(n_a + 1, n_b + 1) bool: ``start`` (Barnard-convex, size ≤ ``alpha``) grown one table at a time, the one of
+    largest ``priority`` among those whose addition keeps the region Barnard-convex (a table with more a-events
+    or fewer b-events is in it too) first, each added only if it is in ``cap`` and the size, the maximum over the
+    null boundary p_a = p_b (grid of :data:`GRID` points), stays ≤ ``alpha``; a table refused closes its column
+    (b's events), whose next table would need it."""
+    n_a, n_b = start.shape[0] - 1, start.shape[1] - 1
+    pmf_a, pmf_b = _null_pmf(n_a), _null_pmf(n_b)
+    # the region as a staircase: in column y (b's events) the tables with a's events ≥ first[y]
+    first = np.where(start.any(axis=0), start.argmax(axis=0), n_a + 1)
+    size = (_null_tail(n_a)[:, first] * pmf_b).sum(axis=1)
+    if size.max() > alpha - SIZE_MARGIN:  # cannot happen: a start is one region moved (see reproduction_region)
+        raise RuntimeError(f"event test region of {n_a} vs {n_b} seeds: its start exceeds the size {alpha}")
+    closed = np.zeros(n_b + 1, dtype=bool)
+    while True:
+        x = first - 1
+        open_ = ~closed & (x >= 0)
+        open_[1:] &= first[:-1] <= x[1:]  # (x, y − 1) in the region already
+        columns = np.flatnonzero(open_)
+        if not columns.size:
+            break
+        y = columns[np.argmax(priority[x[columns], columns])]
+        grown = size + pmf_a[:, x[y]] * pmf_b[:, y]
+        if cap[x[y], y] and grown.max() <= alpha - SIZE_MARGIN:
+            size, first[y] = grown, x[y]
+        else:
+            closed[y] = True
+    return np.arange(n_a + 1)[:, None] >= first[None, :]

@@ -166,10 +166,15 @@ def decide_c4(cells: Cells, setups: Sequence[str], any_setup: bool = False) -> D
 
 def decide_c6(cells: Cells, setups: Sequence[str]) -> Decision:
     """C6: GDPO − GRPO of accuracy above 0 and of Exceed below 0, each averaged over the benchmarks and then
-    over Table 3's setups (models), paired by seed; refuted below the paper's mean effect. Per-setup
-    estimates are reported beside it (both bounds at one-sided 1 − α). (Per model, the paper's own gains at
-    R1-7B and Qwen3-4B are +0.6 and +0.3 points of accuracy: too small to be decided over the seeds of one run
-    each.) Levels by :func:`decide_setups` over the two parts."""
+    over Table 3's setups (models); refuted below the paper's mean effect over those setups. Each setup is
+    paired by seed within itself and the setups are pooled as independent samples (:func:`pooled`: the mean of
+    the setups' paired means, Welch–Satterthwaite degrees of freedom), never by seed label across models.
+    Per-setup estimates are reported beside it (both bounds at one-sided 1 − α).
+
+    The claim is the mean over the models, as the paper's, not each model: per model, the paper's own gains at
+    R1-7B and Qwen3-4B are +0.6 and +0.3 points of accuracy, too small to be decided over the seeds of one run
+    each, so an intersection–union test over setups would ask every model to show what the paper shows only on
+    average. Levels by :func:`decide_setups` over the two parts."""
     effects = {m: float(np.mean([effect_or_zero("C6", s, m) for s in setups])) for m in ("acc", "exceed")}
     criteria = {"acc": Criterion("better", +1, effects["acc"]), "exceed": Criterion("better", -1, -effects["exceed"])}
     parts = [(m, pooled([(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)]) for s in setups]), c)
@@ -267,7 +272,8 @@ EVENT_BASE_RATE = 0.05
 def _reproduction_region(claim_id: str, trials_a: int, trials_b: int, alpha: float) -> np.ndarray:
     """The tables (a's events, b's events) in which an event claim's rule finds a's rate above b's at one-sided
     ``alpha``: the exact unconditional test of :func:`gdpo.reporting.rate_tests.reproduction_region`, grown
-    toward the claim's stated alternative (b at :data:`EVENT_BASE_RATE`, a that plus the claim's effect)."""
+    toward the claim's stated alternative (b at :data:`EVENT_BASE_RATE`, a that plus the claim's effect) and
+    nested over seed counts (one more seed with the claim never takes a table out)."""
     return rate_tests.reproduction_region(int(trials_a), int(trials_b), float(alpha),
                                           min(1.0, EVENT_BASE_RATE + EVENT_EFFECTS[claim_id]), EVENT_BASE_RATE)
 
@@ -289,16 +295,30 @@ def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bo
     ``reproduce_alpha``) is in the paper's direction; the difference below the claim's smallest effect δ
     (:data:`EVENT_EFFECTS`; H₀ p_a − p_b ≥ δ rejected at one-sided ``refute_alpha``) refutes. Both: ``smaller``;
     neither: ``inconclusive``. The interval returned is for display only (Newcombe's, each side at one-sided
-    1 − α); its source names the tests' p-values."""
+    1 − α); its source states what decided: whether the table lies in the first test's region and that region's
+    exact size (no p-value: its regions, grown design by design, are not built nested in α, so no p-value is
+    that test's), and the second test's p-value (its region is p ≤ α)."""
     a, b = np.asarray(events_a, dtype=bool), np.asarray(events_b, dtype=bool)
     x, n_a, y, n_b = int(a.sum()), a.size, int(b.sum()), b.size
     outcome = str(event_outcomes(claim_id, n_a, n_b, reproduce_alpha, refute_alpha)[x, y])
     delta = EVENT_EFFECTS[claim_id]
+    region = _reproduction_region(claim_id, n_a, n_b, reproduce_alpha)
+    above, below = bool(region[x, y]), bool(rate_tests.below_region(n_a, n_b, delta, refute_alpha)[x, y])
+    level = f"one-sided {100 * reproduce_alpha:.3g} %"
+    above_text = (f"{x}/{n_a} vs {y}/{n_b} lies {'in' if above else 'outside'} the test's region at {level}, "
+                  f"of exact size {rate_tests.null_size(region):.3g}" if region.any()
+                  else f"no table of {n_a} vs {n_b} seeds lies in the test's region at {level}")
+    p = rate_tests.below_p_value(x, n_a, y, n_b, delta)
+    digits = 3  # enough that the printed p lies on the same side of α as p itself
+    while digits < 9 and (float(f"{p:.{digits}f}") <= refute_alpha) != (p <= refute_alpha):
+        digits += 1
+    below_text = (f"p = {p:.{digits}f} {'≤' if below else '>'} {refute_alpha:g}" if below or p > refute_alpha
+                  # p on the grid within rate_tests.SIZE_MARGIN below α: the test keeps that margin
+                  else f"p = {p:.7f} > {refute_alpha - rate_tests.SIZE_MARGIN:.7f}, α less the grid's margin")
     shown = rate_difference_interval(x, n_a, y, n_b, 1 - 2 * ALPHA)
     source = (f"{shown.source}, shown only; decided by exact unconditional score tests (nuisance rate maximised): "
-              f"above 0 p = {rate_tests.above_p_value(x, n_a, y, n_b):.3f} (at one-sided "
-              f"{100 * reproduce_alpha:.3g} %, region grown to its exact size), below {delta:g} p = "
-              f"{rate_tests.below_p_value(x, n_a, y, n_b, delta):.3f} (at {100 * refute_alpha:.3g} %)")
+              f"above 0 {'shown' if above else 'not shown'} ({above_text}); below {delta:g} "
+              f"{'shown' if below else 'not shown'} ({below_text})")
     return outcome, Interval(shown.mean, shown.low, shown.high, source, shown.low_level, shown.high_level)
 
 
