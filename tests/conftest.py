@@ -4,7 +4,7 @@ Shared once per session (across pytest-xdist workers too, under a file lock): th
 converted from its GGUF file, and the smoke workflow run that several tests read
 (:func:`tests.shared.shared_once`).
 
-Tiers (README "Tests", docs/testing.md): ``make test`` runs what is not marked ``slow`` or ``slurm``; ``make test-all`` runs
+Tiers (docs/testing.md, "The two tiers"): ``make test`` runs what is not marked ``slow`` or ``slurm``; ``make test-all`` runs
 everything. Every test has a time limit (pytest-timeout, ``timeout`` in pyproject.toml); a test that needs
 longer states it with ``@pytest.mark.timeout(seconds)``, and tests are started longest limit first, so that
 under ``-n 2`` the long ones do not start last and leave a core idle (:func:`pytest_collection_modifyitems`).

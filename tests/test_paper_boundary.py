@@ -1,6 +1,6 @@
 """The paper configs up to the GPU boundary: what TRL receives, the accelerate/DeepSpeed launch, the SLURM
 requests. Everything here runs without a GPU; what only a GPU can run (vLLM colocate, DeepSpeed ZeRO-3,
-bf16 kernels) is stated in README ("The paper path: executed here and only on paper")."""
+bf16 kernels) is stated in docs/paper-path.md ("The paper path: what has run here")."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     assert "exact_distinct_counts" not in planned
 
 
-#: The account the test's user writes into the profile: the one edit README shows.
+#: The account the test's user writes into the profile: the one edit docs/cluster.md shows.
 ACCOUNT = "gdpo-test"
 #: Per paper config, the run whose train job and the base model whose evaluation the test submits.
 PAPER_JOBS = {"paper-tool_calling": ("tool_calling_3b", "gdpo"), "paper-math": ("math_r1_7b", "gdpo"),
@@ -116,7 +116,7 @@ PAPER_JOBS = {"paper-tool_calling": ("tool_calling_3b", "gdpo"), "paper-math": (
 
 
 def edited_profile(directory: Path) -> Path:
-    """profiles/slurm with the account set, as README tells a user to."""
+    """profiles/slurm with the account set, as docs/cluster.md tells a user to."""
     profile = directory / "profile"
     shutil.copytree(REPO / "profiles/slurm", profile)
     text = (profile / "config.yaml").read_text()

@@ -26,7 +26,7 @@ CPU = ROOT / "paper_figures" / "cpu-evidence"
 def test_not_tested_is_a_verdict_that_decides_nothing_and_the_ledger_explains_it():
     assert NOT_TESTED in VERDICTS and NOT_TESTED not in DECISIVE
     assert NOT_TESTED in ledger.VERDICT_MEANINGS and "validity" in ledger.LEDGER_COLUMNS
-    assert "| `not tested` |" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "| `not tested` |" in (ROOT / "docs" / "ledger.md").read_text(encoding="utf-8")
 
 
 # --- each condition: a case that trips it and one that passes ---------------------------------------------

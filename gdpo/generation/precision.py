@@ -5,7 +5,7 @@ native bfloat16 matrix instructions (``avx512_bf16``, AMX) it is the fast path. 
 only) torch emulates bfloat16 matrix products, measured at 0.4 GFLOP/s against 23 GFLOP/s in float32 on one
 core of such a machine: a 60-fold slow-down. There the work is done in float32 instead, the fallback is logged,
 and each run records it (:func:`precision_record`, in ``env.json``). Rounding then differs from a bfloat16
-machine's, as it already does between any two CPUs with different kernels (README, "Reproducibility").
+machine's, as it already does between any two CPUs with different kernels (docs/training.md, "Reproducible").
 
 ``GDPO_CPU_BF16=always`` keeps bfloat16 even where it is emulated (to repeat a bfloat16 run's rounding exactly);
 ``GDPO_CPU_BF16=never`` computes in float32 even where bfloat16 is native (the portable numeric setting,

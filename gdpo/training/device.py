@@ -12,9 +12,9 @@ from gdpo.generation.vllm_offline import vllm_python
 from gdpo.plan import gpu_only_settings
 
 #: What to do on a machine without a GPU, said by every device error.
-_FIX = ("Run the paper configs on a GPU machine or cluster (README \"Running on a SLURM cluster\": the GPU "
-        "partition in profiles/slurm/config.yaml), or in miniature on a CPU (config/overlays/miniature.yaml), or "
-        "use config/mini.yaml.")
+_FIX = ("Run the paper configs on a GPU machine or cluster (docs/cluster.md, \"Running on a SLURM cluster\": "
+        "the GPU partition in profiles/slurm/config.yaml), or in miniature on a CPU "
+        "(config/overlays/miniature.yaml), or use config/mini.yaml.")
 
 
 class GPURequiredError(RuntimeError):
