@@ -277,7 +277,7 @@ def setting_conflicts(config: Mapping) -> list[SettingConflict]:
     for task, spec in (config.get("tasks") or {}).items():
         family = family_spec(spec["family"])
         trl = {**TRL_DEFAULTS, **(config.get("training") or {}), **(spec.get("training") or {})}
-        weights = spec.get("reward_weights") or dict.fromkeys(family.reward_names, 1.0)
+        weights = spec.get("reward_weights") or dict.fromkeys(family.default_rewards, 1.0)
         length_rewards = [name for name, weight in weights.items() if name in LENGTH_REWARDS and weight]
         limit = spec.get("length_limit", family.length_limit)
         cap = trl["max_completion_length"]
@@ -757,7 +757,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> Run
     trl_args = {**config.get("training", {}), **spec.get("training", {})}
     peft = trl_args.pop("peft", None)
     loop = loop_options_from_training(trl_args)
-    weights = spec.get("reward_weights") or dict.fromkeys(family_spec(spec["family"]).reward_names, 1.0)
+    weights = spec.get("reward_weights") or dict.fromkeys(family_spec(spec["family"]).default_rewards, 1.0)
     return RunSettings(
         task=task,
         family=spec["family"],

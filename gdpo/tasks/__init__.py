@@ -31,7 +31,9 @@ class FamilySpec:
 
     Attributes:
         module: the family's module (data, rewards, evaluator).
-        reward_names: the keys of its ``REWARD_FUNCTIONS``, in order (a task's default reward weights).
+        reward_names: the keys of its ``REWARD_FUNCTIONS``, in order (every reward a task may name).
+        defaults: the rewards a task without ``reward_weights`` trains on, each at weight 1 (None: all of
+            ``reward_names``); the paper's main setup of the family, never two alternatives of one reward.
         files_module: a light module with the family's ``required_files(options)``, or None when the family
             reads no files a rule makes.
         required_options: task keys of :data:`DATA_OPTION_KEYS` the family has no default for (a paper setting
@@ -48,6 +50,12 @@ class FamilySpec:
     required_options: tuple[str, ...] = ()
     length_limit: int | None = None
     local_data_dir: bool = False
+    defaults: tuple[str, ...] | None = None
+
+    @property
+    def default_rewards(self) -> tuple[str, ...]:
+        """The rewards a task without ``reward_weights`` trains on (weight 1 each)."""
+        return self.reward_names if self.defaults is None else self.defaults
 
 
 #: Family name → :class:`FamilySpec`.
@@ -56,8 +64,10 @@ FAMILIES = {
     "code": FamilySpec("gdpo.tasks.code", ("pass", "length_conditioned", "bug"), required_options=("length_limit",),
                        local_data_dir=True),
     "tool_calling": FamilySpec("gdpo.tasks.tool_calling", ("correct", "format"), "gdpo.tasks.tool_calling.data"),
+    # The paper's math runs train on correctness and the plain length reward (Table 3); the conditioned length
+    # reward replaces the plain one in Table 4's runs, which name it.
     "math": FamilySpec("gdpo.tasks.math", ("correct", "length", "length_conditioned"), length_limit=64,
-                       local_data_dir=True),
+                       local_data_dir=True, defaults=("correct", "length")),
 }
 
 
