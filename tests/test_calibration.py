@@ -41,7 +41,7 @@ def paper_ledger(tmp_path_factory) -> pd.DataFrame:
         reporting_tables.update(tables)
         for claim, design in calibration.designs_from_config(loaded).items():
             if isinstance(design, TableDesign) and claim != "C7":
-                table = calibration._TABLE_OF[claim]
+                table = calibration.table_power(claim).source
                 frames.append(calibration.paper_number_evals(design, tasks={str(k): v for k, v in tables[table].items()}))
     evals = pd.concat(frames).drop_duplicates(subset=["task", "method", "seed", "benchmark", "metric"])
     evals["health"] = "healthy"  # the paper's runs, taken as doing their task (the collapse gate is not tested here)

@@ -6,8 +6,15 @@ per batch. The simulation draws each run's score from the whole data-generating 
 plus the run-to-run seed spread (normal, ``seed_sd`` points, shared by all items of a run), then the
 evaluation's binomial noise (items × samples Bernoulli draws at that run's rate) — and feeds the values, with
 the variances the ledger would compute from them, to the rule's own ``decide_*`` function
-(:mod:`gdpo.reporting.verdicts.decisions`) behind the claim's minimum-evidence gate. Event claims (C5, C10) are
-computed exactly, by enumerating every outcome of the seeds' events.
+(:mod:`gdpo.reporting.verdicts.decisions`) behind the claim's minimum-evidence gate. Event claims are computed
+exactly, by enumerating every outcome of the seeds' events.
+
+No claim is named here: each claim's rule is registered with its power design
+(:mod:`gdpo.reporting.verdicts.registry`: :class:`~gdpo.reporting.verdicts.registry.TablePower` says which table
+or figure maps its setups, the compared methods and metrics, which cells pair and how the paper's effect shifts
+them; :class:`~gdpo.reporting.verdicts.registry.EventPower` the figure, the methods and the synthetic event;
+:class:`~gdpo.reporting.verdicts.registry.SimPower` the bench's cells), and every function below reads the
+design of the claim it is given, or iterates the registered ones.
 
 Three uses:
 
@@ -38,19 +45,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from gdpo.curve_events import detect_divergence, fails_to_converge
 from gdpo.methods import Method
 from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting import rate_tests
 from gdpo.reporting.contract import (
-    BARELY_MARGIN, CLAIMS_BY_ID, DECISIVE, IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED,
-    binomial_variance, paper_effect,
+    CLAIMS_BY_ID, DECISIVE, IN_PAPERS_DIRECTION, NOT_REPRODUCED, REPRODUCED, UNDERPOWERED, binomial_variance,
 )
-from gdpo.reporting.verdicts import Scale, rule_for, sim
+from gdpo.reporting.verdicts import Scale, rule_for
 from gdpo.reporting.verdicts.decisions import (
-    EVENT_BASE_RATE, EVENT_EFFECTS, Decision, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9,
-    decide_events, decide_sim_pairs, effect_or_zero, event_outcomes, over_cells,
+    EVENT_BASE_RATE, EVENT_EFFECTS, Decision, decide_events, event_outcomes,
 )
+from gdpo.reporting.verdicts.registry import EventPower, SimPower, TablePower, design_of, designed
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence
 from gdpo.reporting.verdicts.items import NO_ITEM_OUTCOMES, ItemScores, SimulatedItems, compare_items, pair_noise
 from gdpo.reporting.verdicts.samples import Sample, seeds_compared
@@ -69,18 +74,30 @@ PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 2
 #: BFCL-v3, of which the workflow evaluates the held-out 20 % of the single-turn items (729; multi-turn is not
 #: run), not the paper's 4,441.
 EVALUATED_ITEMS = {**PAPER_ITEMS, "BFCL-v3": held_out_items()}
-#: C7's alternative (the paper gives no numbers): weight 0.25 moves accuracy by twice the "barely" band.
-C7_CHANGE = 2 * BARELY_MARGIN
-_TABLE_OF = {"C3": "table1", "C4": "table1", "C6": "table3", "C8": "table4", "C9": "table5", "C7": "fig6"}
-_METHODS = {"C3": (Method.GDPO, Method.GRPO), "C4": (Method.GRPO_NOSTD, Method.GRPO, "base"),
-            "C6": (Method.GDPO, Method.GRPO), "C8": (Method.GDPO, Method.GRPO),
-            "C9": (Method.GDPO, Method.GRPO), "C7": (Method.GRPO, Method.GDPO)}
 
 
-def _metrics(claim_id: str, setups: Sequence[str]) -> tuple[str, ...]:
-    return {"C3": ("avg", "format"), "C4": ("format", "avg"), "C6": ("acc", "exceed"), "C8": ("acc", "exceed"),
-            "C7": ("acc", "exceed")}.get(claim_id) or (("pass", "exceed", "bug") if "3obj" in setups
-                                                      else ("pass", "exceed"))
+def table_power(claim_id: str) -> TablePower:
+    """The power design registered with a table claim's language-model rule.
+
+    Raises:
+        KeyError: the claim has no such rule, or its design is not a table claim's.
+    """
+    design = design_of(claim_id)
+    if not isinstance(design, TablePower):
+        raise KeyError(f"{claim_id} has no table power design (registered: {design!r})")
+    return design
+
+
+def event_power_design(claim_id: str) -> EventPower:
+    """The power design registered with an event claim's language-model rule.
+
+    Raises:
+        KeyError: the claim has no such rule, or its design is not an event claim's.
+    """
+    design = design_of(claim_id)
+    if not isinstance(design, EventPower):
+        raise KeyError(f"{claim_id} has no event power design (registered: {design!r})")
+    return design
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +149,7 @@ class TableDesign:
 
 @dataclasses.dataclass(frozen=True)
 class EventDesign:
-    """An event claim's design (C5, C10): seeds per method, steps per run, prompts per batch."""
+    """An event claim's design: seeds per method, steps per run, prompts per batch."""
 
     claim_id: str
     seeds: int
@@ -148,36 +165,18 @@ class EventDesign:
 # --------------------------------------------------------------------------------------------------
 
 def cell_means(design: TableDesign, effect: bool) -> dict[tuple[str, str, str], float]:
-    """Each cell's true mean: under the null every method of a (setup, metric) has the reference method's
-    (the weight-1 task's for C7); with ``effect`` the paper's effect is added to the compared method."""
+    """Each cell's true mean: under the null every cell has its reference cell's (the power design's
+    :meth:`~gdpo.reporting.verdicts.registry.TablePower.reference_of`: the reference method's, the base model's,
+    weight 1's); with ``effect`` the design's shift under the paper's effect is added
+    (:meth:`~gdpo.reporting.verdicts.registry.TablePower.shift_of`)."""
     claim = design.claim_id
+    power = table_power(claim)
     means = {}
     for (setup, method, metric), cell in design.cells.items():
-        if claim == "C7":
-            reference = design.cells[("1", method, metric)].mean
-            shift = C7_CHANGE if effect and setup == "0.25" and metric == "acc" else 0.0
-            means[(setup, method, metric)] = reference + shift
-            continue
-        reference_key = ((setup, "base", metric) if claim == "C4" and metric == "format"
-                         else (setup, Method.GRPO, metric))
-        reference = design.cells[reference_key].mean
-        shift = 0.0
-        if effect:
-            if claim == "C4" and method == Method.GRPO_NOSTD:
-                shift = -reference if metric == "format" else _c4_accuracy_gap(setup)
-            elif claim in ("C3", "C6", "C9") and method == Method.GDPO:
-                shift = effect_or_zero(claim, setup, metric)
-            elif claim == "C8" and method == Method.GDPO:
-                shift = paper_effect("C8", "", metric)
+        reference = design.cells[power.reference_of(setup, method, metric)].mean
+        shift = power.shift_of(claim, setup, method, metric, reference) if effect else 0.0
         means[(setup, method, metric)] = reference + shift
     return {k: float(np.clip(v, 0.0, 100.0)) for k, v in means.items()}
-
-
-def _c4_accuracy_gap(setup: str) -> float:
-    try:
-        return paper_effect("C4", setup, "avg", (Method.GRPO_NOSTD, Method.GRPO))
-    except KeyError:
-        return 0.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -185,11 +184,8 @@ def _c4_accuracy_gap(setup: str) -> float:
 # --------------------------------------------------------------------------------------------------
 
 def _decision(design: TableDesign, cells: Mapping) -> Decision:
-    claim = design.claim_id
-    if claim == "C7":
-        return decide_c7(cells)
-    decide = {"C3": decide_c3, "C4": decide_c4, "C6": decide_c6, "C8": decide_c8, "C9": decide_c9}[claim]
-    return decide(cells, list(design.setups))
+    """The rule's decision on ``cells`` (its power design's ``decide``)."""
+    return table_power(design.claim_id).decide(cells, list(design.setups))
 
 
 def _decide(design: TableDesign, cells: Mapping) -> str:
@@ -218,10 +214,9 @@ def _simulated_decisions(design: TableDesign, effect: bool, replicates: int, see
     means = cell_means(design, effect)
     rho = design.item_correlation
     # Paired items: every run of a (setup, metric) answers the same items, so their evaluation noise shares a
-    # component (one draw per replicate, common to every seed and method) with weight √ρ. C7 pairs each weight's
-    # runs with weight 1's, on the same items: its component is common to the weights of a metric.
-    def group(setup: str, metric: str) -> tuple[str, ...]:
-        return (metric,) if design.claim_id == "C7" else (setup, metric)
+    # component (one draw per replicate, common to every seed and method) with weight √ρ. A rule pairing across
+    # setups (each weight's runs with weight 1's, on the same items) shares it over the setups of a metric.
+    group = table_power(design.claim_id).noise_group
 
     common = ({group(setup, metric): rng.standard_normal(replicates) for setup, _, metric in design.cells}
               if rho else {})
@@ -334,9 +329,11 @@ def synthetic_run(steps: int, rng: np.random.Generator, collapse: bool = False, 
 
 def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: float = 0.3, seed: int = 0
                ) -> dict[str, float]:
-    """Share of each verdict of C5 or C10 over ``replicates`` pairs of methods whose runs come from one
-    process (each run collapses, C5, or stalls, C10, with probability ``rate``), through the detector the
-    rule uses (:func:`gdpo.curve_events.detect_divergence`; :func:`gdpo.curve_events.fails_to_converge`)."""
+    """Share of each verdict of an event claim over ``replicates`` pairs of methods whose runs come from one
+    process (each run has the claim's synthetic event, a collapse or a stall, with probability ``rate``), through
+    the detector the rule uses (the power design's ``detect``: e.g. :func:`gdpo.curve_events.detect_divergence`,
+    :func:`gdpo.curve_events.fails_to_converge`)."""
+    power = event_power_design(claim_id)
     rng = np.random.default_rng(seed)
     minimum = CLAIMS_BY_ID[claim_id].minimum
     if minimum.shortfall(seeds, steps=steps):
@@ -348,12 +345,9 @@ def curve_null(claim_id: str, steps: int, seeds: int, replicates: int, rate: flo
             method_events = []
             for _seed in range(seeds):
                 happens = rng.random() < rate
-                correctness, length = synthetic_run(steps, rng, collapse=happens and claim_id == "C5",
-                                                    stall=happens and claim_id == "C10")
-                if claim_id == "C5":
-                    method_events.append(detect_divergence(np.arange(steps), correctness, length) is not None)
-                else:
-                    method_events.append(fails_to_converge(correctness))
+                correctness, length = synthetic_run(steps, rng, collapse=happens and power.synthetic == "collapse",
+                                                    stall=happens and power.synthetic == "stall")
+                method_events.append(power.detect(np.arange(steps), correctness, length))
             events.append(method_events)
         outcome = decide_events(claim_id, events[0], events[1])[0]
         counts[outcome] = counts.get(outcome, 0) + 1
@@ -374,11 +368,12 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
     """The design the ledger's evidence represents (None where the claim's runs are missing): reference
     rates, items and samples per item from the runs, the seed spread measured over seeds
     (:func:`estimate_seed_spread`; :func:`default_seed_sd` where no method has two seeds), and the item
-    correlation of the runs the rule pairs (:func:`item_pairing`; 0 where items.json records none)."""
-    if claim_id in ("C5", "C10"):
-        figure = "fig5" if claim_id == "C5" else "fig8"
-        task = evidence.figure_task(figure)
-        methods = (Method.GRPO, Method.GDPO) if claim_id == "C5" else (Method.GDPO_NOBN, Method.GDPO)
+    correlation of the runs the rule pairs (:func:`item_pairing`; 0 where items.json records none). What is
+    read is the claim's power design's: its table or figure, methods and metrics."""
+    power = design_of(claim_id)
+    if isinstance(power, EventPower):
+        task = evidence.figure_task(power.figure)
+        methods = power.methods
         if task is None or evidence.steps is None:
             return None
         runs = evidence.steps[evidence.steps["task"] == task]
@@ -387,19 +382,13 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
             return None
         return EventDesign(claim_id, seeds, evidence.num_steps(task, methods),
                            (evidence.runs.get(task) or {}).get("prompts_per_batch"))
-    if claim_id not in _TABLE_OF:
+    if not isinstance(power, TablePower):
         return None
-    if claim_id == "C7":
-        sweep = (evidence.reporting.get("figures") or {}).get("fig6") or {}
-        setups = {f"{float(w):g}": v.get("plain") for w, v in sweep.items() if v.get("plain")}
-    else:
-        setups = evidence.tasks(_TABLE_OF[claim_id])
-        if claim_id == "C4":
-            setups = {s: t for s, t in setups.items() if evidence.seeds(t, Method.GRPO_NOSTD)}
+    setups = power.setups_in(evidence.reporting, lambda task, method: bool(evidence.seeds(task, method)))
     if not setups:
         return None
-    methods = _METHODS[claim_id]
-    metrics = _metrics(claim_id, list(setups))
+    methods = power.methods
+    metrics = power.metrics_for(list(setups))
     cells, read = {}, {}
     for setup, task in setups.items():
         if evidence.missing(task, methods, metrics):
@@ -412,10 +401,10 @@ def design_from_evidence(claim_id: str, evidence: Evidence) -> TableDesign | Eve
                 variance = float(np.nanmean(sample.variances)) if np.isfinite(sample.variances).any() else math.nan
                 items = (_effective_items(mean, variance) / per_item) if np.isfinite(variance) else 1e6
                 cells[(setup, method, metric)] = Cell(mean, items, len(sample), per_item)
-    trained = [m for m in methods if m != "base"]
-    if claim_id != "C7":  # C7 pairs across its tasks; every other claim pairs its methods within a setup
-        # A setup's runs are compared on the seeds its trained methods share (C6 then pools the setups as
-        # independent samples, each on its own pairs): a trained cell simulates that many seeds.
+    trained = [m for m in methods if m != BASE]
+    if not power.across_setups:  # a rule pairing across its tasks (weights) trims no setup to its own pairs
+        # A setup's runs are compared on the seeds its trained methods share (a rule pooling its setups then pools
+        # them as independent samples, each on its own pairs): a trained cell simulates that many seeds.
         for setup in setups:
             for metric in metrics:
                 shared = len(set.intersection(*(set(read[(setup, m, metric)].seeds) for m in trained)))
@@ -479,17 +468,10 @@ class ItemPairing:
 
 
 def _compared_cells(claim_id: str, setups: Sequence[str]) -> list[tuple[tuple, tuple]]:
-    """The (setup, method, metric) cells the claim's rule pairs (:mod:`gdpo.reporting.verdicts.decisions`):
-    C4's format against the base model's and its accuracy against GRPO's, C7's weights against weight 1, every
-    other claim GDPO against GRPO per setup and metric."""
-    metrics = _metrics(claim_id, setups)
-    if claim_id == "C7":
-        return [((w, m, r), ("1", m, r)) for w in ("0.75", "0.5", "0.25") for m in (Method.GRPO, Method.GDPO)
-                for r in metrics]
-    if claim_id == "C4":
-        return [pair for s in setups for pair in (((s, Method.GRPO_NOSTD, "format"), (s, BASE, "format")),
-                                                  ((s, Method.GRPO_NOSTD, "avg"), (s, Method.GRPO, "avg")))]
-    return [((s, Method.GDPO, r), (s, Method.GRPO, r)) for s in setups for r in metrics]
+    """The (setup, method, metric) cells the claim's rule pairs (:mod:`gdpo.reporting.verdicts.decisions`), as its
+    power design says (:meth:`~gdpo.reporting.verdicts.registry.TablePower.compared_cells`: by default the
+    compared method against the reference per setup and metric)."""
+    return table_power(claim_id).compared_cells(setups)
 
 
 def _run_pairs(a: Sample, b: Sample) -> list[tuple]:
@@ -560,20 +542,11 @@ def item_pairing(claim_id: str, setups: Sequence[str], samples: Mapping) -> Item
 
 def _seeds_used(claim_id: str, setups: Sequence[str], cells: Mapping) -> int:
     """Seeds per compared method the claim's rule rests on (:func:`gdpo.reporting.verdicts.samples.seeds_compared`):
-    the fewest pairs within any setup (C6 pools its setups as independent samples, each on its own pairs, so the
-    minimum applies to each setup and no seed need be common to two of them), or across the weight sweep's tasks
-    (C7)."""
-    metrics = _metrics(claim_id, setups)
-    if claim_id == "C7":
-        comparisons = [[((w, m, r), ("1", m, r))] for w in ("0.75", "0.5", "0.25")
-                       for m in (Method.GRPO, Method.GDPO) for r in metrics]
-    elif claim_id == "C6":
-        comparisons = [[((s, Method.GDPO, r), (s, Method.GRPO, r)) for s in setups] for r in metrics]
-    elif claim_id == "C4":
-        comparisons = [[((s, Method.GRPO_NOSTD, r), (s, Method.GRPO, r))] for s in setups for r in metrics]
-    else:
-        comparisons = [[((s, Method.GDPO, r), (s, Method.GRPO, r))] for s in setups for r in metrics]
-    return seeds_compared(cells, comparisons)
+    the fewest pairs within any comparison of its power design
+    (:meth:`~gdpo.reporting.verdicts.registry.TablePower.seed_comparisons`: a rule pooling its setups as
+    independent samples rests on each setup's own pairs, so no seed need be common to two of them; a rule pairing
+    across a sweep's tasks on the pairs across them)."""
+    return seeds_compared(cells, table_power(claim_id).seed_comparisons(setups))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -639,14 +612,18 @@ def ledger_power(claim_id: str, evidence: Evidence, replicates: int = 400) -> tu
 
 @functools.lru_cache(maxsize=None)
 def _paper_mean(claim_id: str, setup: str, method: str, metric: str) -> float:
-    """The paper's value for a cell (mean over the paper's benchmarks), or 50 where the paper has none."""
+    """The paper's value for a cell (mean over the paper's benchmarks), or 50 where the paper has none: read where
+    the claim's power design says (its ``paper_mean``, or its tables, model and setting in
+    :func:`gdpo.reporting.paper_numbers.paper_numbers`)."""
+    power = table_power(claim_id)
+    if power.paper_mean is not None:
+        return float(power.paper_mean(setup, method, metric))
     numbers = pn.paper_numbers()
-    table = {"C3": ["1", "2"], "C4": ["1", "2"], "C6": ["3"], "C8": ["4"], "C9": ["5"]}.get(claim_id, ["3"])
-    # C7 (Fig. 6) has no numbers of its own: R1-7B's Table 3 values, the model the paper's sweep used.
-    model = {"C8": pn.R1_7B, "C9": pn.R1_7B, "C7": pn.R1_7B}.get(claim_id, setup)
-    setting = setup if claim_id == "C9" and method != "base" else ""
-    rows = numbers[numbers["table"].isin(table) & (numbers["model"] == model) & (numbers["method"] == method)
-                   & (numbers["metric"] == metric) & (numbers["setting"] == setting)]
+    model = power.paper_model or setup
+    setting = setup if power.paper_settings and method != BASE else ""
+    rows = numbers[numbers["table"].isin(list(power.paper_tables)) & (numbers["model"] == model)
+                   & (numbers["method"] == method) & (numbers["metric"] == metric)
+                   & (numbers["setting"] == setting)]
     return float(rows["value"].mean()) if not rows.empty else 50.0
 
 
@@ -663,7 +640,9 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None,
     """Every claim's design in a workflow config (a loaded YAML; ``full_grid`` not applied): seeds and
     methods per task, items per run (``eval_size`` × the task's benchmarks, or what the workflow evaluates
     when a task sets no ``eval_size``: :data:`EVALUATED_ITEMS`), samples per item, training steps, prompts per batch; reference rates
-    are the paper's. ``seed_sd``: the seed spread (points; None: :func:`default_seed_sd` per design)."""
+    are the paper's. ``seed_sd``: the seed spread (points; None: :func:`default_seed_sd` per design). The claims are
+    those whose language-model rule registered a table or event power design, in the order they were registered;
+    a claim is left out where the config does not map its setups or its tasks do not train its methods."""
     tasks = config.get("tasks") or {}
     reporting = config.get("reporting") or {}
     evaluation = config.get("evaluation") or {}
@@ -692,29 +671,25 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None,
 
     described = describe_runs(config)  # steps and prompts per batch, as the ledger is told them
     designs: dict[str, TableDesign | EventDesign] = {}
-    tables = reporting.get("tables") or {}
     figures = reporting.get("figures") or {}
-    for claim_id, table in _TABLE_OF.items():
-        if claim_id == "C7":
-            sweep = figures.get("fig6") or {}
-            setups = {f"{float(w):g}": v.get("plain") for w, v in sweep.items() if (v or {}).get("plain")}
-            if not {"1", "0.75", "0.5", "0.25"} <= set(setups):
-                continue
-        else:
-            setups = {str(k): v for k, v in (tables.get(table) or {}).items()}
-        if claim_id == "C4":
-            setups = {s: t for s, t in setups.items() if Method.GRPO_NOSTD in methods_of(t)}
-        if claim_id == "C9" and "3obj" not in setups:  # the rule needs the 3-objective setup (else: not run)
+    for rule in designed((TablePower, EventPower)):
+        claim_id, power = rule.claim_id, rule.design
+        if isinstance(power, EventPower):
+            task = figures.get(power.figure)
+            if task and all(m in methods_of(task) for m in power.methods):
+                designs[claim_id] = EventDesign(claim_id, seeds_of(task), described[task]["max_steps"],
+                                                described[task]["prompts_per_batch"])
             continue
-        methods = _METHODS[claim_id]
-        if not setups or any(m not in methods_of(t) for t in setups.values() for m in methods if m != "base"):
+        setups = power.setups_in(reporting, lambda task, method: method in methods_of(task))
+        methods = power.methods
+        if not setups or any(m not in methods_of(t) for t in setups.values() for m in methods if m != BASE):
             continue
-        metrics = _metrics(claim_id, list(setups))
+        metrics = power.metrics_for(list(setups))
         cells = {}
         for setup, task in setups.items():
             for method in methods:
                 for metric in metrics:
-                    seeds = 1 if method == "base" else seeds_of(task)
+                    seeds = 1 if method == BASE else seeds_of(task)
                     cells[(setup, method, metric)] = Cell(_paper_mean(claim_id, setup, method, metric),
                                                           items_of(task, metric), seeds, samples_of(task))
         design = TableDesign(claim_id, tuple(setups), cells, 0.0, min(seeds_of(t) for t in setups.values()),
@@ -727,33 +702,29 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None,
         else:
             design = dataclasses.replace(design, seed_sd=seed_sd, spread_source=f"{seed_sd:g} pts, given")
         designs[claim_id] = design
-    for claim_id, figure, methods in (("C5", "fig5", (Method.GRPO, Method.GDPO)),
-                                      ("C10", "fig8", (Method.GDPO_NOBN, Method.GDPO))):
-        task = figures.get(figure)
-        if task and all(m in methods_of(task) for m in methods):
-            designs[claim_id] = EventDesign(claim_id, seeds_of(task), described[task]["max_steps"],
-                                            described[task]["prompts_per_batch"])
     return designs
 
 
 def claim_runs(config: Mapping) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """For each claim :func:`designs_from_config` finds in ``config``: the tasks whose runs decide it and the
-    trained methods it compares (``base``, evaluated once per task, left out) — what its seeds cost."""
+    trained methods it compares (``base``, evaluated once per task, left out) — what its seeds cost. Both are its
+    power design's: an event claim's figure task, a table claim's tasks of the setups its design uses."""
     reporting = config.get("reporting") or {}
-    tables, figures = reporting.get("tables") or {}, reporting.get("figures") or {}
+    figures = reporting.get("figures") or {}
+    tasks_of = config.get("tasks") or {}
+
+    def trains(task: str, method: str) -> bool:
+        return method in list((tasks_of.get(task) or {}).get("methods") or config.get("methods") or [])
+
     runs = {}
     for claim_id, design in designs_from_config(config).items():
-        if claim_id == "C5":
-            tasks, methods = [figures["fig5"]], (Method.GRPO, Method.GDPO)
-        elif claim_id == "C10":
-            tasks, methods = [figures["fig8"]], (Method.GDPO_NOBN, Method.GDPO)
-        elif claim_id == "C7":
-            sweep = figures.get("fig6") or {}
-            tasks, methods = [sweep[w]["plain"] for w in sweep if (sweep[w] or {}).get("plain")], _METHODS["C7"]
+        power = design_of(claim_id)
+        if isinstance(power, EventPower):
+            tasks, methods = [figures[power.figure]], power.methods
         else:
-            table = {str(k): v for k, v in (tables.get(_TABLE_OF[claim_id]) or {}).items()}
-            tasks, methods = [table[setup] for setup in design.setups], _METHODS[claim_id]
-        runs[claim_id] = (tuple(dict.fromkeys(tasks)), tuple(m for m in methods if m != "base"))
+            setups = power.setups_in(reporting, trains)
+            tasks, methods = [setups[setup] for setup in design.setups], power.methods
+        runs[claim_id] = (tuple(dict.fromkeys(tasks)), tuple(m for m in methods if m != BASE))
     return runs
 
 
@@ -897,7 +868,8 @@ def paper_number_cells(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD) ->
     cells = {}
     for key, cell in design.cells.items():
         setup, method, metric = key
-        mean = _paper_mean(design.claim_id, setup, method, metric) if design.claim_id != "C7" else cell.mean
+        mean = (_paper_mean(design.claim_id, setup, method, metric)
+                if table_power(design.claim_id).has_paper_numbers else cell.mean)
         sign = 1.0 if method in (Method.GDPO, Method.GRPO_NOSTD) else -1.0
         spread = 0.0 if mean == 0.0 or method == "base" else math.sqrt(2) / 2 * seed_sd
         values = mean + sign * spread * offsets[key]
@@ -1045,52 +1017,21 @@ __all__ = ["ASSUMED_SEED_SD", "Cell", "EventDesign", "TableDesign", "break_even_
            "curve_null", "designs_from_config", "event_null_worst_case", "event_power", "item_pairing",
            "ItemPairing", "ledger_power",
            "paper_number_cells", "paper_number_evals", "power_of", "seeds_for_power", "items_for_power",
-           "simulate_table"]
+           "simulate_table", "table_power", "event_power_design"]
 
 
 # --------------------------------------------------------------------------------------------------
 # Scale sim: the table-like sim rows, simulated from the bench's own cells
 # --------------------------------------------------------------------------------------------------
 
-#: The paper's effect in points used for each sim table row's power (the bench's success rates are percentages
-#: too, though not the paper's benchmarks): reward → GDPO − GRPO (C3, C8), or the claim's own alternative.
-def _sim_effects(claim_id: str) -> dict[str, float]:
-    if claim_id == "C3":
-        return {"correctness": paper_effect("C3", "Qwen2.5-1.5B", "avg"),
-                "format": paper_effect("C3", "Qwen2.5-1.5B", "format")}
-    if claim_id == "C8":  # Exceed lower by 5.72 points: the share within the limit higher by as much
-        return {"correctness": paper_effect("C8", "", "acc"), "length": -paper_effect("C8", "", "exceed")}
-    return {}
-
-
 def _sim_design(claim_id: str, per_seed: pd.DataFrame):
-    """(cells read from the bench, the decision on cells, the shift of each cell under the paper's effect)."""
-    study = rule_for(claim_id, Scale.SIM).study
-    variants = sim.study_variants(per_seed, study)
-    if claim_id in ("C3", "C8"):
-        rewards = ("correctness", "format") if claim_id == "C3" else ("correctness", "length")
-        decided = [v for v in variants if "conditioning=none" not in v] if claim_id == "C8" else variants
-        cells = sim.pair_cells(per_seed, study, decided, rewards)
-        effects = _sim_effects(claim_id)
-        shifts = {k: effects[k[2]] if k[1] == Method.GDPO else 0.0 for k in cells}
-        reference = {k: (k[0], Method.GRPO, k[2]) for k in cells}
-        return cells, lambda c: decide_sim_pairs(c, decided, rewards).outcome, shifts, reference
-    if claim_id == "C4":
-        cells = sim.cells_c4(per_seed, study, variants)
-        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", (Method.GRPO_NOSTD, Method.GRPO))
-        # Under the claim: w/o std's format at 0 % (the base's is measured), its correctness GRPO's + the gap.
-        reference = {k: ((k[0], "base", "format") if k[2] == "format" else (k[0], Method.GRPO, "avg"))
-                     for k in cells}
-        shifts = {k: (-math.inf if k == (k[0], Method.GRPO_NOSTD, "format")
-                      else gap if k[1] == Method.GRPO_NOSTD else 0.0)
-                  for k in cells}
-        return cells, lambda c: over_cells(decide_c4(c, variants).by_setup), shifts, reference
-    if claim_id == "C7":
-        cells = sim.cells_c7(per_seed, study)
-        reference = {k: ("1", k[1], k[2]) for k in cells}
-        shifts = {k: (-C7_CHANGE if k[0] == "0.25" and k[2] == "acc" else 0.0) for k in cells}
-        return cells, lambda c: decide_c7(c).outcome, shifts, reference
-    raise KeyError(f"{claim_id} has no sim table design")
+    """(cells read from the bench, the decision on cells, the shift of each cell under the paper's effect, each
+    cell's reference cell), as the claim's sim rule's power design builds them from its study
+    (:class:`~gdpo.reporting.verdicts.registry.SimPower`)."""
+    rule = rule_for(claim_id, Scale.SIM)
+    if not isinstance(rule.design, SimPower):
+        raise KeyError(f"{claim_id} has no sim table design")
+    return rule.design.design(per_seed, rule.study)
 
 
 def simulate_sim(claim_id: str, per_seed: pd.DataFrame, effect: bool, replicates: int = 400, seed: int = 0,
@@ -1130,14 +1071,6 @@ def sim_power(claim_id: str, per_seed: pd.DataFrame, replicates: int = 400) -> t
     cells = _sim_design(claim_id, per_seed)[0]
     spread = estimate_seed_spread(list(cells.values()))
     power = simulate_sim(claim_id, per_seed, True, replicates).get(REPRODUCED, 0.0)
-    effects = _sim_effects(claim_id)
-    if claim_id in ("C3", "C8"):
-        alternative = ("GDPO − GRPO " + ", ".join(f"{reward} {shift:+.2f}" for reward, shift in effects.items())
-                       + f" points (Table {'1, 1.5B' if claim_id == 'C3' else '4'})")
-    elif claim_id == "C4":
-        gap = paper_effect("C4", "Qwen2.5-1.5B", "avg", (Method.GRPO_NOSTD, Method.GRPO))
-        alternative = f"w/o std at 0 % format and {gap:+.2f} points of correctness from GRPO's (Table 2)"
-    else:
-        alternative = f"weight 0.25 moving correctness by {C7_CHANGE:g} points, the others not"
+    alternative = rule_for(claim_id, Scale.SIM).design.alternative()
     basis = f"in every cell: {alternative}; " + (spread.text() if spread else "no seed spread measured")
     return round(power, 3), basis

@@ -90,7 +90,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -486,7 +486,11 @@ class Claim:
 
     ``family``: the task family whose runs decide it (``exact`` for the exact analysis, ``all`` for C11);
     ``metrics``: what is measured and in which direction; ``paper_effect``: the paper's effect as the rule
-    uses it (unit included); ``minimum``: the least evidence for a decision at the language-model scales.
+    uses it (unit included); ``minimum``: the least evidence for a decision at the language-model scales;
+    ``effect``: the paper's effect in numbers, ``effect(setup, metric, comparison)`` → points of
+    ``comparison[0]`` − ``comparison[1]``, computed from :mod:`gdpo.reporting.paper_numbers` (KeyError where
+    the paper has none; :func:`paper_effect` asks it); ``event_effect``: an event claim's smallest implied
+    difference of event rates (the rules' δ; ``gdpo.reporting.verdicts.decisions.EVENT_EFFECTS``).
     """
 
     claim_id: str
@@ -497,6 +501,8 @@ class Claim:
     metrics: str = ""
     paper_effect: str = ""
     minimum: Minimum | None = None
+    effect: Callable[[str, str, tuple[str, str]], float] | None = dataclasses.field(default=None, compare=False)
+    event_effect: float | None = None
 
 
 def _mean_difference(table: str, model: str, metric: str, a: str = Method.GDPO, b: str = Method.GRPO,
@@ -521,17 +527,28 @@ def paper_effect(claim_id: str, setup: str, metric: str,
 
     >>> round(paper_effect("C3", "Qwen2.5-1.5B", "avg"), 2)
     2.63
+
+    Raises:
+        KeyError: the claim has no tabulated effect (its contract's ``effect`` is None), or the paper has no such
+            numbers.
     """
-    a, b = comparison
-    if claim_id in ("C3", "C4"):
-        return _mean_difference("1", setup, metric, a, b)
-    if claim_id == "C6":
-        return _mean_difference("3", setup, metric, a, b)
-    if claim_id == "C8":
-        return _mean_difference("4", pn.R1_7B, metric, a, b)
-    if claim_id == "C9":
-        return _mean_difference("5", pn.R1_7B, metric, a, b, setting=setup)
-    raise KeyError(f"{claim_id} has no tabulated effect")
+    claim = CLAIMS_BY_ID.get(claim_id)
+    if claim is None or claim.effect is None:
+        raise KeyError(f"{claim_id} has no tabulated effect")
+    return claim.effect(setup, metric, tuple(comparison))
+
+
+def table_effect(table: str, model: str | None = None, settings: bool = False
+                 ) -> Callable[[str, str, tuple[str, str]], float]:
+    """A claim's ``effect`` read from one of the paper's tables: the mean difference over its benchmarks, for the
+    setup's model (or ``model``), the setup being the trained columns' setting where ``settings``."""
+    def effect(setup: str, metric: str, comparison: tuple[str, str]) -> float:
+        a, b = comparison
+        if settings:
+            return _mean_difference(table, model or setup, metric, a, b, setting=setup)
+        return _mean_difference(table, model or setup, metric, a, b)
+
+    return effect
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -544,21 +561,25 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C3", "tool calling: GDPO beats GRPO on BFCL-v3 avg accuracy and format correctness at 1.5B and 3B",
           "avg acc 32.81 vs 30.18 (1.5B), 40.87 vs 39.20 (3B); format 80.66 vs 76.33, 82.23 vs 81.64",
           "Tab. 1, Fig. 4", "tool_calling", "GDPO − GRPO of BFCL avg accuracy and correct format (%, higher)",
-          "+2.63 / +4.33 pts (1.5B), +1.67 / +0.59 pts (3B)", Minimum(MIN_SEEDS, MIN_ITEMS)),
+          "+2.63 / +4.33 pts (1.5B), +1.67 / +0.59 pts (3B)", Minimum(MIN_SEEDS, MIN_ITEMS),
+          effect=table_effect("1")),
     Claim("C4", "GRPO w/o std matches correctness but never learns format",
           "0.00 % correct format (base 4.74 %); avg acc 29.26 vs GRPO 30.18 (1.5B)", "Tab. 2, Fig. 4", "tool_calling",
           "GRPO w/o std's format (%) against the base model's and 0 %; its avg accuracy against GRPO's",
-          "format −4.74 pts from base to 0.00 %; accuracy −0.92 pts (within ±2)", Minimum(MIN_SEEDS, MIN_ITEMS)),
+          "format −4.74 pts from base to 0.00 %; accuracy −0.92 pts (within ±2)", Minimum(MIN_SEEDS, MIN_ITEMS),
+          effect=table_effect("1")),
     Claim("C5", "math: GRPO's correctness falls and max response length spikes after about step 400; "
                 "GDPO keeps improving",
           "divergence of GRPO near step 400 (R1-1.5B); none for GDPO", "Fig. 5", "math",
           "rate of divergence over seeds (correctness falls for good while the max length climbs), GRPO − GDPO",
-          "GRPO diverged, GDPO did not (one run each)", Minimum(MIN_SEEDS, steps=400)),
+          "GRPO diverged, GDPO did not (one run each)", Minimum(MIN_SEEDS, steps=400),
+          # "GRPO diverges in at least half the runs in which GDPO does not" (one run each in the paper)
+          event_effect=0.5),
     Claim("C6", "math accuracy and length-exceed table", "e.g. R1-1.5B AIME acc/exceed 23.1/10.8 (GRPO) vs "
                 "29.4/6.5 (GDPO)", "Tab. 3", "math",
           "GDPO − GRPO of accuracy (higher) and Exceed (lower), % averaged over benchmarks and Table 3's models",
           "acc +3.24 / +0.60 / +0.32 pts, exceed −1.60 / −0.68 / −0.90 pts (R1-1.5B / R1-7B / Qwen3-4B)",
-          Minimum(MIN_SEEDS, MIN_ITEMS)),
+          Minimum(MIN_SEEDS, MIN_ITEMS), effect=table_effect("3")),
     Claim("C7", "lowering the length weight (1, 0.75, 0.5) barely changes behaviour; only 0.25 does",
           "qualitative (Fig. 6; its Table 8 numbers are not given)", "Fig. 6", "math",
           "accuracy and Exceed (%) at weight w − at weight 1, GRPO and GDPO",
@@ -567,22 +588,25 @@ CLAIMS: tuple[Claim, ...] = (
           "AIME 57.7/12.3 (GDPO) vs 53.3/29.2 (GRPO), R1-7B", "Tab. 4, Fig. 7", "math",
           "GDPO − GRPO of accuracy (higher) and Exceed (lower), % averaged over benchmarks",
           "acc +2.00 pts, exceed −5.72 pts (mean of Table 4's benchmarks; AIME +4.4 / −16.9)",
-          Minimum(MIN_SEEDS, MIN_ITEMS)),
+          Minimum(MIN_SEEDS, MIN_ITEMS), effect=table_effect("4", pn.R1_7B)),
     Claim("C9", "coding, 2 and 3 objectives: GDPO keeps pass rate and lowers exceed and bug ratio",
           "e.g. Codeforces 3-obj pass 69.4 vs 69.5, exceed 13.6 vs 16.9, bug 1.8 vs 2.5", "Tab. 5", "code",
           "GDPO − GRPO of pass (kept), Exceed (kept at 2 objectives, lower at 3) and bug % (lower at 3)",
           "2obj pass +2.53, exceed +0.07; 3obj pass +0.08, exceed −3.17, bug −1.20 pts",
-          Minimum(MIN_SEEDS, MIN_ITEMS)),
+          Minimum(MIN_SEEDS, MIN_ITEMS), effect=table_effect("5", pn.R1_7B, settings=True)),
     Claim("C10", "GDPO without the batch step occasionally fails to converge",
           "qualitative (App. A, Fig. 8)", "App. A, Fig. 8", "math",
           "rate of failure to converge over seeds (final correctness not above the initial), gdpo_nobn − gdpo",
           "occasional failures without the batch step, none with it (qualitative)",
-          Minimum(MIN_SEEDS, steps=100, prompts_per_batch=2)),
+          Minimum(MIN_SEEDS, steps=100, prompts_per_batch=2),
+          event_effect=0.2),  # "occasionally": at least one run in five
     Claim("C11", "gains hold across model sizes (1.5B, 3B, 4B, 7B) and all three task families",
           "Tabs. 1, 3, 5", "Tabs. 1, 3, 5", "all", "C3, C6 and C9 together, on at least two model sizes",
           "C3, C6, C9 reproduced; 1.5B–7B"),
 )
-CLAIMS_BY_ID = {claim.claim_id: claim for claim in CLAIMS}
+#: Every claim the ledger judges: the paper's (:data:`CLAIMS`), then any added since with
+#: :func:`gdpo.reporting.verdicts.registry.register_claim`.
+CLAIMS_BY_ID: dict[str, Claim] = {claim.claim_id: claim for claim in CLAIMS}
 
 
 #: Units of a :class:`MeasuredInterval`.

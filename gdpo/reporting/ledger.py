@@ -15,8 +15,9 @@ import pandas as pd
 
 from gdpo.reporting.aggregate import check_summary_digests
 from gdpo.reporting import calibration
-from gdpo.reporting.contract import CLAIMS, CLAIMS_BY_ID, NOT_MODELLED, NOT_RUN, Claim, Verdict
+from gdpo.reporting.contract import CLAIMS_BY_ID, NOT_MODELLED, NOT_RUN, Claim, Verdict
 from gdpo.reporting.verdicts import ClaimRule, Scale, rules_of
+from gdpo.reporting.verdicts.registry import EventPower, SimPower, TablePower, claims
 from gdpo.reporting.verdicts.decisions import EVENT_BASE_RATE, EVENT_EFFECTS
 from gdpo.reporting.verdicts.model_evidence import Evidence
 from gdpo.reporting.verdicts.validity import conditions_text
@@ -74,8 +75,6 @@ VERDICT_NOTES = [
     "on the seeds' 2 × 2 table decide (rate above 0 at one-sided 5 %, below the claim's δ at 5 %); Newcombe's "
     "interval of the rate difference is shown only.",
 ]
-#: Sim rows whose power is simulated from the bench's cells (the event rows compute theirs exactly).
-SIM_TABLE_POWER = ("C3", "C4", "C7", "C8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +119,7 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
     def add(claim: Claim, row_scale: str, verdict: Verdict, basis: str = "") -> None:
         rows.append(LedgerRow(claim, row_scale, verdict, basis or _event_basis(claim.claim_id, row_scale, verdict)))
 
-    for claim in CLAIMS:
+    for claim in claims():
         for rule in rules_of(claim.claim_id):
             if rule.scale == Scale.EXACT:
                 if counts is None:
@@ -140,20 +139,22 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
 
 def _judge_sim(rule: ClaimRule, per_seed: pd.DataFrame | None, sim_per_seed: str | Path,
                with_power: bool) -> tuple[Verdict, str]:
-    """A sim rule's verdict on its study, with the simulated power of the table-like rows."""
+    """A sim rule's verdict on its study, with the simulated power of the table-like rows (those registered with a
+    :class:`~gdpo.reporting.verdicts.registry.SimPower` design; the event rows state their own, exactly)."""
     if per_seed is None or rule.study not in set(per_seed["study"]):
         return Verdict("", "", NOT_RUN, f"missing study {rule.study!r} in {sim_per_seed}"), ""
     verdict = rule.judge(per_seed, f"{sim_per_seed} (study {rule.study})")
-    if with_power and rule.claim_id in SIM_TABLE_POWER and verdict.verdict not in (NOT_RUN, NOT_MODELLED):
+    if with_power and isinstance(rule.design, SimPower) and verdict.verdict not in (NOT_RUN, NOT_MODELLED):
         power, basis = calibration.sim_power(rule.claim_id, per_seed)
         return dataclasses.replace(verdict, power=power), basis
     return verdict, ""
 
 
 def _judge_model(rule: ClaimRule, evidence: Evidence, with_power: bool) -> tuple[Verdict, str]:
-    """A language-model-scale rule's verdict, with the power of the design its evidence represents."""
+    """A language-model-scale rule's verdict, with the power of the design its evidence represents (a rule
+    registered with a table or event power design; NaN otherwise)."""
     verdict = rule.judge(evidence)
-    if with_power and verdict.verdict != NOT_RUN:
+    if with_power and isinstance(rule.design, (TablePower, EventPower)) and verdict.verdict != NOT_RUN:
         power, basis = calibration.ledger_power(rule.claim_id, evidence)
         return dataclasses.replace(verdict, power=power), basis
     return verdict, ""

@@ -9,10 +9,12 @@
 
 One name per kind, the claim last: ``judge_cN`` reads a scale's evidence into a verdict (registered),
 ``decide_cN`` decides on samples, ``criteria_cN`` says what each interval must show. Importing the package
-registers every rule.
+registers every rule, each with its power design; a claim added after the paper's lives in one module of
+:mod:`.claims` (``docs/add-a-claim.md``).
 """
 
 from gdpo.reporting.verdicts import exact, model, sim  # noqa: F401  (importing them registers their rules)
+from gdpo.reporting.verdicts import claims  # noqa: F401,E402  (then every added claim's module)
 from gdpo.reporting.verdicts.registry import ClaimRule, Scale, claim_rule, rule_for, rules_of
 
 __all__ = ["ClaimRule", "Scale", "claim_rule", "rule_for", "rules_of"]

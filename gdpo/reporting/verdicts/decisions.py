@@ -19,8 +19,8 @@ from scipy.stats import binom
 from gdpo.methods import Method
 from gdpo.reporting import rate_tests
 from gdpo.reporting.contract import (
-    ALPHA, BARELY_MARGIN, INCONCLUSIVE, NO_FORMAT_RATE, NOT_REPRODUCED, PARITY_MARGIN, RATE, REPRODUCED, SMALLER,
-    Criterion, Estimate, Interval, MeasuredInterval, combine, one_sided_level, paper_effect, rate_difference_interval,
+    ALPHA, BARELY_MARGIN, CLAIMS_BY_ID, INCONCLUSIVE, NO_FORMAT_RATE, NOT_REPRODUCED, PARITY_MARGIN, RATE, REPRODUCED,
+    SMALLER, Criterion, Estimate, Interval, MeasuredInterval, combine, one_sided_level, paper_effect, rate_difference_interval,
 )
 from gdpo.reporting.verdicts.samples import Cells, paired, pooled, shifted
 
@@ -126,6 +126,19 @@ def _per_setup(setup_parts: Mapping[str, Sequence[Part]], what: str, any_setup: 
     return Decision(combine(list(outcomes.values())), outcomes, text, verdicts, tuple(measured))
 
 
+def decide_better(claim_id: str, cells: Cells, setups: Sequence[str], metrics: Sequence[str],
+                  methods: tuple[str, str] = (Method.GDPO, Method.GRPO), what: str = "GDPO − GRPO") -> Decision:
+    """The decision of a claim "``methods[0]`` beats ``methods[1]`` on every metric (higher is better), per
+    setup", as a new claim's power design and rule use it (``docs/add-a-claim.md``): each metric's paired
+    difference above 0, refuted below the paper's effect for the setup (:func:`effect_or_zero`: the claim's
+    contract's ``effect``); levels by :func:`decide_setups`, setups combined by
+    :func:`gdpo.reporting.contract.combine`. ``cells`` keys: (setup, method, metric)."""
+    a, b = methods
+    return _per_setup({setup: [(m, paired(cells[(setup, a, m)], cells[(setup, b, m)]),
+                                Criterion("better", +1, effect_or_zero(claim_id, setup, m))) for m in metrics]
+                       for setup in setups}, what)
+
+
 def criteria_c3(setup: str) -> dict[str, Criterion]:
     return {m: Criterion("better", +1, effect_or_zero("C3", setup, m)) for m in ("avg", "format")}
 
@@ -221,6 +234,11 @@ def decide_c9(cells: Cells, setups: Sequence[str]) -> Decision:
                                for m, c in criteria_c9(setup).items()] for setup in setups}, "GDPO − GRPO")
 
 
+#: C7's alternative where the paper gives no numbers (its power design, at every scale): weight 0.25 moves
+#: accuracy by twice the "barely" band, the other weights nothing.
+C7_CHANGE = 2 * BARELY_MARGIN
+
+
 def decide_c7(cells: Cells) -> Decision:
     """C7, for GRPO and GDPO: accuracy and Exceed at length weight 0.75 and 0.5 minus at weight 1 within
     ±:data:`BARELY_MARGIN` (equivalence), and at 0.25 outside it for accuracy or Exceed; refuted when 0.75 or
@@ -258,10 +276,27 @@ def decide_c7(cells: Cells) -> Decision:
 # --------------------------------------------------------------------------------------------------
 
 
-#: Smallest effects the qualitative event claims imply (rate differences): C5's single GRPO run diverged and
-#: GDPO's did not, read as "GRPO diverges in at least half the runs in which GDPO does not"; C10's
-#: "occasionally" as "at least one run in five".
-EVENT_EFFECTS = {"C5": 0.5, "C10": 0.2}
+class _EventEffects(Mapping[str, float]):
+    """Claim → the smallest effect (difference of event rates) an event claim implies: each claim's contract's
+    ``event_effect`` (:class:`gdpo.reporting.contract.Claim`), read when asked, so that a claim registered later
+    is in it too."""
+
+    def __getitem__(self, claim_id: str) -> float:
+        claim = CLAIMS_BY_ID.get(claim_id)
+        if claim is None or claim.event_effect is None:
+            raise KeyError(claim_id)
+        return claim.event_effect
+
+    def __iter__(self):
+        return (claim_id for claim_id, claim in CLAIMS_BY_ID.items() if claim.event_effect is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+#: Smallest effects the qualitative event claims imply (rate differences), by claim: their contracts'
+#: ``event_effect`` (the paper's read in :data:`gdpo.reporting.contract.CLAIMS`).
+EVENT_EFFECTS: Mapping[str, float] = _EventEffects()
 
 
 #: The reference method's event rate under the alternative, at every scale (:mod:`gdpo.reporting.calibration`

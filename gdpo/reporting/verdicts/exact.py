@@ -7,7 +7,10 @@ import pandas as pd
 
 from gdpo.methods import Method
 from gdpo.reporting.contract import NOT_REPRODUCED, NOT_RUN, REPRODUCED, Verdict
-from gdpo.reporting.verdicts.registry import Scale, claim_rule
+from gdpo.reporting.verdicts.registry import NoPower, Scale, claim_rule
+
+#: The exact rules' power design: none to simulate (exact counts; a count is the paper's or it is not).
+EXACT_COUNTS = NoPower("exact counts of every binary reward combination: no sampling, nothing to power")
 
 
 def _count(counts: pd.DataFrame, method: str, rollouts: int, rewards: int) -> int | None:
@@ -15,7 +18,7 @@ def _count(counts: pd.DataFrame, method: str, rollouts: int, rewards: int) -> in
     return None if row.empty else int(row["distinct_groups"].iloc[0])
 
 
-@claim_rule("C1", Scale.EXACT)
+@claim_rule("C1", Scale.EXACT, design=EXACT_COUNTS)
 def judge_c1(counts: pd.DataFrame, evidence: str) -> Verdict:
     """C1: ``reproduced`` iff at G = 2, n = 2 GRPO has exactly 2 distinct advantage groups and GDPO exactly 3
     (an exact count: no interval); ``not reproduced`` otherwise; ``not run`` if that grid point is absent."""
@@ -32,7 +35,7 @@ def judge_c1(counts: pd.DataFrame, evidence: str) -> Verdict:
 MUCH_GREATER_RATIO = 2.0
 
 
-@claim_rule("C2", Scale.EXACT)
+@claim_rule("C2", Scale.EXACT, design=EXACT_COUNTS)
 def judge_c2(counts: pd.DataFrame, evidence: str) -> Verdict:
     """C2, over both axes of Fig. 3 (``axis == "rollouts"``: G varies at n = 2; ``"rewards"``: n varies at
     G = 4), each needing at least 3 points: (1) every method's count strictly increases along each axis;

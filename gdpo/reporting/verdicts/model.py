@@ -3,33 +3,39 @@
 
 Every rule is split in two: the rule reads the evidence into per-seed samples and checks the claim's minimum; a
 pure ``decide_cN`` of :mod:`.decisions` turns the samples into the verdict. Each rule: ``(evidence) -> Verdict``;
-C11, which combines other claims, also gets their verdicts at this scale.
+C11, which combines other claims, also gets their verdicts at this scale. Each rule is registered with its power
+design (:mod:`.registry`: what the calibration simulates for it) and, for a table rule read by
+:func:`judge_table`, its validity conditions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from gdpo.curve_events import LENGTH_RISE, fails_to_converge
+from gdpo.curve_events import LENGTH_RISE, detect_divergence, fails_to_converge
 from gdpo.methods import Method
 from gdpo.plan import model_display_name
 from gdpo.reporting import curves
+from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting.contract import (
     BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_RUN, NOT_TESTED, PARITY_MARGIN, RATE, UNDERPOWERED,
-    MeasuredInterval, Verdict, combine,
+    MeasuredInterval, Verdict, combine, paper_effect,
 )
 from gdpo.reporting.stats import mean_ci
 from gdpo.reporting.verdicts.decisions import (
-    EVENT_EFFECTS, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9, decide_events, parts_text,
-    smallest_detectable_rate,
+    C7_CHANGE, EVENT_EFFECTS, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9, decide_events,
+    parts_text, smallest_detectable_rate,
 )
 from gdpo.reporting.verdicts.model_evidence import BASE, Evidence, model_size, relabel_setups
-from gdpo.reporting.verdicts.registry import Scale, claim_rule
+from gdpo.reporting.verdicts.registry import (
+    EventPower, NoPower, Scale, TablePower, claim_rule, design_of, rule_for, table_setups,
+)
 from gdpo.reporting.verdicts.samples import seeds_compared
 from gdpo.reporting.verdicts import validity
 from gdpo.reporting.verdicts.validity import Condition
@@ -149,7 +155,9 @@ def _decided(evidence: Evidence, claim_id: str, gathered: Gathered, decide: Call
         text = text.replace(f"{setup}: ", f"{task} ({shown}): " if shown != setup else
                             f"{task} (as the paper's {setup}): ")
     run = "; ".join(gathered.labels)
-    absent = [s for s in _PAPER_SETUPS.get(claim_id, ()) if s not in gathered.setups]
+    design = design_of(claim_id)
+    paper_setups = design.paper_setups if isinstance(design, TablePower) else ()
+    absent = [s for s in paper_setups if s not in gathered.setups]
     if absent:
         comparison += f" — judged on {', '.join(gathered.setups)} only; the paper's {', '.join(absent)} not mapped"
     short = {s: list(m) for s, m in gathered.shortfall.items() if m}
@@ -168,9 +176,21 @@ def _decided(evidence: Evidence, claim_id: str, gathered: Gathered, decide: Call
                    intervals=decision.intervals, conditions=conditions)
 
 
-#: The paper's setups of each table claim (a config that maps fewer is judged on those, and the row says so).
-_PAPER_SETUPS = {"C3": ("Qwen2.5-1.5B", "Qwen2.5-3B"), "C4": ("Qwen2.5-1.5B",),
-                 "C6": ("R1-1.5B", "R1-7B", "Qwen3-4B"), "C8": ("R1-7B",), "C9": ("2obj", "3obj")}
+def judge_table(evidence: Evidence, claim_id: str, comparison: str, setups: dict[str, str] | None = None
+                ) -> Verdict:
+    """A table claim's verdict as its registration says: the cells of its power design
+    (:class:`~.registry.TablePower`: the table, compared methods and metrics; ``setups`` default: the design's
+    setups in the config's ``reporting:`` block) read by :func:`gather`, the rule's validity conditions added
+    (``condition(evidence, claim_id, gathered)``), then the design's decision (:func:`_table_verdict`)."""
+    rule = rule_for(claim_id, Scale.MODEL)
+    design = rule.design
+    if setups is None:
+        setups = design.setups_in(evidence.reporting, lambda task, method: bool(evidence.seeds(task, method)))
+    gathered = gather(evidence, claim_id, design.source, design.methods, design.metrics_for(list(setups)), setups)
+    if not isinstance(gathered, Verdict):
+        for condition in rule.conditions:
+            gathered.conditions += condition(evidence, claim_id, gathered)
+    return _table_verdict(evidence, claim_id, gathered, design.decide, comparison)
 
 
 def _tool_behaviour(evidence: Evidence, setups: dict[str, str], methods: Sequence[str]) -> str:
@@ -201,26 +221,69 @@ def _with_behaviour(verdict: Verdict, behaviour: str) -> Verdict:
 # --------------------------------------------------------------------------------------------------
 
 
-@claim_rule("C3", Scale.MODEL)
+def _declining_conditions(evidence: Evidence, claim_id: str, gathered: Gathered) -> list[Condition]:
+    """C3's format part: each setup's training data holds items that expect no call."""
+    conditions = []
+    for setup, task in gathered.setups.items():
+        ran = evidence.runs.get(task) or {}
+        conditions.append(validity.declining_trainable(
+            ran.get("decline_share"), ran.get("train_data"), setup, recorded="decline_share" in ran))
+    return conditions
+
+
+#: C3's power design: Table 1's setups, GDPO against GRPO on BFCL avg and format.
+C3_DESIGN = TablePower("table1", (Method.GDPO, Method.GRPO), ("avg", "format"), decide_c3, paper_tables=("1", "2"),
+                       paper_setups=(pn.QWEN25_1_5B, pn.QWEN25_3B))
+
+
+@claim_rule("C3", Scale.MODEL, design=C3_DESIGN, conditions=(_declining_conditions,))
 def judge_c3(evidence: Evidence) -> Verdict:
-    """C3 (Table 1): :func:`decide_c3` on every mapped setup.
+    """C3 (Table 1): :func:`decide_c3` on every mapped setup (:func:`judge_table`; condition: declining is
+    trained, :func:`.validity.declining_trainable`).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
     checks them); no figure is copied here, since each moves with the designs."""
     comparison = "GDPO − GRPO paired by seed: BFCL avg and format above 0 (every Table 1 setup)"
-    gathered = gather(evidence, "C3", "table1", (Method.GDPO, Method.GRPO), ("avg", "format"))
-    if not isinstance(gathered, Verdict):
-        for setup, task in gathered.setups.items():
-            ran = evidence.runs.get(task) or {}
-            gathered.conditions.append(validity.declining_trainable(
-                ran.get("decline_share"), ran.get("train_data"), setup, recorded="decline_share" in ran))
-    verdict = _table_verdict(evidence, "C3", gathered, decide_c3, comparison)
+    verdict = judge_table(evidence, "C3", comparison)
     return _with_behaviour(verdict, _tool_behaviour(evidence, evidence.tasks("table1"),
                                                     ("base", Method.GRPO, Method.GDPO)))
 
 
-@claim_rule("C4", Scale.MODEL)
+def _c4_accuracy_gap(setup: str) -> float:
+    """The paper's GRPO w/o std − GRPO avg accuracy for a setup (Table 2), 0 where the paper has none."""
+    try:
+        return paper_effect("C4", setup, "avg", (Method.GRPO_NOSTD, Method.GRPO))
+    except KeyError:
+        return 0.0
+
+
+def _c4_shift(setup: str, method: str, metric: str, reference: float) -> float:
+    """Under the claim: w/o std's format at 0 % (its reference is the base model's), its accuracy GRPO's + the
+    paper's gap."""
+    if method != Method.GRPO_NOSTD:
+        return 0.0
+    return -reference if metric == "format" else _c4_accuracy_gap(setup)
+
+
+#: C4's power design: the Table 1 setups that train GRPO w/o std; its format against the base model's (and
+#: 0 %), its avg accuracy against GRPO's.
+C4_DESIGN = TablePower(
+    "table1", (Method.GRPO_NOSTD, Method.GRPO, BASE), ("format", "avg"), decide_c4,
+    setups=lambda reporting, trains: {s: t for s, t in table_setups(reporting, "table1").items()
+                                      if trains(t, Method.GRPO_NOSTD)},
+    reference=lambda setup, method, metric: ((setup, BASE, metric) if metric == "format"
+                                             else (setup, Method.GRPO, metric)),
+    shift=_c4_shift,
+    compared=lambda setups, metrics: [
+        pair for s in setups for pair in (((s, Method.GRPO_NOSTD, "format"), (s, BASE, "format")),
+                                          ((s, Method.GRPO_NOSTD, "avg"), (s, Method.GRPO, "avg")))],
+    seed_pairs=lambda setups, metrics: [[((s, Method.GRPO_NOSTD, r), (s, Method.GRPO, r))]
+                                        for s in setups for r in metrics],
+    paper_tables=("1", "2"), paper_setups=(pn.QWEN25_1_5B,))
+
+
+@claim_rule("C4", Scale.MODEL, design=C4_DESIGN)
 def judge_c4(evidence: Evidence) -> Verdict:
     """C4 (Table 2): :func:`decide_c4` on the Table 1 setups that train GRPO w/o std (the paper trains it at
     1.5B only); ``not run`` if none does.
@@ -249,22 +312,6 @@ def judge_c4(evidence: Evidence) -> Verdict:
                            _tool_behaviour(evidence, setups, ("base", Method.GRPO, Method.GRPO_NOSTD)))
 
 
-@claim_rule("C6", Scale.MODEL)
-def judge_c6(evidence: Evidence) -> Verdict:
-    """C6 (Table 3): :func:`decide_c6` over the mapped setups.
-
-    Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
-    refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
-    checks them); no figure is copied here, since each moves with the designs."""
-    comparison = "GDPO − GRPO paired by seed, averaged over Table 3's setups: accuracy above 0, Exceed below 0"
-    gathered = gather(evidence, "C6", "table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"))
-    if not isinstance(gathered, Verdict):  # C6 pools its setups: one accuracy part and one Exceed part
-        gathered.conditions += _room_conditions(evidence, "C6", gathered, pooled=True)
-    # Pairs by seed only within a setup; the setups are independent samples, each needing its own ≥ 3 pairs
-    # (gather's minimum per setup), whatever their seeds' labels.
-    return _table_verdict(evidence, "C6", gathered, decide_c6, comparison)
-
-
 def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pooled: bool) -> list[Condition]:
     """C6 / C8: accuracy off ceiling and floor, and some run exceeding, over each setup (``pooled``: over all
     setups together, for a rule that pools them into one accuracy and one Exceed part)."""
@@ -278,21 +325,54 @@ def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pool
     return conditions
 
 
-@claim_rule("C8", Scale.MODEL)
+#: C6's power design: Table 3's setups, GDPO against GRPO on accuracy and Exceed, the setups pooled as
+#: independent samples (each on its own pairs).
+C6_DESIGN = TablePower("table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"), decide_c6, pooled=True,
+                       paper_tables=("3",), paper_setups=(pn.R1_1_5B, pn.R1_7B, pn.QWEN3_4B))
+
+
+# C6 pools its setups: one accuracy part and one Exceed part, their room checked over all setups together.
+@claim_rule("C6", Scale.MODEL, design=C6_DESIGN, conditions=(functools.partial(_room_conditions, pooled=True),))
+def judge_c6(evidence: Evidence) -> Verdict:
+    """C6 (Table 3): :func:`decide_c6` over the mapped setups (:func:`judge_table`; conditions: accuracy off
+    ceiling and floor, some run exceeding, over the setups pooled).
+
+    Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
+    refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
+    checks them); no figure is copied here, since each moves with the designs."""
+    comparison = "GDPO − GRPO paired by seed, averaged over Table 3's setups: accuracy above 0, Exceed below 0"
+    # Pairs by seed only within a setup; the setups are independent samples, each needing its own ≥ 3 pairs
+    # (gather's minimum per setup), whatever their seeds' labels.
+    return judge_table(evidence, "C6", comparison)
+
+
+#: C8's power design: Table 4's setups, GDPO against GRPO on accuracy and Exceed (conditioned length reward).
+C8_DESIGN = TablePower("table4", (Method.GDPO, Method.GRPO), ("acc", "exceed"), decide_c8, paper_tables=("4",),
+                       paper_model=pn.R1_7B, paper_setups=(pn.R1_7B,))
+
+
+@claim_rule("C8", Scale.MODEL, design=C8_DESIGN, conditions=(functools.partial(_room_conditions, pooled=False),))
 def judge_c8(evidence: Evidence) -> Verdict:
-    """C8 (Table 4): :func:`decide_c8` on every mapped setup.
+    """C8 (Table 4): :func:`decide_c8` on every mapped setup (:func:`judge_table`; conditions: accuracy off
+    ceiling and floor, some run exceeding, per setup).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
     checks them); no figure is copied here, since each moves with the designs."""
     comparison = "GDPO − GRPO paired by seed, conditioned length reward: accuracy above 0, Exceed below 0"
-    gathered = gather(evidence, "C8", "table4", (Method.GDPO, Method.GRPO), ("acc", "exceed"))
-    if not isinstance(gathered, Verdict):
-        gathered.conditions += _room_conditions(evidence, "C8", gathered, pooled=False)
-    return _table_verdict(evidence, "C8", gathered, decide_c8, comparison)
+    return judge_table(evidence, "C8", comparison)
 
 
-@claim_rule("C9", Scale.MODEL)
+#: C9's power design: Table 5's setups (only with the 3-objective one, where the claim's lower Exceed and bug
+#: ratio are shown), GDPO against GRPO on pass, Exceed and (at 3 objectives) bug ratio.
+C9_DESIGN = TablePower(
+    "table5", (Method.GDPO, Method.GRPO),
+    lambda setups: ("pass", "exceed", "bug") if "3obj" in setups else ("pass", "exceed"), decide_c9,
+    setups=lambda reporting, trains: (found if "3obj" in (found := table_setups(reporting, "table5")) else {}),
+    paper_tables=("5",), paper_model=pn.R1_7B, paper_settings=True, paper_setups=("2obj", "3obj"))
+
+
+@claim_rule("C9", Scale.MODEL, design=C9_DESIGN)
 def judge_c9(evidence: Evidence) -> Verdict:
     """C9 (Table 5): :func:`decide_c9` on every mapped setup (``2obj``, ``3obj``).
 
@@ -312,12 +392,34 @@ def judge_c9(evidence: Evidence) -> Verdict:
         # The claim's "lowers exceed and bug ratio" is the 3-objective setting's: without it only half is run.
         return Verdict("", comparison, NOT_RUN, "the config's table5 maps no 3obj task (pass, conditioned length and "
                                                 "bug rewards), where the claim's lower exceed and bug ratio are shown")
-    metrics = ("pass", "exceed", "bug")
-    gathered = gather(evidence, "C9", "table5", (Method.GDPO, Method.GRPO), metrics, setups)
-    return _table_verdict(evidence, "C9", gathered, decide_c9, comparison)
+    return judge_table(evidence, "C9", comparison, setups)
 
 
-@claim_rule("C7", Scale.MODEL)
+#: The length weights of C7's sweep (Fig. 6), weight 1 the reference.
+C7_WEIGHTS = ("1", "0.75", "0.5", "0.25")
+
+
+def _c7_setups(reporting: Mapping, trains: Callable[[str, str], bool]) -> dict[str, str]:
+    """Weight → plain-reward task of ``reporting.figures.fig6``; empty unless every weight of the sweep is
+    mapped."""
+    sweep = ((reporting or {}).get("figures") or {}).get("fig6") or {}
+    setups = {f"{float(w):g}": v.get("plain") for w, v in sweep.items() if (v or {}).get("plain")}
+    return setups if set(C7_WEIGHTS) <= set(setups) else {}
+
+
+#: C7's power design: each weight's runs against weight 1's (across tasks), GRPO and GDPO; the alternative is
+#: ours (the paper gives no numbers): weight 0.25 moves accuracy by :data:`~.decisions.C7_CHANGE`, the others
+#: nothing. Reference rates: R1-7B's Table 3 values, the model the paper's sweep used.
+C7_DESIGN = TablePower(
+    "fig6", (Method.GRPO, Method.GDPO), ("acc", "exceed"), lambda cells, setups: decide_c7(cells),
+    setups=_c7_setups, reference=lambda setup, method, metric: (C7_WEIGHTS[0], method, metric),
+    shift=lambda setup, method, metric, reference: C7_CHANGE if setup == "0.25" and metric == "acc" else 0.0,
+    compared=lambda setups, metrics: [((w, m, r), (C7_WEIGHTS[0], m, r)) for w in C7_WEIGHTS[1:]
+                                      for m in (Method.GRPO, Method.GDPO) for r in metrics],
+    across_setups=True, paper_tables=("3",), paper_model=pn.R1_7B, has_paper_numbers=False)
+
+
+@claim_rule("C7", Scale.MODEL, design=C7_DESIGN)
 def judge_c7(evidence: Evidence) -> Verdict:
     """C7 (Fig. 6): :func:`decide_c7` on the plain-reward tasks at weights 1, 0.75, 0.5 and 0.25.
 
@@ -372,10 +474,6 @@ def _curve_task(evidence: Evidence, figure: str, what: str, comparison: str):
     return task
 
 
-#: What each event claim counts per seed.
-_EVENT_NAMES = {"C5": "divergence", "C10": "failure-to-converge"}
-
-
 def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[str, str],
                   events: Mapping[str, pd.Series], comparison: str, measured: str,
                   reported: tuple[MeasuredInterval, ...] = (), conditions: tuple[Condition, ...] = ()) -> Verdict:
@@ -395,8 +493,9 @@ def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[s
                else f"detects no {a} rate, not even 1 (none for {b}),")
     text = (f"{measured}; rate difference {interval.text('', 2)} ({interval.source}); with these seeds the rule "
             f"{detects} with 80 % power")
-    run = evidence.run_label(task, methods, _paper_setup(claim_id))
-    intervals = (MeasuredInterval.of(f"{_EVENT_NAMES[claim_id]} rate {a} − {b}", interval, RATE), *reported)
+    design = design_of(claim_id)
+    run = evidence.run_label(task, methods, design.paper_setup)
+    intervals = (MeasuredInterval.of(f"{design.event} rate {a} − {b}", interval, RATE), *reported)
     if any(c.passed is False for c in conditions):
         return Verdict(f"not tested: {validity.failed_text(conditions)} — measured, not read as a decision: {text}",
                        comparison, NOT_TESTED, evidence.steps_path, run=run, intervals=intervals,
@@ -408,11 +507,15 @@ def _judge_events(evidence: Evidence, claim_id: str, task: str, methods: tuple[s
                    conditions=conditions)
 
 
-def _paper_setup(claim_id: str) -> str:
-    return {"C5": "R1-1.5B, 500 steps", "C10": "R1-1.5B (Fig. 8)"}.get(claim_id, "")
+#: C5's power design: GRPO's divergence rate against GDPO's over the seeds of Fig. 5's task; the calibration's
+#: synthetic runs collapse, and the rule's detector finds it.
+C5_DESIGN = EventPower("fig5", (Method.GRPO, Method.GDPO), "divergence", "collapse",
+                       lambda steps, correctness, length: (
+                           detect_divergence(steps, correctness, length) is not None),
+                       paper_setup=f"{pn.R1_1_5B}, 500 steps")
 
 
-@claim_rule("C5", Scale.MODEL)
+@claim_rule("C5", Scale.MODEL, design=C5_DESIGN)
 def judge_c5(evidence: Evidence) -> Verdict:
     """C5 (Fig. 5): per seed, whether the run diverges (:func:`gdpo.reporting.curves.divergence_steps`:
     correctness falls for good while the max length climbs); :func:`decide_events` on GRPO's rate minus
@@ -502,7 +605,14 @@ def _divergence_measures(evidence: Evidence, task: str) -> tuple[str, tuple[Meas
     return text, tuple(intervals)
 
 
-@claim_rule("C10", Scale.MODEL)
+#: C10's power design: gdpo_nobn's failure-to-converge rate against gdpo's over the seeds of Fig. 8's task; the
+#: calibration's synthetic runs stall.
+C10_DESIGN = EventPower("fig8", (Method.GDPO_NOBN, Method.GDPO), "failure-to-converge", "stall",
+                        lambda steps, correctness, length: fails_to_converge(correctness),
+                        paper_setup=f"{pn.R1_1_5B} (Fig. 8)")
+
+
+@claim_rule("C10", Scale.MODEL, design=C10_DESIGN)
 def judge_c10(evidence: Evidence) -> Verdict:
     """C10 (Fig. 8): per seed, whether the run fails to converge (:func:`gdpo.curve_events.fails_to_converge`
     on its correctness-type reward); :func:`decide_events` on gdpo_nobn's rate minus gdpo's. Needs ≥ 100
@@ -532,7 +642,7 @@ def judge_c10(evidence: Evidence) -> Verdict:
     if short:
         steps = evidence.num_steps(task, (Method.GDPO, Method.GDPO_NOBN))
         return Verdict(f"not judged: {short}", comparison, UNDERPOWERED, evidence.steps_path,
-                       run=evidence.run_label(task, (Method.GDPO, Method.GDPO_NOBN), _paper_setup("C10")),
+                       run=evidence.run_label(task, (Method.GDPO, Method.GDPO_NOBN), C10_DESIGN.paper_setup),
                        ) if steps is not None else Verdict("", comparison, NOT_RUN, short)
     events = {m: pd.Series(v, dtype=bool) for m, v in failed.items()}
     nobn, gdpo = events[Method.GDPO_NOBN], events[Method.GDPO]
@@ -549,7 +659,8 @@ def judge_c10(evidence: Evidence) -> Verdict:
 # --------------------------------------------------------------------------------------------------
 
 
-@claim_rule("C11", Scale.MODEL, combines=("C3", "C6", "C9"))
+@claim_rule("C11", Scale.MODEL, combines=("C3", "C6", "C9"),
+            design=NoPower("combines C3, C6 and C9's verdicts at this scale; their rows carry the power"))
 def judge_c11(evidence: Evidence, family_verdicts: Mapping[str, str]) -> Verdict:
     """C11: the gains hold in all three families (C3, C6 and C9 at this scale, combined) and across model
     sizes. The model-size part needs the families' setups to span at least two models; with fewer it is

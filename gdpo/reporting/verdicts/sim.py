@@ -3,7 +3,8 @@
 C3 and C7 read the Bernoulli bench; C4, C5, C8 and C10 the sequence bench, each a failure mode looked for over a
 grid of settings, its cells' in-direction tests at the grid's Bonferroni level, combined by
 :func:`~gdpo.reporting.verdicts.decisions.over_cells`. Each rule: ``(per_seed, evidence) -> Verdict``, registered
-with the study it reads.
+with the study it reads and its power design (:class:`~.registry.SimPower`: the bench's cells simulated under the
+paper's effect in points, for the table-like rows; the event rows state their own exact power).
 """
 
 from __future__ import annotations
@@ -11,22 +12,23 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from gdpo.curve_events import final_window
 from gdpo.methods import Method
+from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting.contract import (
     ALPHA, BARELY_MARGIN, CLAIMS_BY_ID, MIN_SEEDS, NO_FORMAT_RATE, NOT_MODELLED, NOT_REPRODUCED, NOT_RUN, PARITY_MARGIN,
-    REPRODUCED, UNDERPOWERED, MeasuredInterval, Verdict, binomial_variance, rate_interval,
+    REPRODUCED, UNDERPOWERED, MeasuredInterval, Verdict, binomial_variance, paper_effect, rate_interval,
 )
 from gdpo.reporting.verdicts.decisions import (
-    EVENT_EFFECTS, bonferroni_level, decide_c4, decide_c7, decide_events, decide_sim_events, decide_sim_pairs,
-    interval_text, over_cells, parts_text, sim_event_power, smallest_detectable_rate,
+    C7_CHANGE, EVENT_EFFECTS, bonferroni_level, decide_c4, decide_c7, decide_events, decide_sim_events,
+    decide_sim_pairs, interval_text, over_cells, parts_text, sim_event_power, smallest_detectable_rate,
 )
-from gdpo.reporting.verdicts.registry import Scale, claim_rule
+from gdpo.reporting.verdicts.registry import NoPower, Scale, SimPower, claim_rule
 from gdpo.reporting.verdicts.samples import Sample, paired
 
 
@@ -147,11 +149,85 @@ def _tally(outcomes: Mapping[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
+# Power designs of the table-like rows: the bench's cells, each at its reference cell's measured rate, shifted by
+# the paper's effect in points (the bench's success rates are percentages too, though not the paper's benchmarks)
+# --------------------------------------------------------------------------------------------------
+
+
+def pairs_power(rewards: tuple[str, str], effects: Callable[[], dict[str, float]], where: str,
+                conditioned_only: bool = False) -> SimPower:
+    """The power design of a rule deciding GDPO − GRPO on two rewards per cell (:func:`decide_sim_pairs`): GDPO's
+    cells shifted by ``effects()`` (reward → points, the paper's effect ``where`` it is tabulated), GRPO's not;
+    ``conditioned_only``: the cells deciding are those whose length reward is conditioned on correctness."""
+    def design(per_seed: pd.DataFrame, study: str):
+        variants = study_variants(per_seed, study)
+        decided = [v for v in variants if "conditioning=none" not in v] if conditioned_only else variants
+        cells = pair_cells(per_seed, study, decided, rewards)
+        shift = effects()
+        shifts = {k: shift[k[2]] if k[1] == Method.GDPO else 0.0 for k in cells}
+        reference = {k: (k[0], Method.GRPO, k[2]) for k in cells}
+        return cells, lambda c: decide_sim_pairs(c, decided, rewards).outcome, shifts, reference
+
+    def alternative() -> str:
+        return ("GDPO − GRPO " + ", ".join(f"{reward} {shift:+.2f}" for reward, shift in effects().items())
+                + f" points ({where})")
+
+    return SimPower(design, alternative)
+
+
+#: C3's sim power: correctness and format of GDPO shifted by Table 1's 1.5B effects on avg and format.
+C3_SIM_POWER = pairs_power(("correctness", "format"), lambda: {
+    "correctness": paper_effect("C3", pn.QWEN25_1_5B, "avg"),
+    "format": paper_effect("C3", pn.QWEN25_1_5B, "format")}, "Table 1, 1.5B")
+#: C8's sim power: Table 4's effects, Exceed lower by 5.72 points standing for the share within the limit higher
+#: by as much.
+C8_SIM_POWER = pairs_power(("correctness", "length"), lambda: {
+    "correctness": paper_effect("C8", "", "acc"), "length": -paper_effect("C8", "", "exceed")}, "Table 4",
+    conditioned_only=True)
+
+
+def _c4_gap() -> float:
+    return paper_effect("C4", pn.QWEN25_1_5B, "avg", (Method.GRPO_NOSTD, Method.GRPO))
+
+
+def _c4_design(per_seed: pd.DataFrame, study: str):
+    variants = study_variants(per_seed, study)
+    cells = cells_c4(per_seed, study, variants)
+    gap = _c4_gap()
+    # Under the claim: w/o std's format at 0 % (the base's is measured), its correctness GRPO's + the gap.
+    reference = {k: ((k[0], "base", "format") if k[2] == "format" else (k[0], Method.GRPO, "avg")) for k in cells}
+    shifts = {k: (-math.inf if k == (k[0], Method.GRPO_NOSTD, "format")
+                  else gap if k[1] == Method.GRPO_NOSTD else 0.0)
+              for k in cells}
+    return cells, lambda c: over_cells(decide_c4(c, variants).by_setup), shifts, reference
+
+
+#: C4's sim power: w/o std's format at 0 %, its correctness GRPO's + Table 2's gap.
+C4_SIM_POWER = SimPower(_c4_design, lambda: (f"w/o std at 0 % format and {_c4_gap():+.2f} points of correctness "
+                                             "from GRPO's (Table 2)"))
+
+
+def _c7_design(per_seed: pd.DataFrame, study: str):
+    cells = cells_c7(per_seed, study)
+    reference = {k: ("1", k[1], k[2]) for k in cells}
+    shifts = {k: (-C7_CHANGE if k[0] == "0.25" and k[2] == "acc" else 0.0) for k in cells}
+    return cells, lambda c: decide_c7(c).outcome, shifts, reference
+
+
+#: C7's sim power: weight 0.25 moving correctness by :data:`~.decisions.C7_CHANGE` points, the others not.
+C7_SIM_POWER = SimPower(_c7_design,
+                        lambda: f"weight 0.25 moving correctness by {C7_CHANGE:g} points, the others not")
+#: The event rows' power design: stated by the rule itself, exactly (:func:`sim_event_power`).
+EVENT_ROW_POWER = NoPower("the rule states its power exactly (sim_event_power: the claim's smallest effect in "
+                          "every cell), not simulated by the calibration")
+
+
+# --------------------------------------------------------------------------------------------------
 # Bernoulli bench (C3, C7)
 # --------------------------------------------------------------------------------------------------
 
 
-@claim_rule("C3", Scale.SIM, study=BERNOULLI_STUDIES["C3"])
+@claim_rule("C3", Scale.SIM, study=BERNOULLI_STUDIES["C3"], design=C3_SIM_POWER)
 def judge_c3(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C3 at scale sim (study ``format_vs_correctness``): :func:`decide_sim_pairs` on correctness and format."""
     study = BERNOULLI_STUDIES["C3"]
@@ -188,7 +264,7 @@ def _with_reward_name(interval: MeasuredInterval) -> MeasuredInterval:
     return dataclasses.replace(interval, name=f"{setting} {C7_REWARDS[metric]}")
 
 
-@claim_rule("C7", Scale.SIM, study=BERNOULLI_STUDIES["C7"])
+@claim_rule("C7", Scale.SIM, study=BERNOULLI_STUDIES["C7"], design=C7_SIM_POWER)
 def judge_c7(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C7 at scale sim (study ``easy_vs_hard_weights``): :func:`decide_c7` with the final success of
     correctness standing for accuracy and that of the length reward for Exceed (variants ``w<w>``)."""
@@ -226,7 +302,7 @@ def cells_c4(per_seed: pd.DataFrame, study: str, variants: Sequence[str]) -> dic
     return cells
 
 
-@claim_rule("C4", Scale.SIM, study=SEQUENCE_STUDIES["C4"])
+@claim_rule("C4", Scale.SIM, study=SEQUENCE_STUDIES["C4"], design=C4_SIM_POWER)
 def judge_c4(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C4 at scale sim (study ``seq_tool_calling``): per cell, :func:`decide_c4` with GRPO w/o std's final format
     success against its step-0 format (the base model) and :data:`NO_FORMAT_RATE`, and its correctness credit
@@ -325,7 +401,7 @@ def _judge_events(claim_id: str, per_seed: pd.DataFrame, evidence: str, methods:
                    intervals=decision.intervals)
 
 
-@claim_rule("C5", Scale.SIM, study=SEQUENCE_STUDIES["C5"])
+@claim_rule("C5", Scale.SIM, study=SEQUENCE_STUDIES["C5"], design=EVENT_ROW_POWER)
 def judge_c5(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C5 at scale sim (study ``seq_math_length``): per cell, the collapse rate (the training scale's divergence
     detector on correctness against the maximum response length) of GRPO minus GDPO; see
@@ -334,7 +410,7 @@ def judge_c5(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     return _judge_events("C5", per_seed, evidence, (Method.GRPO, Method.GDPO), "collapse")
 
 
-@claim_rule("C8", Scale.SIM, study=SEQUENCE_STUDIES["C8"])
+@claim_rule("C8", Scale.SIM, study=SEQUENCE_STUDIES["C8"], design=C8_SIM_POWER)
 def judge_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C8 at scale sim (study ``seq_conditioned_length``): :func:`decide_sim_pairs` on correctness and the length
     reward (share of responses within the limit, whether paid or not) over the cells whose length reward is
@@ -368,7 +444,7 @@ def judge_c8(per_seed: pd.DataFrame, evidence: str) -> Verdict:
                    intervals=intervals)
 
 
-@claim_rule("C10", Scale.SIM, study=SEQUENCE_STUDIES["C10"])
+@claim_rule("C10", Scale.SIM, study=SEQUENCE_STUDIES["C10"], design=EVENT_ROW_POWER)
 def judge_c10(per_seed: pd.DataFrame, evidence: str) -> Verdict:
     """C10 at scale sim (study ``seq_batch_step``): per cell, the failure-to-converge rate
     (:func:`gdpo.curve_events.fails_to_converge` on correctness) of gdpo_nobn minus gdpo; see :func:`decide_sim_events`. The
