@@ -76,28 +76,26 @@ PAPER_ITEMS = {"BFCL-v3": 4441, "MATH": 500, "AIME": 30, "AMC": 83, "Minerva": 2
 EVALUATED_ITEMS = {**PAPER_ITEMS, "BFCL-v3": held_out_items()}
 
 
-def table_power(claim_id: str) -> TablePower:
-    """The power design registered with a table claim's language-model rule.
+def _registered_design(claim_id: str, kind: type, what: str):
+    """The power design of ``kind`` registered with a claim's language-model rule.
 
     Raises:
-        KeyError: the claim has no such rule, or its design is not a table claim's.
+        KeyError: the claim has no such rule, or its design is of another kind.
     """
     design = design_of(claim_id)
-    if not isinstance(design, TablePower):
-        raise KeyError(f"{claim_id} has no table power design (registered: {design!r})")
+    if not isinstance(design, kind):
+        raise KeyError(f"{claim_id} has no {what} power design (registered: {design!r})")
     return design
+
+
+def table_power(claim_id: str) -> TablePower:
+    """The power design registered with a table claim's language-model rule (KeyError: none)."""
+    return _registered_design(claim_id, TablePower, "table")
 
 
 def event_power_design(claim_id: str) -> EventPower:
-    """The power design registered with an event claim's language-model rule.
-
-    Raises:
-        KeyError: the claim has no such rule, or its design is not an event claim's.
-    """
-    design = design_of(claim_id)
-    if not isinstance(design, EventPower):
-        raise KeyError(f"{claim_id} has no event power design (registered: {design!r})")
-    return design
+    """The power design registered with an event claim's language-model rule (KeyError: none)."""
+    return _registered_design(claim_id, EventPower, "event")
 
 
 @dataclasses.dataclass(frozen=True)
