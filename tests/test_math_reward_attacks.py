@@ -35,7 +35,8 @@ HARDER = {
     "products_2_digits": ("products", {"min_terms": 2, "max_terms": 2, "min_digits": 2, "max_digits": 2}),
     "gcd_up_to_50": ("gcd", {"min_value": 2, "max_value": 50}),
 }
-GENERATOR_NAMES = ("basic_arithmetic", "chain_sum", "products", "gcd", "lcm", "simple_equations", *HARDER)
+GENERATOR_NAMES = ("basic_arithmetic", "chain_sum", "chain_sum_3", "chain_sum_4", "products", "gcd", "lcm",
+                   "simple_equations", *HARDER)
 
 
 @functools.cache
@@ -288,6 +289,28 @@ def test_long_outputs_are_not_paid():
         assert correct_reward(long_attacks, answer=[gold] * len(long_attacks),
                               verifier=[verifier] * len(long_attacks)) == [0.0] * len(long_attacks)
     assert is_correct("Let me think. " * 5_000 + f"\n\\boxed{{{gold}}}", gold, "number")
+
+
+def test_running_totals_are_paid_only_for_the_boxed_total():
+    """The warm-up's worked form (running totals, then the boxed total) on four-term sums: paid as written, and
+    without the closing sentence (the last running total is a closing equation, as ``{work}`` among the
+    controls); not paid when cut off before the total (the completion cap), when the box holds a partial sum or
+    another number, or when a second box follows."""
+    from gdpo.tasks.math.worked import worked_solution
+
+    entry = next(e for e in distinct_problems("chain_sum_4", "eval", 40, 0) if abs(int(e["answer"])) >= 2)
+    gold, worked = str(entry["answer"]), worked_solution(entry["question"], str(entry["answer"]))
+    lines = worked.splitlines()
+    partial = lines[0].rsplit("= ", 1)[1]
+    assert partial != gold
+    unpaid = ["\n".join(lines[:-1])[:-len(gold)],
+              "\n".join(lines[:-1]) + f"\nThe final answer is \\boxed{{{partial}}}.",
+              "\n".join(lines[:-1]) + f"\nThe final answer is \\boxed{{{int(gold) + 1}}}.",
+              worked + f" Or \\boxed{{{int(gold) + 1}}}.", lines[-1].replace(gold, "")]
+    answers = [gold] * len(unpaid)
+    assert correct_reward(unpaid, answer=answers, verifier=["number"] * len(unpaid)) == [0.0] * len(unpaid)
+    paid = [worked, "\n".join(lines[:-1])]
+    assert correct_reward(paid, answer=[gold] * 2, verifier=["number"] * 2) == [1.0, 1.0]
 
 
 # --------------------------------------------------------------------------------------------------
