@@ -32,23 +32,23 @@ def test_not_tested_is_a_verdict_that_decides_nothing_and_the_ledger_explains_it
 # --- each condition: a case that trips it and one that passes ---------------------------------------------
 
 @pytest.mark.parametrize(("condition", "passed"), [
-    (validity.start_format(47.3), False),
-    (validity.start_format(4.74), True),
+    (validity.start_format("C4", 47.3), False),
+    (validity.start_format("C4", 4.74), True),
     (validity.training_signal("C5", {"grpo": [0.0, 0.025], "gdpo": [0.23, 0.0]}, "steps 301–500"), False),
     (validity.training_signal("C5", {"grpo": [0.9, 0.6], "gdpo": [0.7, 0.95]}, "steps 301–500"), True),
     (validity.training_signal("C10", {"gdpo_nobn": [0.2, 0.3, 0.9], "gdpo": [0.9, 0.9, 0.9]}, "steps 1–100"), False),
-    (validity.length_cap_room(96, 64), False),
-    (validity.length_cap_room(8000, 4000), True),
-    (validity.length_reached({"grpo": 40, "gdpo": 128}, 64), False),
-    (validity.length_reached({"grpo": 64, "gdpo": 128}, 64), True),
+    (validity.length_cap_room("C5", 96, 64), False),
+    (validity.length_cap_room("C5", 8000, 4000), True),
+    (validity.length_reached("C5", {"grpo": 40, "gdpo": 128}, 64), False),
+    (validity.length_reached("C5", {"grpo": 64, "gdpo": 128}, 64), True),
     (validity.accuracy_band("C6", {"gdpo": 99.0, "grpo": 97.5}), False),
     (validity.accuracy_band("C6", {"gdpo": 2.0, "grpo": 30.0}), False),
     (validity.accuracy_band("C6", {"gdpo": 74.4, "grpo": 72.8}), True),
     (validity.exceed_room("C6", 0.0), False),
     (validity.exceed_room("C8", 6.2), True),
-    (validity.declining_trainable(0.0, "bfcl_v3_split"), False),
-    (validity.declining_trainable(0.2, "bfcl_v3_split"), True),
-    (validity.declining_trainable(None, "bfcl_v3_split"), True),
+    (validity.declining_trainable("C3", 0.0, "bfcl_v3_split"), False),
+    (validity.declining_trainable("C3", 0.2, "bfcl_v3_split"), True),
+    (validity.declining_trainable("C3", None, "bfcl_v3_split"), True),
     (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (6, 6)}), False),
     (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (3, 6)}), True),
 ])
@@ -58,15 +58,15 @@ def test_each_condition_trips_and_passes(condition, passed):
 
 
 def test_a_value_the_evidence_does_not_record_is_not_checked_and_never_fails():
-    for condition in (validity.start_format(float("nan")), validity.length_cap_room(None, 64),
-                      validity.length_reached({}, 64), validity.training_signal("C5", {}, "the window"),
-                      validity.declining_trainable(None, "toolrl")):
+    for condition in (validity.start_format("C4", float("nan")), validity.length_cap_room("C5", None, 64),
+                      validity.length_reached("C5", {}, 64), validity.training_signal("C5", {}, "the window"),
+                      validity.declining_trainable("C3", None, "toolrl")):
         assert condition.passed is None and condition.status == validity.NOT_CHECKED
-    assert validity.gated({"acc": REPRODUCED}, [validity.start_format(float("nan"))])[0] == REPRODUCED
+    assert validity.gated({"acc": REPRODUCED}, [validity.start_format("C4", float("nan"))])[0] == REPRODUCED
 
 
 def test_the_failed_text_names_the_measured_value_and_the_threshold():
-    text = validity.failed_text([validity.start_format(47.29), validity.start_format(3.0)])
+    text = validity.failed_text([validity.start_format("C4", 47.29), validity.start_format("C4", 3.0)])
     assert text == ("the RL start's format is 47.3 %; the claim needs a start below 10 % (else it tests whether a "
                     "format is kept, not learned)")
 
@@ -81,7 +81,7 @@ def test_a_failed_part_condition_leaves_the_claim_decided_on_its_other_parts():
     assert validity.gated(parts, [validity.exceed_room("C8", 0.0, "R1-1.5B")])[0] == NOT_REPRODUCED
     # every part untested, or a whole-claim condition failed: the claim is not tested, and so is every part
     assert validity.gated({"exceed": INCONCLUSIVE}, [validity.exceed_room("C6", 0.0)])[0] == NOT_TESTED
-    outcome, gated, _ = validity.gated(parts, [validity.start_format(47.3)])
+    outcome, gated, _ = validity.gated(parts, [validity.start_format("C4", 47.3)])
     assert outcome == NOT_TESTED and set(gated.values()) == {NOT_TESTED}
 
 
@@ -118,20 +118,20 @@ def test_the_papers_own_numbers_pass_every_condition():
     numbers = pn.paper_numbers()
     base = numbers[(numbers["table"] == "1") & (numbers["model"] == "Qwen2.5-1.5B") & (numbers["method"] == "base")
                    & (numbers["metric"] == "format")]["value"]
-    conditions = [validity.start_format(float(base.iloc[0]))]
+    conditions = [validity.start_format("C4", float(base.iloc[0]))]
     for table, models in (("3", ("R1-1.5B", "R1-7B", "Qwen3-4B")), ("4", ("R1-7B",))):
         for name in models:
             conditions += [validity.accuracy_band("C6", _paper_means(table, name, "acc"), name),
                            validity.exceed_room("C6", _paper_largest(table, name, "exceed"), name)]
     tool_runs = describe_runs(load_config(ROOT / "config" / "paper-tool_calling.yaml"))
-    conditions += [validity.declining_trainable(r["decline_share"], r["train_data"]) for r in tool_runs.values()]
+    conditions += [validity.declining_trainable("C3", r["decline_share"], r["train_data"]) for r in tool_runs.values()]
     math_run = describe_runs(load_config(ROOT / "config" / "paper-math.yaml"))["math_r1_1.5b"]
     steps = paper_like_steps(np.random.default_rng(0))
     shares, window = validity.signal_shares(steps, "math_1.5b", ("grpo", "gdpo"), validity.C5_WINDOW_START)
     assert window == "steps 301–500 (gradient norm > 0)"
     conditions += [validity.training_signal("C5", shares, window),
-                   validity.length_cap_room(math_run["max_completion_length"], math_run["length_limit"]),
-                   validity.length_reached(validity.max_lengths(steps, "math_1.5b", ("grpo", "gdpo")),
+                   validity.length_cap_room("C5", math_run["max_completion_length"], math_run["length_limit"]),
+                   validity.length_reached("C5", validity.max_lengths(steps, "math_1.5b", ("grpo", "gdpo")),
                                            math_run["length_limit"]),
                    validity.collapse_leaves_comparison("C6", {"gdpo": (0, 1), "grpo": (0, 1)})]
     failed = [c.summary() for c in conditions if c.passed is False]
@@ -217,6 +217,6 @@ def test_the_power_plan_counts_a_stated_collapse_rate():
 def test_declining_is_not_checked_where_the_training_data_is_not_recorded():
     from gdpo.reporting.verdicts.validity import declining_trainable
 
-    assert declining_trainable(None, None, "s", recorded=False).passed is None
-    assert declining_trainable(None, None, "s").passed is True  # BFCL's own mix
-    assert declining_trainable(0.0, None, "s").passed is False
+    assert declining_trainable("C3", None, None, "s", recorded=False).passed is None
+    assert declining_trainable("C3", None, None, "s").passed is True  # BFCL's own mix
+    assert declining_trainable("C3", 0.0, None, "s").passed is False

@@ -227,7 +227,7 @@ def _declining_conditions(evidence: Evidence, claim_id: str, gathered: Gathered)
     for setup, task in gathered.setups.items():
         ran = evidence.runs.get(task) or {}
         conditions.append(validity.declining_trainable(
-            ran.get("decline_share"), ran.get("train_data"), setup, recorded="decline_share" in ran))
+            "C3", ran.get("decline_share"), ran.get("train_data"), setup, recorded="decline_share" in ran))
     return conditions
 
 
@@ -306,7 +306,7 @@ def judge_c4(evidence: Evidence) -> Verdict:
     if not isinstance(gathered, Verdict):
         for setup in gathered.setups:
             start = gathered.cells[(setup, "base", "format")].values
-            gathered.conditions.append(validity.start_format(float(start[0]) if len(start) else math.nan, setup))
+            gathered.conditions.append(validity.start_format("C4", float(start[0]) if len(start) else math.nan, setup))
     verdict = _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
     return _with_behaviour(verdict,
                            _tool_behaviour(evidence, setups, ("base", Method.GRPO, Method.GRPO_NOSTD)))
@@ -561,8 +561,8 @@ def c5_conditions(evidence: Evidence, task: str) -> tuple[Condition, ...]:
     shares, window = validity.signal_shares(evidence.steps, task, methods, validity.C5_WINDOW_START)
     ran = evidence.runs.get(task) or {}
     return (validity.training_signal("C5", shares, window),
-            validity.length_cap_room(ran.get("max_completion_length"), ran.get("length_limit")),
-            validity.length_reached(validity.max_lengths(evidence.steps, task, methods), ran.get("length_limit")))
+            validity.length_cap_room("C5", ran.get("max_completion_length"), ran.get("length_limit")),
+            validity.length_reached("C5", validity.max_lengths(evidence.steps, task, methods), ran.get("length_limit")))
 
 
 def _runs_at_the_cap(evidence: Evidence, task: str) -> str:

@@ -114,10 +114,10 @@ def _percent(value: float) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def start_format(start_format_percent: float, setup: str = "") -> Condition:
+def start_format(claim_id: str, start_format_percent: float, setup: str = "") -> Condition:
     """C4: the format rate (percent) of the model the RL runs start from below :data:`START_FORMAT_MAX`."""
     passed = None if start_format_percent != start_format_percent else start_format_percent < START_FORMAT_MAX
-    return Condition("C4", "start's format", start_format_percent, START_FORMAT_MAX, passed,
+    return Condition(claim_id, "start's format", start_format_percent, START_FORMAT_MAX, passed,
                      f"the RL start's format is {_percent(start_format_percent)}; the claim needs a start below "
                      f"{START_FORMAT_MAX:g} % (else it tests whether a format is kept, not learned)", setup=setup)
 
@@ -137,26 +137,26 @@ def training_signal(claim_id: str, shares: Mapping[str, Sequence[float]], window
                      f"{100 * MIN_SIGNAL_SHARE:g} % in every method's median run")
 
 
-def length_cap_room(cap: float | None, limit: float | None) -> Condition:
+def length_cap_room(claim_id: str, cap: float | None, limit: float | None) -> Condition:
     """C5: the completion cap at least :data:`CAP_OVER_LIMIT` × the length limit (tokens)."""
     if not cap or not limit:
-        return Condition("C5", "cap over the length limit", math.nan, CAP_OVER_LIMIT, None,
+        return Condition(claim_id, "cap over the length limit", math.nan, CAP_OVER_LIMIT, None,
                          "the completion cap or the length limit is not recorded (the ledger's --runs)")
     ratio = cap / limit
-    return Condition("C5", "cap over the length limit", ratio, CAP_OVER_LIMIT, ratio >= CAP_OVER_LIMIT,
+    return Condition(claim_id, "cap over the length limit", ratio, CAP_OVER_LIMIT, ratio >= CAP_OVER_LIMIT,
                      f"completion cap {cap:g} tokens, length limit {limit:g} (×{ratio:.2f}); the claim needs a cap "
                      f"≥ ×{CAP_OVER_LIMIT:g} the limit (the paper's 8,000 over 4,000) for the length to spike")
 
 
-def length_reached(max_lengths: Mapping[str, float], limit: float | None) -> Condition:
+def length_reached(claim_id: str, max_lengths: Mapping[str, float], limit: float | None) -> Condition:
     """C5: the longest responses of some run of every method reach the length limit at some step.
     ``max_lengths``: method → the largest ``completions/max_length`` of its runs (tokens)."""
     if not limit or not max_lengths:
-        return Condition("C5", "lengths reach the limit", math.nan, limit or math.nan, None,
+        return Condition(claim_id, "lengths reach the limit", math.nan, limit or math.nan, None,
                          "the length limit or the runs' max lengths are not recorded")
     least = min(max_lengths.values())
     shown = ", ".join(f"{m} {v:g}" for m, v in max_lengths.items())
-    return Condition("C5", "lengths reach the limit", least, float(limit), least >= limit,
+    return Condition(claim_id, "lengths reach the limit", least, float(limit), least >= limit,
                      f"longest response of each method's runs: {shown} tokens; the claim needs responses reaching the "
                      f"length limit ({limit:g}) at some step, where the length reward binds")
 
@@ -179,24 +179,24 @@ def exceed_room(claim_id: str, largest: float, setup: str = "", part: str = "exc
                      f"≥ {MIN_EXCEED:g} % (else both methods sit at the floor)", part, setup)
 
 
-def declining_trainable(decline_share: float | None, train_data: str | None, setup: str = "",
+def declining_trainable(claim_id: str, decline_share: float | None, train_data: str | None, setup: str = "",
                         recorded: bool = True) -> Condition:
     """C3's format part: the training data holds items that expect no call (BFCL's format metric scores them).
     ``decline_share``: the task's share of such training items (None: BFCL's own mix, about 37 %); ``recorded``
     False where the evidence does not say what the task trained on (not checked)."""
     if not recorded:
-        return Condition("C3", "declining trained", math.nan, 0.0, None,
+        return Condition(claim_id, "declining trained", math.nan, 0.0, None,
                          "what the training data held is not recorded (the ledger's --runs)", "format", setup)
     if decline_share is None:
         if train_data in (None, "bfcl_v3_split"):
-            return Condition("C3", "declining trained", math.nan, 0.0, True,
+            return Condition(claim_id, "declining trained", math.nan, 0.0, True,
                              "training keeps BFCL's mix (about 37 % of items expect no call), which the format "
                              "metric scores", "format", setup)
-        return Condition("C3", "declining trained", math.nan, 0.0, None,
+        return Condition(claim_id, "declining trained", math.nan, 0.0, None,
                          f"the share of {train_data} training items that expect no call is not recorded", "format",
                          setup)
     share = float(decline_share)
-    return Condition("C3", "declining trained", 100 * share, 0.0, share > 0,
+    return Condition(claim_id, "declining trained", 100 * share, 0.0, share > 0,
                      f"{100 * share:.1f} % of the training items expect no call; BFCL's format metric also scores the "
                      "items whose correct behaviour is not to call (a policy that always calls tops out at 63.2 % "
                      "on the held-out split), so the part needs training items that expect no call", "format", setup)
