@@ -6,14 +6,23 @@ For each task of the paper configs (one per model and family), the model is buil
 :class:`gdpo.training.trainer.RegistryGRPOTrainer` (GDPO's advantage) at the config's per-device batch, prompt
 budget and completion length in bfloat16 with gradient checkpointing, then generates as the family's evaluation
 does (the config's batch size and new tokens, greedy or sampled). Prints, per task: step time, trained tokens per
-second, generation tokens per second, peak GPU memory, and the memory plan's estimate for the same settings
-(:mod:`gdpo.training.memory_plan` on one GPU: no DeepSpeed sharding and no colocated vLLM, so bfloat16 weights
-and AdamW moments; its fixed runtime overhead, which ``max_memory_allocated`` does not see, left out).
+second, generation tokens per second, peak GPU memory (``torch.cuda.max_memory_allocated``) and what was already
+allocated when the peak counter was reset, beside the memory plan for the same settings
+(:func:`gdpo.training.memory_plan.gpu_check_plans` on one GPU: no DeepSpeed sharding and no colocated vLLM, so
+bfloat16 weights and AdamW moments; the part of its runtime overhead outside torch's allocator left out).
+
+Garbage is collected before each peak counter is reset: TRL's fused LM head and accelerate replace a model's
+``forward`` with a method bound to the model, a reference cycle, so a dropped model (the reference model after
+training, the previous task's models) stays on the GPU until the garbage collector runs, and the transformers
+Trainer collects only once training has started. The record of 2026-11-28 was taken before this; see ``--replan``.
 
 One GPU is not a paper train job (8 GPUs under ZeRO-3 with vLLM beside): a task whose one-GPU plan exceeds the
 GPU is skipped with the plan's numbers. Random weights almost never sample EOS, so every completion runs to the
 length limit: the worst case the plan assumes. ``--completion-tokens`` / ``--eval-new-tokens`` shorten the
 lengths (the plan is evaluated at the lengths run, so the comparison stays like for like).
+
+``--replan RECORD`` needs no GPU and no torch: it prints, per record line, the current plan of that line's shapes
+beside its measured peaks as JSON lines (see :func:`replan`), and exits 1 if a plan falls short of a peak.
 
 Needs torch (CUDA), transformers, accelerate and peft, plus trl, datasets, pyyaml and jsonschema (``pip install
 trl==1.16.0 datasets pyyaml jsonschema``) and this repository on ``PYTHONPATH``. No vLLM, no DeepSpeed.
@@ -21,11 +30,13 @@ trl==1.16.0 datasets pyyaml jsonschema``) and this repository on ``PYTHONPATH``.
     python benchmarks/gpu_check.py                        # every paper task on the GPU
     python benchmarks/gpu_check.py --tasks tool_calling_1.5b math_r1_1.5b --steps 2
     python benchmarks/gpu_check.py --cpu-smoke            # tiny shapes on the CPU: the same code path
+    python benchmarks/gpu_check.py --replan benchmarks/reference/gpu_check-h200-2026-11-28.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import resource
@@ -45,10 +56,14 @@ SMOKE_SHAPES = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, 
                     num_key_value_heads=2, head_dim=16, vocab_size=512)
 #: ``--cpu-smoke`` lengths and batch: prompt tokens, completion tokens, evaluation new tokens.
 SMOKE_LENGTHS = (24, 16, 8)
+#: A training peak within this of the memory resident at the reset of the peak counter is that memory, not the
+#: training's (GiB): what the allocator holds besides the models (cuBLAS workspaces) was 0.14-0.17 GiB there.
+RESIDENT_TOLERANCE_GIB = 0.25
 
 
-def paper_tasks(names: list[str] | None) -> list[tuple[str, dict, dict]]:
-    """(task, its config, the config's merged training settings) of each paper task, one per model and family."""
+def paper_tasks(names: list[str] | None, every_task: bool = False) -> list[tuple[str, dict, dict]]:
+    """(task, its config, the config's merged training settings) of each paper task, one per model and family
+    (``every_task``: all of them)."""
     from gdpo.config import load_config
 
     chosen, seen = [], set()
@@ -56,7 +71,7 @@ def paper_tasks(names: list[str] | None) -> list[tuple[str, dict, dict]]:
         config = load_config(REPO / "config" / f"{config_name}.yaml")
         for task, spec in config["tasks"].items():
             key = (spec["model"], spec["family"])
-            if (names and task not in names) or (not names and key in seen):
+            if (names and task not in names) or (not names and not every_task and key in seen):
                 continue
             seen.add(key)
             chosen.append((task, config, {**config.get("training", {}), **spec.get("training", {})}))
@@ -113,28 +128,93 @@ def peak_bytes(device) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's peak RSS (Linux: KiB)
 
 
-def reset_peak(device) -> None:
+def reset_peak(device) -> float:
+    """Collect garbage (dropped models wait for it, see the module docstring), then reset the peak counter; the
+    GiB still allocated, which the next peak includes."""
     import torch
 
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
+    gc.collect()
+    if device.type != "cuda":
+        return 0.0
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    return torch.cuda.memory_allocated(device) / 2**30
 
 
-def planned(task: str, config: dict, training: dict, evaluation: dict, device_gib: float,
-            architecture: dict) -> tuple[float, float, str]:
-    """(train GiB, evaluation GiB, one-GPU plan text) of the memory plan for what this check runs (its model's
-    shapes, lengths and batches, one process, bfloat16 weights), less the plan's fixed runtime overhead."""
-    from gdpo.training.memory_plan import GIB, RUNTIME_OVERHEAD_GIB, ModelDims, plan_evaluation, plan_training
+def planned(task: str, config: dict, batch: int, prompt_tokens: int, completion: int, eval_batch: int,
+            eval_new: int, device_gib: float, architecture: dict | None = None) -> tuple[float, float, str]:
+    """(train GiB, evaluation GiB, one-GPU plan text) of the memory plan for what this check runs, as the
+    allocator sees it (:func:`gdpo.training.memory_plan.allocator_bytes`); ``architecture``: other shapes than the
+    task's model's."""
+    from gdpo.training.memory_plan import GIB, ModelDims, allocator_bytes, gpu_check_plans
 
-    spec = {**config["tasks"][task], "training": {}, "evaluation": {}, "eval_backend": "hf"}
-    one_gpu = {"tasks": {task: spec}, "training": training, "evaluation": evaluation,
-               "policy_dtype": "bfloat16", "gpu": {"memory_gib": device_gib}}
-    dims = ModelDims.from_config(architecture, spec["model"])
-    train, evaluated = plan_training(one_gpu, task, dims=dims), plan_evaluation(one_gpu, task, dims=dims)
-    overhead = RUNTIME_OVERHEAD_GIB
-    return train.total / GIB - overhead, evaluated.total / GIB - overhead, train.describe()
+    dims = ModelDims.from_config(architecture, config["tasks"][task]["model"]) if architecture else None
+    train, evaluated = gpu_check_plans(config, task, batch, prompt_tokens, completion, eval_batch, eval_new,
+                                       device_gib, dims=dims)
+    return allocator_bytes(train) / GIB, allocator_bytes(evaluated) / GIB, train.describe()
+
+
+def replan(path: Path) -> list[dict]:
+    """The current plan of each line of a ``gpu_check`` record, beside its measured peaks (GiB).
+
+    A line holds when ``plan_train_gib`` ≥ the training peak × (1 + ``RECORD_MARGIN``) and ``plan_eval_gib`` ≥
+    the evaluation's own peak × (1 + ``RECORD_MARGIN``). What a peak counts (``train_peak_is``): a peak within
+    :data:`RESIDENT_TOLERANCE_GIB` of the memory resident at the reset of the counter is that memory ("resident at
+    reset"), and the training peak was not measured (it is at most the recorded one); else it is the training's.
+    Records with ``train_start_gib`` / ``eval_start_gib`` name what was resident; older ones (2026-11-28) were
+    taken without collecting garbage first, and the tasks ran in one process in file order, so at the training
+    reset the task's own bfloat16 weights and reference and the previous line's were resident, and during the
+    evaluation the task's reference model was (both dropped, awaiting the garbage collector).
+    """
+    from gdpo.training.memory_plan import BF16, GIB, RECORD_MARGIN, model_dims
+
+    tasks = {task: config for task, config, _ in paper_tasks(None, every_task=True)}
+    rows, previous_models = [], 0.0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        task = record["task"]
+        if task not in tasks:
+            raise SystemExit(f"{path}: task {task!r} is no paper task")
+        config = tasks[task]
+        spec = config["tasks"][task]
+        models = 2 if float({**config.get("training", {}), **spec.get("training", {})}.get("beta", 0)) > 0 else 1
+        weights = model_dims(spec["model"]).parameters() * BF16 / GIB
+        row = {"task": task, "model": spec["model"]}
+        if "micro_batch" not in record:  # a task that failed before its shapes were written
+            rows.append({**row, "holds": None, "note": record.get("failed", "no shapes")})
+            previous_models = 0.0
+            continue
+        plan_train, plan_eval, _ = planned(task, config, record["micro_batch"], record["prompt_tokens"],
+                                           record["completion_tokens"], record.get("eval_batch", 8),
+                                           record.get("eval_new_tokens", 128), 80.0)
+        row.update(micro_batch=record["micro_batch"], prompt_tokens=record["prompt_tokens"],
+                   completion_tokens=record["completion_tokens"], plan_train_gib=round(plan_train, 2),
+                   plan_eval_gib=round(plan_eval, 2), margin_required=RECORD_MARGIN)
+        holds = True
+        if "train_peak_gib" in record:
+            peak = record["train_peak_gib"]
+            resident = record.get("train_start_gib", models * weights + previous_models)
+            row.update(train_peak_gib=peak, resident_at_reset_gib=round(resident, 2))
+            if peak - resident <= RESIDENT_TOLERANCE_GIB:
+                row.update(train_peak_is="resident at reset", train_margin=None)
+            else:
+                row.update(train_peak_is="training", train_margin=round(plan_train / peak - 1, 3))
+                holds &= plan_train >= peak * (1 + RECORD_MARGIN)
+        if "eval_peak_gib" in record:
+            # A record without eval_start_gib held the task's reference model through its evaluation; a newer one
+            # collected it first.
+            own = record["eval_peak_gib"] - (0.0 if "eval_start_gib" in record else (models - 1) * weights)
+            row.update(eval_peak_gib=record["eval_peak_gib"], eval_peak_own_gib=round(own, 2),
+                       eval_margin=round(plan_eval / own - 1, 3))
+            holds &= plan_eval >= own * (1 + RECORD_MARGIN)
+        row["holds"] = holds
+        rows.append(row)
+        # What this task left for the next one's reset: its policy and reference (the old script's garbage).
+        previous_models = 0.0 if "train_start_gib" in record else models * weights
+    return rows
 
 
 def check_task(task: str, config: dict, paper_training: dict, args, device) -> dict:
@@ -174,7 +254,8 @@ def check_task(task: str, config: dict, paper_training: dict, args, device) -> d
     architecture = {**model_config(spec["model"], args.cpu_smoke), "bos_token_id": tokenizer.eos_token_id,
                     "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
     device_gib = (torch.cuda.get_device_properties(device).total_memory / 2**30 if cuda else 64.0)
-    plan_train, plan_eval, plan_text = planned(task, config, training, evaluation, device_gib, architecture)
+    plan_train, plan_eval, plan_text = planned(task, config, batch, prompt_tokens, completion, eval_batch, eval_new,
+                                               device_gib, architecture)
     record = {"task": task, "model": spec["model"], "device": torch.cuda.get_device_name(device) if cuda else "cpu",
               "micro_batch": batch, "prompt_tokens": prompt_tokens, "completion_tokens": completion,
               "plan_train_gib": round(plan_train, 2), "plan_eval_gib": round(plan_eval, 2)}
@@ -224,7 +305,7 @@ def check_task(task: str, config: dict, paper_training: dict, args, device) -> d
         trainer = RegistryGRPOTrainer(model=model, reward_funcs=[length_reward, parity_reward], args=arguments,
                                       train_dataset=dataset, processing_class=tokenizer, advantage_method="gdpo",
                                       callbacks=[Timer()])
-        reset_peak(device)
+        record["train_start_gib"] = round(reset_peak(device), 2)
         trainer.train()
         record["train_peak_gib"] = round(peak_bytes(device) / 2**30, 2)
     finally:
@@ -239,14 +320,13 @@ def check_task(task: str, config: dict, paper_training: dict, args, device) -> d
 
     model = trainer.accelerator.unwrap_model(trainer.model)
     model.eval()
-    # The last update's gradients stay on the parameters (one more copy of the weights): free them, as an
-    # evaluation job that loads the checkpoint has none, so the peak below is the evaluation's own.
-    model.zero_grad(set_to_none=True)
+    # The reference model outlives the trainer until garbage is collected (reset_peak does): an evaluation job
+    # holds the policy alone.
     del trainer
     encoded = tokenizer(prompts(tokenizer, eval_batch, prompt_tokens), return_tensors="pt", padding=True)
     encoded = {key: value.to(device) for key, value in encoded.items()}
     sample = float(evaluation.get("temperature", 0.0)) > 0
-    reset_peak(device)
+    record["eval_start_gib"] = round(reset_peak(device), 2)
     start = time.perf_counter()
     with torch.no_grad():
         output = model.generate(**encoded, max_new_tokens=eval_new, min_new_tokens=eval_new, do_sample=sample,
@@ -271,7 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-new-tokens", type=int, help="fewer evaluation tokens than the config's")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU (no GPU needed)")
     parser.add_argument("--out", type=Path, help="write the records as JSON lines here")
+    parser.add_argument("--replan", type=Path, metavar="RECORD",
+                        help="print the current plan of each line of a record beside its peaks (no GPU, no torch)")
     args = parser.parse_args(argv)
+    if args.replan:
+        rows = replan(args.replan)
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        return 0 if all(row["holds"] is not False for row in rows) else 1
 
     import torch
 
@@ -296,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             with args.out.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
+        gc.collect()  # this task's models, before the next task's reset
         if device.type == "cuda":
             torch.cuda.empty_cache()
     header = ("task", "micro_batch", "prompt_tokens", "completion_tokens", "step_seconds", "train_tokens_per_second",

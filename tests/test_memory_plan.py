@@ -4,6 +4,8 @@ with its numbers, and the estimates match the libraries' estimators and what tor
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +17,10 @@ from gdpo.plan import describe_runs, updates_per_generation
 from gdpo.tasks import check_required_options
 from gdpo.tasks.tool_calling.bfcl_aggregate import BFCL_V3_CATEGORY_SIZES, BFCL_V3_MULTI_TURN_ITEMS, held_out_items
 from gdpo.training.memory_plan import (
+    BF16,
     GIB,
     MODEL_CONFIG_DIR,
+    RECORD_MARGIN,
     MemoryPlanError,
     ModelDims,
     check_memory_plan,
@@ -289,3 +293,107 @@ def test_an_unset_vllm_context_is_the_models_own():
         del config["training"][key]
     plan = plan_training(config, "math_qwen3_4b")
     assert any("fewer than one sequence of 262,144" in problem for problem in plan.problems)
+
+
+# --- the plan against the GPU records and the terms behind it ---------------------------------------------------
+
+GPU_RECORDS = sorted((REPO / "benchmarks" / "reference").glob("gpu_check-*.jsonl"))
+
+
+def test_a_gpu_record_is_committed():
+    assert GPU_RECORDS
+
+
+@pytest.mark.parametrize("record", GPU_RECORDS, ids=lambda path: path.name)
+def test_every_committed_gpu_record_is_within_the_plan(record):
+    """`benchmarks/gpu_check.py --replan` on the CPU: every training peak and every evaluation's own peak, × (1 +
+    RECORD_MARGIN), within the current plan of the record's shapes. A peak that is the memory resident when the
+    peak counter was reset (only in records taken before the check collected garbage first) is no training peak,
+    and stays explained: within the tolerance of the models then resident."""
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--replan", str(record)],
+                            check=False, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    lines = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert [row["task"] for row in rows] == [line["task"] for line in lines]
+    for row, line in zip(rows, lines, strict=True):
+        if "train_peak_gib" not in line:
+            continue
+        assert row["holds"] and row["plan_train_gib"] > 0, row
+        if row["train_peak_is"] == "training":
+            assert row["plan_train_gib"] >= row["train_peak_gib"] * (1 + RECORD_MARGIN), row
+        else:
+            assert "train_start_gib" not in line, row
+            assert 0 <= row["train_peak_gib"] - row["resident_at_reset_gib"] <= 0.25, row
+        assert row["plan_eval_gib"] >= row["eval_peak_own_gib"] * (1 + RECORD_MARGIN), row
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_tied_embeddings_hold_two_more_vocabulary_matrices_at_the_end_of_backward(tied):
+    """Vocabulary-sized (V × h) tensors alive at once during a bfloat16 backward pass, parameters left out, less
+    the parameters' own gradients: two with tied embeddings (the head's gradient kept until the embedding's, and
+    their sum), none untied: the plan's "tied-embedding gradients" line (CPU; an in-place sum could only make
+    it one)."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                         num_hidden_layers=1, vocab_size=5000, tie_word_embeddings=tied)
+    model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    shape = (config.vocab_size, config.hidden_size)
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    alive: set[int] = set()
+    most = 0
+
+    class CountVocabularyMatrices(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            nonlocal most
+            out = func(*args, **(kwargs or {}))
+            for tensor in out if isinstance(out, (tuple, list)) else (out,):
+                if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
+                    continue
+                storage = tensor.untyped_storage()
+                if storage.data_ptr() in parameters or id(storage) in alive:
+                    continue
+                alive.add(id(storage))
+                weakref.finalize(storage, alive.discard, id(storage))
+                most = max(most, len(alive))
+            return out
+
+    ids = torch.randint(0, config.vocab_size, (1, 16))
+    loss = model(ids, labels=ids).loss
+    with CountVocabularyMatrices():
+        loss.backward()
+    matrices = 1 if tied else 2  # the gradients the model states count
+    assert most - matrices == (2 if tied else 0)
+    one_task = {"tasks": {"t": {"model": "x"}}, "training": {"per_device_train_batch_size": 1}, "gpu": {}}
+    lines = {line.what: line.bytes for line in plan_training(one_task, "t", dims=ModelDims.from_config(
+        config.to_dict())).lines}
+    assert lines.get("tied-embedding gradients", 0) == (2 * config.vocab_size * config.hidden_size * BF16 if tied else 0)
+
+
+def test_a_model_with_trls_fused_head_stays_until_the_garbage_collector_runs():
+    """Why benchmarks/gpu_check.py collects garbage before resetting a peak counter: TRL's fused LM head binds the
+    model's ``forward`` to the model, a reference cycle, so a dropped model keeps its memory until a collection
+    (the transformers Trainer runs one only once training has started)."""
+    import gc
+    import weakref
+
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from trl.trainer.utils import add_fused_lm_head
+
+    model = Qwen2ForCausalLM(Qwen2Config(hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                                         num_key_value_heads=1, num_hidden_layers=1, vocab_size=100))
+    add_fused_lm_head(model)
+    alive = weakref.ref(model)
+    gc.disable()
+    try:
+        del model
+        assert alive() is not None
+        gc.collect()
+        assert alive() is None
+    finally:
+        gc.enable()

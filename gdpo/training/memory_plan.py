@@ -11,9 +11,9 @@ Training, per GPU (micro-batch ``B`` = ``per_device_train_batch_size`` completio
 ``vllm_max_model_length`` = the prompt budget + ``max_completion_length``):
 
 - model states: under DeepSpeed ZeRO-3, DeepSpeed's estimate (:func:`zero3_model_states_mem_needs`: 18 bytes
-  per parameter shared by the GPUs, plus the largest layer gathered in float32); without DeepSpeed, accelerate's
-  (:func:`training_usage`: weights, gradients and Adam states of a mixed-precision model, all resident at the
-  optimizer step);
+  per parameter shared by the GPUs, plus the largest layer gathered in float32); without DeepSpeed, bfloat16
+  weights, gradients and AdamW moments (torch keeps the moments in the weights' dtype: 8 bytes per parameter),
+  or accelerate's estimate (:func:`training_usage`) for float32 weights, all resident at the optimizer step;
 - the reference model (``beta > 0``): bfloat16 weights, sharded under ZeRO-3;
 - activations with gradient checkpointing: each layer's bfloat16 input kept for the backward pass
   (``L × B × T × 2h`` bytes), one layer's activations recomputed during the backward pass and its gradients
@@ -22,14 +22,32 @@ Training, per GPU (micro-batch ``B`` = ``per_device_train_batch_size`` completio
   never holds the ``B × T × V`` logits, only a 4096-token × 32768-vocabulary tile, the float32 gradients of the
   hidden states and of the head's weight, and the gathered head under ZeRO-3. The plan's table still shows the
   ``B × T × V`` bfloat16 logits a plain head would hold, the classic GRPO out-of-memory;
-- a fixed runtime overhead (:data:`RUNTIME_OVERHEAD_GIB`: CUDA context, NCCL and DeepSpeed buffers, allocator slack);
+- tied embeddings (Qwen2.5-1.5B/3B, Qwen3-4B): autograd holds the head's bfloat16 weight gradient until the
+  embedding's backward, at the end of the pass, then adds the two: two more ``V × h`` bfloat16 matrices beside
+  the gradients counted in the model states (measured on CPU in ``tests/test_memory_plan.py``);
+- a fixed runtime overhead (:data:`RUNTIME_OVERHEAD_GIB`: CUDA context, NCCL and DeepSpeed buffers, allocator
+  slack), of which :data:`ALLOCATOR_RUNTIME_GIB` (cuBLAS workspaces and the like) is held by torch's allocator;
 - colocated vLLM (``vllm_mode: colocate``): its whole reservation, ``vllm_gpu_memory_utilization`` × the GPU,
   which must itself hold the bfloat16 weights, vLLM's own overhead (:data:`VLLM_OVERHEAD_GIB`) and a KV cache of
   at least one ``vllm_max_model_length`` sequence (vLLM refuses to start otherwise).
 
+The terms are added although they do not all coexist (the head's float32 gradient is gone before the layers'
+gradients are complete): the sum bounds every moment of the step.
+
 Evaluation, one GPU: bfloat16 weights, the KV cache of the sequences generated together (``batch_size`` ×
-(prompt budget + ``max_new_tokens``)) and the runtime overhead; through vLLM, the same KV check as above at
-:data:`EVAL_VLLM_UTILIZATION`.
+(prompt budget + ``max_new_tokens``)), the prefill's transient activations (one layer's MLP over the batch's
+prompts) and the runtime overhead; through vLLM, the same KV check as above at :data:`EVAL_VLLM_UTILIZATION`.
+
+How far to trust it (``benchmarks/README.md``, "Paper models on a GPU"): :func:`gpu_check_plans` is the plan of
+what ``benchmarks/gpu_check.py`` runs on one GPU, and ``python benchmarks/gpu_check.py --replan RECORD`` holds
+every committed record to it (a quick test): the plan of the memory torch's allocator sees
+(:func:`allocator_bytes`) is at least each measured training peak and each evaluation's own peak × (1 +
+:data:`RECORD_MARGIN`). On the H200 record of 2026-11-28 (sequences of 1536 and 2560 tokens, 512-token
+completions) it is 4.5-28 % above the four training peaks measured and 3.6-13 % above the six evaluation peaks;
+the R1-1.5B and Qwen3-4B figures of that record are the memory resident when the peak counter was reset (the
+previous task's models, awaiting the garbage collector), not training peaks. Not measured on a GPU: full-length
+completions (8000 tokens), DeepSpeed ZeRO-3 on 8 GPUs (sharded states, gathered layers, NCCL buffers) and
+colocated vLLM (its reservation is counted whole; what fits inside it is arithmetic).
 
 The formulas are those of DeepSpeed (``deepspeed.runtime.zero.stage3.estimate_zero3_model_states_mem_needs``) and
 accelerate (``accelerate.commands.estimate.estimate_training_usage``), written out here because the check runs
@@ -59,6 +77,13 @@ DEFAULT_GPU_MEMORY_GIB = 80.0
 HEADROOM = 0.10
 #: CUDA context (~0.5 GiB), NCCL and DeepSpeed communication buffers (~1.5 GiB) and allocator slack, per GPU.
 RUNTIME_OVERHEAD_GIB = 3.0
+#: The part of :data:`RUNTIME_OVERHEAD_GIB` held through torch's caching allocator (and so seen by
+#: ``torch.cuda.max_memory_allocated``): cuBLAS/cuBLASLt workspaces per handle and stream, kernel scratch. The
+#: H200 record shows 0.19-0.23 GiB above the weights, reference, gradients and moments of R1-7B at its optimizer
+#: step, where nothing else is alive; 0.5 GiB leaves room for more streams.
+ALLOCATOR_RUNTIME_GIB = 0.5
+#: How far the plan of a GPU record's shapes must exceed each measured peak (benchmarks/gpu_check.py --replan).
+RECORD_MARGIN = 0.03
 #: vLLM's own use inside its reservation besides weights and KV cache: CUDA graphs, the sampler and the
 #: activations of its profiling pass over TRL's ``max_num_batched_tokens=4096``.
 VLLM_OVERHEAD_GIB = 2.0
@@ -166,6 +191,11 @@ class ModelDims:
         attention = BF16 * (2 * self.head_dim + q + 2 * kv + q) + FP32 * self.heads
         qk_norms = (FP32 + BF16) * (q + kv) + FP32 * (self.heads + self.kv_heads) if self.qk_norm else 0
         return norms + attention + qk_norms + BF16 * 4 * i
+
+    def prefill_bytes_per_token(self) -> int:
+        """Bytes per prompt token of one layer's MLP during a no-grad prefill: its gate, up, activated gate and
+        their product in bfloat16."""
+        return BF16 * 4 * self.intermediate
 
     def layer_backward_bytes_per_token(self) -> int:
         """Gradient buffers alive during one layer's backward pass, per token (an upper estimate, not measured):
@@ -401,6 +431,9 @@ def plan_training(config: Mapping, task: str, base_dir: Path | None = None, dims
     lines.append(Line("LM head (TRL's fused head)", head,
                       f"{tile_tokens}×32768 logit tile + fp32 head-weight gradient + fp32/bf16 hidden states"
                       + (" + gathered head" if stage == 3 else "")))
+    if dims.tied:
+        lines.append(Line("tied-embedding gradients", 2 * head_weight * BF16,
+                          "the head's bf16 gradient held until the embedding's, then their sum"))
     lines.append(Line("runtime overhead", int(RUNTIME_OVERHEAD_GIB * GIB), "CUDA context, NCCL/DeepSpeed buffers"))
     gpu_bytes = gpu_memory_bytes(config)
     notes = [f"a plain LM head would hold the {micro_batch} × {tokens:,} × {dims.vocab:,} bf16 logits: "
@@ -448,12 +481,41 @@ def plan_evaluation(config: Mapping, task: str, dims: ModelDims | None = None) -
             Line("weights", dims.parameters() * BF16, "bf16"),
             Line("KV cache", batch * length * dims.kv_bytes_per_token(),
                  f"{batch} sequences × {length:,} tokens × {dims.kv_bytes_per_token():,} B"),
+            # The prefill runs the prompts through one layer at a time; its largest transient is the MLP's gate,
+            # up, activated gate and their product (the H200 record: 56-90 KB per prompt token for 72-88 KB here).
+            Line("prefill activations", batch * prompt_budget * dims.prefill_bytes_per_token(),
+                 f"{batch} × {prompt_budget:,} prompt tokens × {dims.prefill_bytes_per_token():,} B (one layer's MLP)"),
             Line("last-token logits", batch * dims.vocab * FP32 * 2, f"{batch} × {dims.vocab:,} fp32, twice"),
             Line("runtime overhead", int(RUNTIME_OVERHEAD_GIB * GIB), "CUDA context, allocator"),
         )
     if length > dims.max_positions:
         problems.append(f"{length:,} tokens per sequence exceed the model's context of {dims.max_positions:,}")
     return JobPlan(task, "evaluate", spec["model"], gpu_bytes, lines, tuple(problems), tuple(notes))
+
+
+def allocator_bytes(plan: JobPlan) -> int:
+    """The part of a job's plan that torch's caching allocator holds (what ``torch.cuda.max_memory_allocated``
+    measures): the total less the runtime overhead outside the allocator (CUDA context, NCCL)."""
+    return plan.total - int((RUNTIME_OVERHEAD_GIB - ALLOCATOR_RUNTIME_GIB) * GIB)
+
+
+def gpu_check_plans(config: Mapping, task: str, micro_batch: int, prompt_tokens: int, completion_tokens: int,
+                    eval_batch: int, eval_new_tokens: int, gpu_gib: float,
+                    dims: ModelDims | None = None) -> tuple[JobPlan, JobPlan]:
+    """(training, evaluation) plans of what ``benchmarks/gpu_check.py`` runs for ``task``: one process on one GPU
+    of ``gpu_gib`` GiB, bfloat16 weights and AdamW moments, gradient checkpointing, HF ``generate`` (no vLLM, no
+    DeepSpeed), a micro-batch of ``micro_batch`` sequences of ``prompt_tokens`` + ``completion_tokens`` tokens and
+    an evaluation batch of ``eval_batch`` prompts generating ``eval_new_tokens`` tokens; the task's other settings
+    (``beta``) from ``config``. ``dims``: other shapes than the task's model's (the check's tiny CPU stand-in)."""
+    spec = {**config["tasks"][task], "training": {}, "evaluation": {}, "eval_backend": "hf"}
+    training = {**(config.get("training") or {}), **(config["tasks"][task].get("training") or {}),
+                "per_device_train_batch_size": micro_batch, "gradient_accumulation_steps": 1,
+                "max_completion_length": completion_tokens, "vllm_max_model_length": prompt_tokens + completion_tokens,
+                "use_vllm": False, "bf16": True, "gradient_checkpointing": True}
+    evaluation = {"batch_size": eval_batch, "max_new_tokens": eval_new_tokens}
+    one_gpu = {"tasks": {task: spec}, "training": training, "evaluation": evaluation, "policy_dtype": "bfloat16",
+               "gpu": {"memory_gib": gpu_gib}}
+    return plan_training(one_gpu, task, dims=dims), plan_evaluation(one_gpu, task, dims=dims)
 
 
 def plan_config(config: Mapping, base_dir: Path | None = None) -> list[JobPlan]:

@@ -10,7 +10,10 @@ Options (the task's config keys, checked by :func:`data.resolve_options`):
 - ``train_data``: ``"procedural"`` (mini: small generated function problems) or ``"eurus2_rl"``
   (Eurus-2-RL-Data's coding problems; the hub id ``PRIME-RL/Eurus-2-RL-Data`` is accepted too);
 - ``eval_data``: one name or a list from ``procedural``, ``humaneval``, ``apps``, ``codecontests``,
-  ``codeforces``, ``taco`` (hub ids of those data sets are accepted as aliases);
+  ``codeforces``, ``taco``. The last four are the coding rows of Eurus-2-RL-Data's validation split with that
+  ``data_source``, unless ``data_dir`` holds a file of that name (:mod:`sources`); the hub ids
+  ``codeparrot/apps``, ``deepmind/code_contests``, ``open-r1/codeforces`` and ``BAAI/TACO`` are accepted as
+  aliases of these names, and those hub sets are never read;
 - ``length_limit`` (required, no default: the paper's l, which it does not state): tokens for
   ``length_conditioned`` and the ``exceed`` metric;
 - ``data_dir``: directory of local paper-scale files (see :mod:`sources`);

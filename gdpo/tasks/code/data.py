@@ -21,6 +21,8 @@ from gdpo.tasks.code.sources import (
 
 TRAIN_DATA = ("procedural", "eurus2_rl")
 EVAL_DATA = ("procedural", "humaneval", *CODE_SOURCES)
+#: Hub ids accepted for the family's names. The four competition benchmarks' own hub sets are never read: each is
+#: Eurus-2-RL-Data's validation rows of that ``data_source`` (sources.benchmark_problems), whichever name is used.
 ALIASES = {
     "PRIME-RL/Eurus-2-RL-Data": "eurus2_rl",
     "openai/openai_humaneval": "humaneval",
