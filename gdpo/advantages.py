@@ -15,7 +15,9 @@ Methods (PAPER.md §1), with weights ``w``:
 
 - ``grpo``       r = Σ_k w_k r_k ; A = (r − mean_group) / std_group
 - ``grpo_nostd`` A = r − mean_group (Dr.GRPO style; TRL ``scale_rewards="none"``)
-- ``gdpo``       A_k = (r_k − mean_group) / std_group per reward ; A = batch_whiten(Σ_k w_k A_k)
+- ``gdpo``       A_k = (r_k − mean_group) / std_group per reward ; A = batch_whiten(Σ_k w_k A_k); with the
+  option ``clip`` c (``options={"clip": c}``, a config's ``{gdpo: {clip: c}}``) each A_k is clipped to [−c, c]
+  first
 - ``gdpo_nobn``  GDPO without the batch step (the paper's App. A ablation)
 - ``gdpo_nostd`` A = batch_whiten(Σ_k w_k (r_k − mean_group)): GDPO without the per-reward std (verl's GDPO
   with ``norm_adv_by_std_in_grpo=False``, NeMo-RL's with ``normalize_rewards=False``). Centring is linear,
@@ -67,7 +69,7 @@ Rules that hold in every convention (so no NaN ever leaves :func:`compute_advant
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -77,18 +79,21 @@ import torch
 from gdpo.methods import (
     Convention,
     Method,
+    MethodOption,
     MethodSpec,
     available_conventions,
     declare_method,
     get_convention,
     get_method,
     register_convention,
+    resolve_method,
 )
 from gdpo.methods import available_methods as declared_methods
 
 __all__ = [
     "AdvantageInputs",
     "Convention",
+    "MethodOption",
     "available_conventions",
     "batch_whiten",
     "compute_advantages",
@@ -241,6 +246,8 @@ class AdvantageInputs:
         num_generations: G ≥ 2, with B a multiple of G.
         convention: the numeric convention.
         response_lengths: (B,) float64 token counts, or None.
+        options: the method's options (:class:`gdpo.methods.MethodOption`) as checked, option → value; an
+            option not given is absent.
     """
 
     rewards: torch.Tensor
@@ -248,6 +255,7 @@ class AdvantageInputs:
     num_generations: int
     convention: Convention
     response_lengths: torch.Tensor | None
+    options: dict = dataclasses.field(default_factory=dict)
 
     @property
     def rollout_has_reward(self) -> torch.Tensor:
@@ -273,32 +281,48 @@ Estimator = Callable[[AdvantageInputs], torch.Tensor]
 
 @dataclasses.dataclass(frozen=True)
 class EstimatorSpec:
-    """A registered estimator.
+    """A registered estimator: its declared method and its function.
 
     Attributes:
-        name: registry key.
-        function: ``f(inputs) -> (B,)``; for a method with a batch step, the values *before* it.
-        description: one line (``gdpo methods``).
-        batch_step: :func:`compute_advantages` applies GDPO's batch step (:func:`batch_whiten`) to the
-            function's output. Such a function must be group-local (a rollout's value depends on its own
-            group only), so that the bench can batch many seeds into one call and whiten per seed.
-        grpo_counterpart: for a per-reward (GDPO-family) method, the method a convention with
-            ``single_reward="grpo"`` runs instead when there is one reward; None for other methods.
-        group_local: the function's value for a rollout depends on its own group only
-            (:attr:`gdpo.methods.MethodSpec.group_local`), so the bench computes all its seeds in one call.
+        method: the declaration (:class:`gdpo.methods.MethodSpec`): name, description, batch step, GRPO
+            fallback, group-locality, options; read through the properties below.
+        function: ``f(inputs) -> (B,)``; for a method with a batch step, the values *before* it. A function
+            followed by the batch step must be group-local (a rollout's value depends on its own group only),
+            so that the bench can batch many seeds into one call and whiten per seed.
     """
 
-    name: str
+    method: MethodSpec
     function: Estimator
-    description: str
-    batch_step: bool = False
-    grpo_counterpart: str | None = None
-    group_local: bool = False
+
+    @property
+    def name(self) -> str:
+        """Registry key."""
+        return self.method.name
+
+    @property
+    def description(self) -> str:
+        """One line (``gdpo methods``)."""
+        return self.method.description
+
+    @property
+    def batch_step(self) -> bool:
+        """:func:`compute_advantages` applies GDPO's batch step (:func:`batch_whiten`) to the function's output."""
+        return self.method.batch_step
+
+    @property
+    def grpo_counterpart(self) -> str | None:
+        """What a convention with ``single_reward="grpo"`` runs with one reward; None unless per-reward."""
+        return self.method.grpo_counterpart
+
+    @property
+    def group_local(self) -> bool:
+        """A rollout's value depends on its own group only, so the bench computes all its seeds in one call."""
+        return self.method.group_local
 
     @property
     def per_reward(self) -> bool:
         """The method normalises each reward separately (GDPO family), so ``single_reward`` applies."""
-        return self.grpo_counterpart is not None
+        return self.method.per_reward
 
 
 _ESTIMATORS: dict[str, EstimatorSpec] = {}
@@ -313,13 +337,12 @@ def _refuse_duplicate(name: str) -> None:
 
 def _add_estimator(method: MethodSpec, function: Estimator) -> None:
     _refuse_duplicate(method.name)
-    _ESTIMATORS[method.name] = EstimatorSpec(method.name, function, method.description, method.batch_step,
-                                             method.grpo_counterpart, method.group_local)
+    _ESTIMATORS[method.name] = EstimatorSpec(method, function)
 
 
 def register_estimator(
     name: str, description: str = "", batch_step: bool = False, grpo_counterpart: str | None = None,
-    group_local: bool = False,
+    group_local: bool = False, options: Sequence[MethodOption] = (),
 ) -> Callable[[Estimator], Estimator]:
     """Decorator adding an estimator ``f(inputs: AdvantageInputs) -> (B,) tensor`` under ``name``.
 
@@ -333,6 +356,7 @@ def register_estimator(
         batch_step: follow ``f`` by GDPO's batch step (see :class:`EstimatorSpec`).
         grpo_counterpart: mark ``f`` as a per-reward method and name its one-reward GRPO fallback.
         group_local: ``f``'s value for a rollout depends on its own group only (see :class:`EstimatorSpec`).
+        options: the settings ``f`` reads from ``inputs.options`` (:class:`gdpo.methods.MethodOption`).
 
     Example::
 
@@ -345,7 +369,7 @@ def register_estimator(
     def decorate(function: Estimator) -> Estimator:
         _refuse_duplicate(name)
         method = MethodSpec(name, description or (function.__doc__ or "").strip(), batch_step,
-                            grpo_counterpart, group_local)
+                            grpo_counterpart, group_local, options=tuple(options))
         _add_estimator(declare_method(method), function)
         return function
 
@@ -377,23 +401,16 @@ def get_estimator(name: str) -> EstimatorSpec:
         ) from None
 
 
-def resolve_estimator(method: str, convention: str | Convention, num_rewards: int) -> EstimatorSpec:
+def resolve_estimator(method: str, convention: str | Convention, num_rewards: int,
+                      options: Mapping | None = None) -> EstimatorSpec:
     """The estimator :func:`compute_advantages` runs for ``method`` with ``num_rewards`` reward functions.
 
     With one reward a per-reward method follows ``convention.single_reward``: itself (``"gdpo"``), its GRPO
-    counterpart (``"grpo"``), or ``ValueError`` (``"error"``).
+    counterpart (``"grpo"``), or ``ValueError`` (``"error"``); ``ValueError`` too where the counterpart does not
+    take one of ``options`` (:func:`gdpo.methods.resolve_method`).
     """
-    spec = get_estimator(method)
-    convention = get_convention(convention)
-    if num_rewards != 1 or not spec.per_reward or convention.single_reward == "gdpo":
-        return spec
-    if convention.single_reward == "grpo":
-        return get_estimator(spec.grpo_counterpart)
-    raise ValueError(
-        f"Method {method!r} normalises each reward separately, and convention {convention.name!r} follows "
-        f"{convention.source.split(' (')[0]}, which refuses that with a single reward function: pass two or "
-        f"more reward columns, use {spec.grpo_counterpart!r}, or a convention that allows one reward ('trl')."
-    )
+    get_estimator(method)
+    return get_estimator(resolve_method(method, convention, num_rewards, options).name)
 
 
 @_implements(Method.GRPO)
@@ -408,9 +425,12 @@ def _grpo_nostd(inputs: AdvantageInputs) -> torch.Tensor:
     return group_normalise(summed, inputs.num_generations, inputs.convention, scale=False).squeeze(1)
 
 
-def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True) -> torch.Tensor:
-    """(B,) Σ_k w_k × (each reward's group-normalised advantage), before any batch step."""
+def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True, clip: float | None = None) -> torch.Tensor:
+    """(B,) Σ_k w_k × (each reward's group-normalised advantage, clipped to [−clip, clip] if given), before any
+    batch step."""
     per_reward = group_normalise(inputs.rewards, inputs.num_generations, inputs.convention, scale=scale)
+    if clip is not None:
+        per_reward = per_reward.clamp(-clip, clip)
     terms = per_reward * inputs.weights
     summed = terms.sum(dim=1)
     # Where the weighted terms cancel (e.g. complementary rewards), the float sum is rounding noise of
@@ -421,7 +441,7 @@ def _gdpo_sum(inputs: AdvantageInputs, scale: bool = True) -> torch.Tensor:
 
 @_implements(Method.GDPO)
 def _gdpo(inputs: AdvantageInputs) -> torch.Tensor:
-    return _gdpo_sum(inputs)
+    return _gdpo_sum(inputs, clip=inputs.options.get("clip"))
 
 
 @_implements(Method.GDPO_NOBN)
@@ -544,6 +564,7 @@ def compute_advantages(
     convention: str | Convention = "trl",
     response_lengths: Sequence[float] | torch.Tensor | None = None,
     batch_step: bool = True,
+    options: Mapping | None = None,
 ) -> torch.Tensor:
     """Advantages of a batch of rollouts under a registered method and numeric convention.
 
@@ -561,6 +582,8 @@ def compute_advantages(
             conventions (``verl``, ``verl_pr6497``).
         batch_step: apply the method's batch step, if it has one; ``False`` returns the values before it
             (the exact analysis counts there; the bench whitens each seed's batch itself).
+        options: the method's options (``gdpo methods`` lists them), e.g. ``{"clip": 3.0}`` for ``gdpo``;
+            None or empty: the method as declared.
 
     Returns:
         (B,) advantages, never NaN; float dtype of ``rewards`` if it is a floating tensor (else float64),
@@ -569,22 +592,22 @@ def compute_advantages(
     Raises:
         ValueError: bad shapes, G < 2, B not a multiple of G, weights of the wrong length, non-numeric
             or infinite rewards, missing ``response_lengths`` for a token-weighted convention, unknown
-            method or convention, one reward under a convention that refuses per-reward methods with one.
-            The message says how to fix it.
+            method or convention, one reward under a convention that refuses per-reward methods with one,
+            an option the method does not take or a value it refuses. The message says how to fix it.
     """
-    get_estimator(method)
+    checked_options = get_estimator(method).method.check_options(options)
     convention = get_convention(convention)
     reward_matrix, device, out_dtype, num_generations = _checked_rewards(rewards, num_generations)
     num_rows, num_rewards = reward_matrix.shape
     weight_vector = _checked_weights(weights, num_rewards)
     lengths = _checked_lengths(response_lengths, num_rows)
 
-    estimator = resolve_estimator(method, convention, num_rewards)
+    estimator = resolve_estimator(method, convention, num_rewards, checked_options)
     if convention.missing_rewards == "zero":
         # NVlabs/GDPO zero-fills the whole reward matrix: a rollout without any reward is a zero-reward one.
         reward_matrix = torch.nan_to_num(reward_matrix, nan=0.0)
 
-    inputs = AdvantageInputs(reward_matrix, weight_vector, num_generations, convention, lengths)
+    inputs = AdvantageInputs(reward_matrix, weight_vector, num_generations, convention, lengths, checked_options)
     advantages = estimator.function(inputs)
     if estimator.batch_step and batch_step:
         advantages = batch_whiten(advantages, convention, inputs.rollout_counts, lengths)

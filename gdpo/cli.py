@@ -33,6 +33,7 @@ can also run them by hand. Typical uses:
   gdpo exact-counts --out counts.csv            the exact collapse analysis (claims C1, C2)
   gdpo validate-config config/mini.yaml         check a config file against the schema
   gdpo memory-plan --config config/paper-math.yaml   per-GPU memory of each GPU job, checked
+  gdpo fetch --configfile config/paper-math.yaml     the hub models and data a GPU config's jobs read
 """
 
 Handler = Callable[[argparse.Namespace], int]
@@ -100,9 +101,12 @@ def _parse_list(text: str | None) -> list[float] | None:
 def cmd_methods(args: argparse.Namespace) -> int:
     from gdpo.advantages import available_conventions, get_convention, get_estimator, registered_estimators
 
-    print("Advantage methods (compute_advantages(..., method=...)):")
+    print("Advantage methods (compute_advantages(..., method=..., options={...})):")
     for name in registered_estimators():
         print(f"  {name:<12} {get_estimator(name).description}")
+        for option in get_estimator(name).method.options:
+            print(f"  {'':<12}   option {option.name}: {option.allowed()}; {option.description}")
+    print("A config gives a method options as methods: [grpo, {gdpo: {clip: 3.0}}]; their runs go by gdpo_clip3.")
     print("\nNumeric conventions (compute_advantages(..., convention=...)):")
     for name in available_conventions():
         print(f"  {name:<12} {get_convention(name).source}")
@@ -598,24 +602,110 @@ def cmd_warmup_model(args: argparse.Namespace) -> int:
 
 @command(
     "check-device",
-    help="stop a GPU job at once on a node without the GPUs it asked for (run first by train and evaluate)",
+    help="stop a GPU job at once on a node without the GPUs, free disk or sandbox it needs (run first by train "
+         "and evaluate)",
     arguments=(
         arg("--job", required=True, choices=["train", "evaluate"], help="the rule"),
         arg("--task", required=True),
         arg("--method", required=True),
         arg("--seed", required=True, type=int),
         arg("--gpus", required=True, type=int, help="GPUs the job asked for (its resources.gpu)"),
+        arg("--disk-path", help="the job's run directory: check the free disk of its filesystem (with --disk-gib)"),
+        arg("--disk-gib", type=float, help="GiB the job's checkpoints need free at --disk-path"),
+        arg("--sandbox", action="store_true",
+            help="the job runs model-written code (code family): check that the sandbox can isolate it here "
+                 "(unprivileged user namespaces for a user who is not root)"),
     ),
 )
 def cmd_check_device(args: argparse.Namespace) -> int:
-    from gdpo.training.device import GPURequiredError, check_job_device
+    from gdpo.training.device import (
+        GPURequiredError,
+        NodeNotReady,
+        check_code_sandbox,
+        check_free_disk,
+        check_job_device,
+    )
 
+    if (args.disk_path is None) != (args.disk_gib is None):
+        raise ValueError("--disk-path and --disk-gib go together: the run directory and the GiB it needs free.")
+    job = f"{args.job} job of {args.task}/{args.method}/seed{args.seed}"
     try:
         check_job_device(args.job, args.task, args.method, args.seed, args.gpus)
-    except GPURequiredError as error:  # the job's log should hold the reason, not a traceback
+        print(f"{job}: {args.gpus} GPU(s) found as asked")
+        if args.disk_path is not None:
+            free = check_free_disk(args.disk_path, args.disk_gib, job)
+            print(f"{job}: {free:.1f} GiB free for its checkpoints ({args.disk_gib:g} GiB needed)")
+        if args.sandbox:
+            print(f"{job}: the code sandbox isolates programs in mode {check_code_sandbox(job)!r}")
+    except (GPURequiredError, NodeNotReady) as error:  # the job's log should hold the reason, not a traceback
         print(f"gdpo check-device: error: {error}", file=sys.stderr)
         return 3
-    print(f"{args.job} job of {args.task}/{args.method}/seed{args.seed}: {args.gpus} GPU(s) found as asked")
+    return 0
+
+
+def _config_values(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` pairs as ``snakemake --config`` reads them (each value YAML: numbers, lists, ...)."""
+    from gdpo.config import read_yaml
+
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--config {pair!r}: give KEY=VALUE, as snakemake --config does.")
+        values[key] = read_yaml(value)
+    return values
+
+
+#: The repository of this package: where the BFCL environment (.venv-bfcl) is looked for first.
+REPOSITORY = Path(__file__).resolve().parents[1]
+CONFIG_FILE_ARGUMENTS = (
+    arg("--configfile", required=True, nargs="+", help="the workflow's config files, as snakemake --configfile"),
+    arg("--config", nargs="*", default=[], metavar="KEY=VALUE", help="values as snakemake --config"),
+)
+
+
+@command(
+    "preflight", help="check that every input a config's planned jobs read exists (as the workflow does first)",
+    description="Lists each missing input (data sets, hub models and data of a GPU config, the BFCL interpreter) "
+                "with the command that fetches or builds it; exit status 1 if any is missing. Run it in the "
+                "directory the workflow runs in.",
+    arguments=CONFIG_FILE_ARGUMENTS,
+)
+def cmd_preflight(args: argparse.Namespace) -> int:
+    from gdpo.preflight import describe_missing, fetch_command, planned_inputs, workflow_config
+
+    command_line = _config_values(args.config)
+    config = workflow_config(args.configfile, command_line)
+    inputs = planned_inputs(config, ".", REPOSITORY)
+    missing = [item for item in inputs if not item.present(".")]
+    if missing:
+        print(describe_missing(missing, fetch_command(args.configfile, command_line), ", ".join(args.configfile)),
+              file=sys.stderr)
+        return 1
+    print(f"{', '.join(args.configfile)}: the {len(inputs)} inputs of the planned jobs that no rule makes are present")
+    return 0
+
+
+@command(
+    "fetch", help="fetch a config's hub models and data (and ToolRL's data) on a machine with internet access",
+    description="Before a GPU config is submitted (its GPU jobs run with the hub offline): hub models into "
+                "resources/models/, data sets into each task's data_dir in their hub layout or, without one, into "
+                "the Hugging Face cache (the config's hf_home, else HF_HOME). Then says what is still missing.",
+    arguments=(*CONFIG_FILE_ARGUMENTS,
+               arg("--dry-run", action="store_true", help="say what would be fetched, fetch nothing")),
+)
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from gdpo.fetch import fetch_inputs
+    from gdpo.preflight import describe_missing, fetch_command, workflow_config
+
+    command_line = _config_values(args.config)
+    config = workflow_config(args.configfile, command_line)
+    left = fetch_inputs(config, ".", REPOSITORY, dry_run=args.dry_run)
+    if left and not args.dry_run:
+        print(describe_missing(left, fetch_command(args.configfile, command_line), ", ".join(args.configfile)),
+              file=sys.stderr)
+        return 1
+    print("nothing to fetch" if not left else f"{sum(item.source is not None for item in left)} input(s) to fetch")
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from gdpo.methods import available_conventions, available_methods
+from gdpo.methods import available_conventions, available_methods, get_method
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -35,16 +36,21 @@ def load_schema(schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
     path = Path(schema_path)
     if not path.is_file():
         raise FileNotFoundError(f"config schema not found at {path}; run from a checkout of the repository.")
-    key = (str(path.resolve()), path.stat().st_mtime_ns, tuple(available_methods()), tuple(available_conventions()))
+    methods = tuple(available_methods())
+    key = (str(path.resolve()), path.stat().st_mtime_ns, methods, tuple(available_conventions()),
+           tuple(get_method(name).options for name in methods))
     return copy.deepcopy(_load_schema(*key))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_schema(path: str, mtime_ns: int, methods: tuple[str, ...], conventions: tuple[str, ...]) -> dict:
-    """The schema file parsed once per (file version, registries); a workflow validates its config three times."""
+def _load_schema(path: str, mtime_ns: int, methods: tuple[str, ...], conventions: tuple[str, ...],
+                 options: tuple = ()) -> dict:
+    """The schema file parsed once per (file version, registries: ``options`` are each method's, so that a
+    method declared again with others is seen); a workflow validates its config three times."""
     schema = read_yaml(Path(path).read_text(encoding="utf-8"))
-    schema["properties"]["methods"]["items"]["enum"] = list(methods)
-    schema["$defs"]["task"]["properties"]["methods"]["items"]["enum"] = list(methods)
+    # A method's name, or one method with its options: an unknown option is named with the method's own.
+    schema["$defs"]["method"]["then"]["enum"] = list(methods)
+    schema["$defs"]["method"]["else"]["properties"] = {name: get_method(name).options_schema() for name in methods}
     schema["properties"]["advantage_convention"]["enum"] = list(conventions)
     return schema
 
@@ -92,8 +98,9 @@ def config_sources(config_files: Iterable[str | Path] = (), command_line: Mappin
 def origin(path: Sequence, sources: Sequence[tuple[str, Mapping]]) -> str:
     """Where the key at ``path`` came from: the highest-precedence source that sets it (sources lowest
     first, :func:`config_sources`); a key none of them sets came from ``--config`` on the command line."""
-    # A list item comes from whichever source set the whole list.
-    key_path = [p for p in path if not isinstance(p, int)]
+    # A list item, and any key inside one ({gdpo: {clip: 3}} of methods:), comes from whichever source set the
+    # whole list.
+    key_path = list(itertools.takewhile(lambda part: not isinstance(part, int), path))
     for label, data in reversed(sources):
         if _defines(data, key_path):
             return label
@@ -110,7 +117,7 @@ def _describe(error: jsonschema.ValidationError, sources: Sequence[tuple[str, Ma
             key = key_name([*path, extra])
             lines.append(
                 f"- unknown key '{key}' (in {origin([*path, extra], sources)}); allowed keys under "
-                f"'{key_name(path)}': {', '.join(allowed)}"
+                f"'{key_name(path)}': {', '.join(allowed) or 'none'}"
             )
         return "\n".join(lines)
     key = key_name(path)

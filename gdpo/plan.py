@@ -32,7 +32,13 @@ from typing import Any, Self
 
 from gdpo.config import ConfigError, config_sources, key_name, origin
 from gdpo.loop_options import LoopOptions, loop_options_from_training
-from gdpo.methods import available_conventions, available_methods
+from gdpo.methods import (
+    MethodVariant,
+    available_conventions,
+    available_methods,
+    method_variants,
+    resolve_method,
+)
 from gdpo.tasks import DATA_OPTION_KEYS, check_required_options, family_spec
 
 # --------------------------------------------------------------------------------------------------
@@ -204,8 +210,18 @@ def task_seeds(config: dict, task: str) -> list[int]:
 
 
 def task_methods(config: dict, task: str) -> list[str]:
-    """The methods ``task`` trains: its own ``methods``, else the config's."""
-    return list(config["tasks"][task].get("methods", config["methods"]))
+    """The methods ``task`` trains, by the names their runs go by (``gdpo``, ``gdpo_clip3``: a method with options,
+    :class:`gdpo.methods.MethodVariant`): its own ``methods``, else the config's."""
+    return list(task_method_variants(config, task))
+
+
+def task_method_variants(config: dict, task: str) -> dict[str, MethodVariant]:
+    """The methods ``task`` trains with their options, by the names their runs go by; ``ValueError`` naming the
+    entry of an unknown method or option, or of two entries that run under one name."""
+    own = "methods" in config["tasks"][task]
+    entries = config["tasks"][task]["methods"] if own else config["methods"]
+    variants = method_variants(entries, f"task {task!r}: methods" if own else "methods")
+    return {variant.name: variant for variant in variants}
 
 
 def plan_runs(config: dict) -> list[RunKey]:
@@ -557,6 +573,18 @@ def _check_data_options(where: str, options: Mapping) -> None:
                          f"its keys among {', '.join(DATA_OPTION_KEYS)}.")
 
 
+def _check_method_options(settings: RunSettings | EvalSettings, where: str) -> None:
+    """Set ``settings.method_options`` to the options checked and as the estimator reads them (``{}`` as None:
+    left out of the JSON, which reads as a run without options always has); ``ValueError`` after ``where``."""
+    if settings.method_options is None:
+        return
+    try:
+        options = MethodVariant(settings.method, settings.method_options).options
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    _set_field(settings, "method_options", options or None)
+
+
 def _whole(value: Any, minimum: int) -> bool:
     """``value`` is an integer (not a bool) ≥ ``minimum``."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
@@ -579,6 +607,8 @@ class RunSettings(_Settings):
         task (str): the config's task name. family (str): its task family (:data:`gdpo.tasks.FAMILIES`).
         model (str): model spec (:func:`check_model_spec`). method (str): advantage method
         (:mod:`gdpo.methods`). convention (str): numeric convention. seed (int): training seed, ≥ 0.
+        method_options (dict | None, last in the JSON): the method's options (``{"clip": 3.0}``), None (left out)
+        for none; the run goes by :attr:`variant`'s name (``gdpo_clip3``).
     Rewards:
         reward_names (tuple[str, ...]): the family's reward functions used, in order.
         reward_weights (tuple[float, ...]): one weight per reward name.
@@ -615,10 +645,16 @@ class RunSettings(_Settings):
     peft: dict | None = None
     trl: dict = dataclasses.field(default_factory=dict)
     loop: dict | None = None
+    method_options: dict | None = None
 
     _WHAT = "run settings"
     _MADE_BY = "gdpo.plan.resolve_run_settings"
-    _LEFT_OUT_WHEN_NONE = ("loop",)
+    _LEFT_OUT_WHEN_NONE = ("loop", "method_options")
+
+    @property
+    def variant(self) -> MethodVariant:
+        """The method with its options; ``variant.name`` is the name the run goes by (``gdpo``, ``gdpo_clip3``)."""
+        return MethodVariant(self.method, self.method_options)
 
     @property
     def loop_options(self) -> LoopOptions:
@@ -654,6 +690,7 @@ class RunSettings(_Settings):
         if self.method not in available_methods():
             raise ValueError(f"{where}: unknown advantage method {self.method!r}; use one of "
                              f"{', '.join(available_methods())} (gdpo methods lists them).")
+        _check_method_options(self, where)
         if self.convention not in available_conventions():
             raise ValueError(f"{where}: unknown advantage convention {self.convention!r}; set "
                              f"`advantage_convention:` to one of {', '.join(available_conventions())}.")
@@ -673,6 +710,11 @@ class RunSettings(_Settings):
                              "once.")
         if not all(math.isfinite(weight) for weight in self.reward_weights):
             raise ValueError(f"{where}: reward weights {list(self.reward_weights)} must be finite numbers.")
+        if self.method_options:  # a per-reward method that falls back to GRPO with one reward must keep them
+            try:
+                resolve_method(self.method, self.convention, len(self.reward_names), self.method_options)
+            except ValueError as error:
+                raise ValueError(f"{where}: {error}") from None
         size = self.train_size
         if size is not None and not _whole(size, 1):
             raise ValueError(f"{where}: train_size {size!r} must be a positive integer, or left out for the "
@@ -705,7 +747,7 @@ class RunSettings(_Settings):
 
     def key(self, root: str | PurePath = ".") -> RunKey:
         """The run's :class:`RunKey` under ``root``."""
-        return RunKey(self.task, self.method, self.seed, Path(root))
+        return RunKey(self.task, self.variant.name, self.seed, Path(root))
 
 
 def report_backends(report_to: Any) -> list[str]:
@@ -751,10 +793,13 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> Run
     settings fail :class:`RunSettings`'s checks.
     """
     spec = _task_spec(config, task)
-    methods = task_methods(config, task)
+    methods = task_method_variants(config, task)
     if method not in methods:
         raise ValueError(f"Method {method!r} is not among task {task!r}'s methods: {', '.join(methods)}.")
     trl_args = {**config.get("training", {}), **spec.get("training", {})}
+    interval = checkpoint_interval_steps(config, task)
+    if interval is not None:  # at least hourly checkpoints of planned time: a lost job costs at most an hour
+        trl_args["save_steps"] = interval
     peft = trl_args.pop("peft", None)
     loop = loop_options_from_training(trl_args)
     weights = spec.get("reward_weights") or dict.fromkeys(family_spec(spec["family"]).default_rewards, 1.0)
@@ -762,7 +807,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> Run
         task=task,
         family=spec["family"],
         model=spec["model"],
-        method=method,
+        method=methods[method].method,
         convention=config["advantage_convention"],
         seed=seed,
         reward_names=tuple(weights),
@@ -779,6 +824,7 @@ def resolve_run_settings(config: dict, task: str, method: str, seed: int) -> Run
         peft=peft,
         trl=trl_args,
         loop=loop,
+        method_options=methods[method].options or None,
     )
 
 
@@ -807,9 +853,10 @@ def train_launcher(config: dict, base_dir: str | Path | None = None) -> str:
     """What starts a train job's ``-m gdpo train``: :func:`launcher_command`, behind ``trap '' USR1 &&`` for a
     multi-process launch.
 
-    SIGUSR1 (SLURM's time-limit warning) asks the training processes to save a checkpoint and stop
+    SIGUSR1, like the workflow's own warning before the wall limit (SIGURG, which every process ignores unless it
+    handles it: :mod:`gdpo.training.checkpoint_plan`), asks the training processes to save a checkpoint and stop
     (:func:`gdpo.training.run.stop_requests`). The launcher (torchrun under ``accelerate launch``) does not
-    handle it and would die at once, ending the job while its processes save; ignored in the launcher, the
+    handle SIGUSR1 and would die at once, ending the job while its processes save; ignored in the launcher, the
     signal still reaches the processes, which install their own handler, and the launcher waits for them.
     """
     command = launcher_command(config, base_dir)
@@ -943,6 +990,41 @@ def plan_training_chain(config: dict, task: str) -> list[TrainingSegment]:
             for k, (start, end) in enumerate(zip(starts, ends))]
 
 
+#: Longest planned time between two checkpoints of a run, seconds: a job ended without a warning it could act on
+#: (a node failure, a preemption whose grace is shorter than the rest of a generation batch) loses at most this
+#: much of the run's planned time (× its GPUs in GPU time).
+CHECKPOINT_INTERVAL_SECONDS = 3600
+
+
+def planned_seconds_per_step(config: Mapping, task: str) -> float | None:
+    """Planned wall seconds of one optimizer step of ``task``'s runs: the task's ``resources.train.hours`` × 3600
+    ÷ ``training.max_steps`` (the run's mean; the first update of a generation batch also generates it); None
+    where no hours (or no whole ``max_steps``) are planned, as at the CPU scales."""
+    hours = (task_resources(dict(config), task).get("train") or {}).get("hours")
+    spec = _task_spec(dict(config), task)
+    max_steps = {**config.get("training", {}), **spec.get("training", {})}.get("max_steps")
+    if not _real(hours) or hours <= 0 or not _whole(max_steps, 1):
+        return None
+    return hours * 3600 / max_steps
+
+
+def checkpoint_interval_steps(config: Mapping, task: str) -> int | None:
+    """``save_steps`` of ``task``'s runs, optimizer steps: the config's ``training.save_steps``, lowered where it
+    would leave more than :data:`CHECKPOINT_INTERVAL_SECONDS` of planned time (:func:`planned_seconds_per_step`)
+    between two checkpoints, to the most whole generation batches (:func:`updates_per_generation`: a checkpoint
+    between two generations would not resume the same run) within it, at least one. Without planned hours, the
+    config's value (None where it sets none)."""
+    spec = _task_spec(dict(config), task)
+    trl = {**config.get("training", {}), **spec.get("training", {})}
+    asked = trl.get("save_steps")
+    per_step = planned_seconds_per_step(config, task)
+    if per_step is None:
+        return asked
+    unit = updates_per_generation(trl)
+    within = max(unit, int(CHECKPOINT_INTERVAL_SECONDS / per_step) // unit * unit)
+    return within if not _whole(asked, 1) else min(asked, within)
+
+
 # --------------------------------------------------------------------------------------------------
 # How an evaluation and a warm-up run
 # --------------------------------------------------------------------------------------------------
@@ -971,6 +1053,8 @@ class EvalSettings(_Settings):
         task (str): the config's task name. family (str): its task family (:data:`gdpo.tasks.FAMILIES`).
         model (str): model spec (:func:`check_model_spec`). method (str): the trained run's advantage method,
         or :data:`BASE_METHOD` for the untrained model. seed (int): the run's seed (the sampling seed), ≥ 0.
+        method_options (dict | None, last in the JSON): the trained run's method options, None (left out) for
+        none; the evaluation goes by the run's name (:meth:`key`: ``gdpo_clip3``).
         options (dict): the task's keys of :data:`gdpo.tasks.DATA_OPTION_KEYS`. fast_generation (bool):
         completions from the bfloat16 rollout engine.
     Sampling (:data:`EVAL_DEFAULTS` < the scale's ``evaluation`` < the task's):
@@ -993,9 +1077,11 @@ class EvalSettings(_Settings):
     top_p: float = EVAL_DEFAULTS["top_p"]
     max_new_tokens: int = EVAL_DEFAULTS["max_new_tokens"]
     batch_size: int = EVAL_DEFAULTS["batch_size"]
+    method_options: dict | None = None
 
     _WHAT = "evaluation settings"
     _MADE_BY = "gdpo.plan.resolve_eval_settings"
+    _LEFT_OUT_WHEN_NONE = ("method_options",)
 
     def __post_init__(self) -> None:
         _copied_mapping(self, "options", "; they are the task's data options")
@@ -1007,6 +1093,7 @@ class EvalSettings(_Settings):
         if self.method != BASE_METHOD and self.method not in available_methods():
             raise ValueError(f"{where}: unknown method {self.method!r}; evaluate a run of one of "
                              f"{', '.join(available_methods())}, or {BASE_METHOD!r} for the untrained model.")
+        _check_method_options(self, where)
         try:
             family_spec(self.family)
             check_model_spec(self.model)
@@ -1033,7 +1120,8 @@ class EvalSettings(_Settings):
 
     def key(self, root: str | PurePath = ".") -> RunKey:
         """The evaluated run's :class:`RunKey` under ``root``."""
-        return RunKey(self.task, self.method, self.seed, Path(root))
+        name = self.method if self.method == BASE_METHOD else MethodVariant(self.method, self.method_options).name
+        return RunKey(self.task, name, self.seed, Path(root))
 
 
 def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> EvalSettings:
@@ -1044,8 +1132,9 @@ def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> Ev
     :class:`EvalSettings`'s checks.
     """
     spec = _task_spec(config, task)
-    methods = task_methods(config, task)
-    if method != BASE_METHOD and method not in methods:
+    methods = task_method_variants(config, task)
+    variant = methods.get(method)  # None for the untrained model
+    if method != BASE_METHOD and variant is None:
         raise ValueError(
             f"Method {method!r} is not among task {task!r}'s methods ({', '.join(methods)}) nor {BASE_METHOD!r}."
         )
@@ -1055,11 +1144,12 @@ def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> Ev
         task=task,
         family=spec["family"],
         model=spec["model"],
-        method=method,
+        method=variant.method if variant else method,
         seed=seed,
         options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
         fast_generation=bool(spec.get("fast_generation", config.get("fast_generation", False))),
         **evaluation,
+        method_options=(variant.options or None) if variant else None,
     )
 
 
@@ -1254,6 +1344,9 @@ def job_resources(config: Mapping, task: str, kind: str) -> dict:
     - ``runtime``: wall time asked for (minutes; sbatch ``-t``): the expected hours of one job × :data:`RUNTIME_SAFETY`
       within the wall limit (a train job: the longest segment of its chain, :func:`plan_training_chain`; an
       evaluation: its hours); the wall limit without resources.
+    - ``nodes``: 1 (sbatch ``--nodes``): every job is one process tree on one node. SLURM may otherwise spread a
+      train job's ``--gpus=8`` over several nodes, where the single-node launch (accelerate, one machine) sees
+      only its own node's share.
     """
     if kind not in JOB_KINDS:
         raise ValueError(f"Unknown job kind {kind!r}; one of {', '.join(JOB_KINDS)}.")
@@ -1261,7 +1354,7 @@ def job_resources(config: Mapping, task: str, kind: str) -> dict:
     needs = task_resources(config, task).get(kind)
     if not needs:
         return {"gpu": 0, "cpus_per_task": int(config.get("job_threads", 2)), "mem_mb": CPU_JOB_MEM_MB,
-                "runtime": math.ceil(wall * 60)}
+                "runtime": math.ceil(wall * 60), "nodes": 1}
     if kind == "train":  # the train job is the chain's last segment; each segment asks for its own share
         runtime = max(segment.request_minutes() for segment in plan_training_chain(dict(config), task))
     else:
@@ -1269,13 +1362,19 @@ def job_resources(config: Mapping, task: str, kind: str) -> dict:
     gpus = int(needs.get("gpus", 0))
     cpus = gpus * int(needs["cpus_per_gpu"]) if gpus else int(needs.get("cpus", config.get("job_threads", 2)))
     return {"gpu": gpus, "cpus_per_task": cpus, "mem_mb": int(needs.get("mem_mb", CPU_JOB_MEM_MB)),
-            "runtime": min(runtime, math.ceil(wall * 60))}
+            "runtime": min(runtime, math.ceil(wall * 60)), "nodes": 1}
 
 
-def device_check_command(job: str, task: str, method: str, seed: int | str, gpus: int) -> str:
+def device_check_command(job: str, task: str, method: str, seed: int | str, gpus: int, *, sandbox: bool = False,
+                         disk_path: str | None = None, disk_gib: float | None = None) -> str:
     """The shell command a GPU job runs first (``python -m gdpo check-device …``, then ``&&``): it stops the
-    job at once, naming it, on a node without the GPUs it asked for. Empty for a job that asks for none."""
+    job at once, naming it, on a node without the GPUs it asked for, or (when given) without ``disk_gib`` GiB
+    free where ``disk_path`` is, or where the code sandbox cannot isolate programs (``sandbox``). Empty for a
+    job that asks for no GPU."""
     if not gpus:
         return ""
+    checks = " --sandbox" if sandbox else ""
+    if disk_path is not None and disk_gib is not None:
+        checks += f" --disk-path {shlex.quote(str(disk_path))} --disk-gib {float(disk_gib):g}"
     return (f"python -m gdpo check-device --job {shlex.quote(job)} --task {shlex.quote(task)} "
-            f"--method {shlex.quote(method)} --seed {int(seed)} --gpus {int(gpus)} && ")
+            f"--method {shlex.quote(method)} --seed {int(seed)} --gpus {int(gpus)}{checks} && ")

@@ -525,12 +525,15 @@ def test_registering_a_new_estimator_makes_it_usable_everywhere():
 
 
 def test_the_methods_a_config_may_name_are_the_implemented_ones():
-    """gdpo.methods (torch-free, read when planning) and the estimators agree name for name and in metadata."""
+    """gdpo.methods (torch-free, read when planning) and the estimators agree name for name, and each estimator
+    holds its method's declaration itself (no copy of its fields to drift)."""
     assert methods.available_methods() == registered_estimators()
     for name in registered_estimators():
         spec, estimator = methods.get_method(name), adv.get_estimator(name)
-        assert (spec.description, spec.batch_step, spec.grpo_counterpart) == (
-            estimator.description, estimator.batch_step, estimator.grpo_counterpart)
+        assert estimator.method is spec
+        assert (spec.name, spec.description, spec.batch_step, spec.grpo_counterpart, spec.group_local) == (
+            estimator.name, estimator.description, estimator.batch_step, estimator.grpo_counterpart,
+            estimator.group_local)
 
 
 def test_duplicate_builtin_names_are_refused():
@@ -550,6 +553,58 @@ def test_convention_objects_are_accepted_and_checked():
     for field in ("unscored_rollouts", "single_reward", "missing_rewards"):
         with pytest.raises(ValueError, match=field):
             Convention(name="bad", **{field: "sometimes"})
+
+
+# --------------------------------------------------------------------------------------------------
+# GDPO's option clip (docs/add-an-estimator-option.md)
+# --------------------------------------------------------------------------------------------------
+
+#: G = 16: one rollout of 16 succeeds on the first reward (z = 15/16 / 0.25 = 3.75), the second reward is
+#: 0/1 alternating (|z| = 0.5 / 0.5164 < 1).
+RARE_SUCCESS = [[1.0 if i == 0 else 0.0, float(i % 2)] for i in range(16)]
+
+
+def test_gdpo_clip_bounds_each_rewards_normalised_advantage_before_the_sum():
+    rewards = torch.tensor(RARE_SUCCESS, dtype=torch.float64)
+    per_reward = adv.group_normalise(rewards, 16, get_convention("exact"))
+    assert per_reward[0, 0].item() == pytest.approx(3.75)
+    clipped = compute_advantages(rewards, 16, "gdpo", weights=[1.0, 0.5], convention="exact", batch_step=False,
+                                 options={"clip": 3.0})
+    expected = per_reward.clamp(-3.0, 3.0) @ torch.tensor([1.0, 0.5], dtype=torch.float64)
+    assert clipped.tolist() == pytest.approx(expected.tolist(), abs=1e-12)
+    assert clipped[0].item() == pytest.approx(3.0 + 0.5 * per_reward[0, 1].item())
+    # with the batch step: the clipped sum whitened over the batch
+    whitened = compute_advantages(rewards, 16, "gdpo", weights=[1.0, 0.5], convention="exact", options={"clip": 3})
+    assert whitened.tolist() == pytest.approx(batch_whiten(expected, get_convention("exact")).tolist(), abs=1e-12)
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_gdpo_clip_at_or_above_the_largest_normalised_value_changes_nothing(convention):
+    # |z| ≤ (G − 1)/√G within a group of G: 3.75 at G = 16.
+    lengths = [float(3 + i) for i in range(16)]
+    plain = compute_advantages(RARE_SUCCESS, 16, "gdpo", convention=convention, response_lengths=lengths)
+    loose = compute_advantages(RARE_SUCCESS, 16, "gdpo", convention=convention, response_lengths=lengths,
+                               options={"clip": 15 / math.sqrt(16)})
+    assert torch.equal(plain, loose)
+    assert not torch.equal(plain, compute_advantages(RARE_SUCCESS, 16, "gdpo", convention=convention,
+                                                     response_lengths=lengths, options={"clip": 1.0}))
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), "3", True])
+def test_gdpo_clip_refuses_a_value_that_is_not_a_positive_number(value):
+    with pytest.raises(ValueError, match=r"option 'clip' = .* is not allowed: it takes a number > 0"):
+        compute_advantages(RARE_SUCCESS, 16, "gdpo", options={"clip": value})
+
+
+def test_an_option_a_method_does_not_take_is_named_with_the_ones_it_does():
+    with pytest.raises(ValueError, match=r"method 'gdpo' has no option 'clp'; its options are: clip\."):
+        compute_advantages(RARE_SUCCESS, 16, "gdpo", options={"clp": 3.0})
+    with pytest.raises(ValueError, match=r"method 'grpo' has no option 'clip'; it takes no options\."):
+        compute_advantages(RARE_SUCCESS, 16, "grpo", options={"clip": 3.0})
+    # GDPO with one reward under nvlabs runs GRPO, which would drop the option: refused, not dropped
+    with pytest.raises(ValueError, match="runs as 'grpo' .* has no option 'clip'"):
+        compute_advantages([[0.0], [1.0]], 2, "gdpo", convention="nvlabs", options={"clip": 3.0})
+    assert compute_advantages([[0.0], [1.0]], 2, "gdpo", convention="trl", options={"clip": 3.0}).shape == (2,)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -103,8 +103,8 @@ def test_the_schema_is_parsed_once_per_file_version_and_each_caller_gets_its_own
     shipped = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
     schema_file.write_text(shipped.read_text())
     first = load_schema(schema_file)
-    first["properties"]["methods"]["items"]["enum"].append("not_a_method")
-    assert "not_a_method" not in load_schema(schema_file)["properties"]["methods"]["items"]["enum"]
+    first["$defs"]["method"]["then"]["enum"].append("not_a_method")
+    assert "not_a_method" not in load_schema(schema_file)["$defs"]["method"]["then"]["enum"]
     # an edited schema file is read again
     schema_file.write_text(shipped.read_text() + "\ntitle: edited\n")
     os.utime(schema_file, ns=(1, 1))

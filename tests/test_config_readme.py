@@ -18,7 +18,9 @@ SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 #: The heading that starts the study files' part of the README.
 STUDIES_HEADING = "## Studies of the policy-gradient bench"
 #: Where a block defined once in the schema's ``$defs`` is documented: its keys' prefix.
-DEFS_PREFIX = {"task": "tasks.<name>", "training": "training", "evaluation": "evaluation"}
+DEFS_PREFIX = {"task": "tasks.<name>", "training": "training", "evaluation": "evaluation",
+               # a methods: entry; its keys (each method's options) are filled in from gdpo.methods
+               "method": "methods[]"}
 #: Study keys whose value is a list of mappings: their keys are written ``key[].sub``.
 STUDY_LISTS = {"rewards", "correlations", "extra_cells"}
 

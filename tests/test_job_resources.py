@@ -29,6 +29,7 @@ from gdpo.plan import (
     wall_limit_hours,
 )
 from gdpo.reporting.bill import claim_cost_table, job_table
+from tests.stand_ins import stand_in_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_CONFIGS = ["paper-tool_calling", "paper-math", "paper-code"]
@@ -47,6 +48,7 @@ def test_every_paper_task_states_its_jobs_needs_and_they_fit_the_wall_limit(name
         needs = task_resources(config, task)
         # one 8-GPU node per train job, as many processes as GPUs; one GPU per evaluation
         assert train["gpu"] == config["launch"]["num_processes"] == config["gpu"]["per_node"]
+        assert train["nodes"] == 1  # sbatch --nodes=1: SLURM may not spread the 8 GPUs over nodes
         assert evaluate["gpu"] == 1
         assert train["cpus_per_task"] == 8 * needs["train"]["cpus_per_gpu"]
         assert evaluate["cpus_per_task"] == needs["evaluate"]["cpus_per_gpu"]
@@ -77,7 +79,8 @@ def test_cpu_scale_jobs_ask_for_no_gpu_and_use_the_cpu_environment(name):
     task = next(iter(config["tasks"]))
     assert task_resources(config, task) == {} and wall_limit_hours(config) == DEFAULT_WALL_LIMIT_HOURS
     asked = job_resources(config, task, "train")
-    assert asked == {"gpu": 0, "cpus_per_task": config.get("job_threads", 2), "mem_mb": 4000, "runtime": 24 * 60}
+    assert asked == {"gpu": 0, "cpus_per_task": config.get("job_threads", 2), "mem_mb": 4000, "runtime": 24 * 60,
+                     "nodes": 1}
     assert job_env_file(config) == "envs/train.yaml"
     assert device_check_command("train", task, "gdpo", 0, asked["gpu"]) == ""
 
@@ -122,10 +125,13 @@ def test_train_and_evaluate_rules_select_the_gpu_environment_for_a_paper_config(
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
     for name, expected in (("paper-code", "envs/train-gpu.yaml"), ("smoke", "envs/train.yaml")):
+        # the paper config's hub models and data: stand-ins (gdpo fetch gets them), in a cache of the test's own
+        hf_home = stand_in_inputs([REPO / "config" / f"{name}.yaml"], tmp_path)[1].split("=", 1)[1]
         with SnakemakeApi(OutputSettings()) as api:
             workflow = api.workflow(
                 snakefile=REPO / "Snakefile", workdir=tmp_path,
-                config_settings=ConfigSettings(configfiles=[REPO / "config" / f"{name}.yaml"]),
+                config_settings=ConfigSettings(configfiles=[REPO / "config" / f"{name}.yaml"],
+                                               config={"hf_home": hf_home}),
                 resource_settings=ResourceSettings(cores=1), storage_settings=StorageSettings())
             # the parsed workflow's rules (the API has no public accessor for a rule's conda directive)
             rules = {rule.name: rule for rule in workflow._workflow.rules}
@@ -134,9 +140,11 @@ def test_train_and_evaluate_rules_select_the_gpu_environment_for_a_paper_config(
 
 
 def test_the_slurm_profile_plans_paper_jobs_with_the_configs_requests(tmp_path):
+    arguments = stand_in_inputs([REPO / "config/paper-math.yaml"], tmp_path)  # the hub models and data, fetched
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-         "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config/paper-math.yaml"), "-n"],
+         "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config/paper-math.yaml"),
+         *arguments, "-n"],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
     )

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,9 +24,11 @@ import yaml
 
 from tests.local_slurm import CPU_PARTITION, GPU_PARTITION, LocalSlurmCluster, _alive, install_packages, unavailable_reason
 from gdpo.config import load_config
-from gdpo.plan import job_resources, model_dir, plan_training_chain, wall_limit_hours
+from gdpo.plan import job_resources, plan_training_chain, wall_limit_hours
 from gdpo.tasks import required_files
+from gdpo.training.checkpoint_plan import warning_lead_seconds
 from gdpo.training.run import TIMING_KEYS, read_metrics
+from tests.stand_ins import stand_in_inputs
 
 # The smoke workflow through the scheduler takes minutes on 2 cores. The longest limit of the session: both tests
 # start first, together on one xdist worker, under one cluster (tests/conftest.py).
@@ -99,7 +102,7 @@ def test_smoke_workflow_on_slurm_equals_local_run_and_resumes_after_a_failure(cl
     config["tasks"]["broken"] = {**config["tasks"]["arithmetic"], "model": "gdpo-test-org/no-such-model"}
     broken = tmp_path / "broken.yaml"
     broken.write_text(yaml.safe_dump(config))
-    result = snakemake(on_slurm, broken, *cpu_partition, cluster=cluster)
+    result = snakemake(on_slurm, broken, *cpu_partition, "--retries", "0", cluster=cluster)  # no 3 more tries
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "Error in rule prepare_model" in output and "no-such-model" in output
@@ -145,21 +148,24 @@ def scontrol_job(job_id: str, cluster: LocalSlurmCluster) -> dict[str, str]:
 def submit_paper_jobs(name: str, directory: Path, cluster: LocalSlurmCluster) -> subprocess.Popen:
     """Start `snakemake --profile <edited profile> --configfile config/<name>.yaml` for one run's train job and
     the base model's evaluation, in ``directory``. The model and data a paper job reads come from the hub,
-    which the test cannot reach: empty stand-ins mark them as present (the jobs stop before reading them)."""
+    which the test cannot reach: empty stand-ins mark them as present (the jobs stop before reading them), for the
+    pre-flight (tests/stand_ins.py) and, for the BFCL split, for the rule that would make it."""
     config = load_config(REPO / "config" / f"{name}.yaml")
     task, method = PAPER_JOBS[name]
     spec = config["tasks"][task]
     work = directory / "work"
-    (work / model_dir(spec["model"])).mkdir(parents=True)
-    (work / model_dir(spec["model"]) / "config.json").write_text("{}")
+    stand_ins = stand_in_inputs([REPO / "config" / f"{name}.yaml"], work)
     for path in required_files(spec):
         (work / path).parent.mkdir(parents=True, exist_ok=True)
         (work / path).touch()
     runs = f"results/{config['scale']}/runs/{task}"
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work),
-               "--configfile", str(REPO / "config" / f"{name}.yaml"), "--profile", str(edited_profile(directory)),
-               "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
-               "--latency-wait", "10", "--verbose", f"{runs}/{method}/seed0/summary.json",
+               "--configfile", str(REPO / "config" / f"{name}.yaml"), *stand_ins, "--profile",
+               str(edited_profile(directory)), "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+               "--latency-wait", "10", "--verbose",
+               # Each job fails on the GPU-less node: the profile's 3 retries would only run it 3 more times (the
+               # retries are the interrupted-run test's below).
+               "--retries", "0", f"{runs}/{method}/seed0/summary.json",
                f"{runs}/base/seed0/eval.json"]
     env = {**os.environ, **cluster.environment(),
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
@@ -201,6 +207,10 @@ def test_each_paper_config_submits_its_gpu_jobs_from_a_node_without_a_gpu(cluste
                              f"-t {asked['runtime']}"):
                 assert f" {argument} " in f" {arguments} ", (name, argument, arguments)
             assert "--cpus-per-gpu" not in arguments and 0 < asked["runtime"] <= wall_minutes
+            assert kind == "evaluate" or " --nodes=1 " in f" {arguments} ", (name, rule, arguments)
+            if kind == "train":  # SLURM warns it before its wall limit, and may requeue it (the profile)
+                lead = warning_lead_seconds(config, task, asked["runtime"])
+                assert f" --signal=URG@{lead} " in f" {arguments} " and " --requeue " in f" {arguments} ", arguments
             job = scontrol_job(job_ids[rule], cluster)
             assert (job["Partition"], job["Account"], job["TresPerJob"]) == (GPU_PARTITION, ACCOUNT,
                                                                               f"gres:gpu:{asked['gpu']}")
@@ -211,3 +221,114 @@ def test_each_paper_config_submits_its_gpu_jobs_from_a_node_without_a_gpu(cluste
             assert (f"{kind} job of task {task!r}" in log and f"asks for {asked['gpu']} GPU(s)" in log
                     and f"tasks.{task}.resources.{kind}.gpus" in log and "this node has 0" in log), log
             assert "Traceback" not in log  # the reason, not a stack
+
+
+# --------------------------------------------------------------------------------------------------
+# A train job warned before its wall limit, then requeued, resumes without a person
+# --------------------------------------------------------------------------------------------------
+
+#: The interrupted run (tests/test_chain.py's seed: its policy moves from the first steps, so a wrong resume shows).
+INTERRUPTED_SEED = 4
+INTERRUPTED_RUN = f"results/smoke/runs/arithmetic/gdpo/seed{INTERRUPTED_SEED}"
+
+
+def _train_jobs(cluster: LocalSlurmCluster) -> dict[str, str]:
+    """Job id → state of the cluster's train jobs (the plugin names each rule in the job's comment)."""
+    listing = subprocess.run(["squeue", "-h", "--states=all", "-o", "%i|%k|%T"], capture_output=True, text=True,
+                             check=True, env={**os.environ, **cluster.environment()}).stdout
+    return {job: state for job, comment, state in (line.split("|") for line in listing.splitlines())
+            if comment.startswith("rule_train_")}
+
+
+def test_a_train_job_warned_before_its_limit_then_requeued_resumes_to_the_uninterrupted_run(cluster, tmp_path):
+    """Through the SLURM profile, a run of 48 updates (2 per generation batch) is interrupted twice, and ends with
+    the metrics and weights of the uninterrupted run:
+
+    1. SLURM's warning before the wall limit: SIGURG to every process of the job's steps, as the train rules'
+       `--signal=URG@<lead>` has SLURM send it (`scancel --signal=URG`, without waiting for the limit). The trainer
+       saves at the next generation-batch boundary and exits 75; the job fails and Snakemake submits it again
+       (the profile's `retries`), and the new job resumes from that checkpoint.
+    2. A requeue, as a preemption does on a cluster with PreemptMode=REQUEUE (`scontrol requeue`; the profile
+       submits with --requeue): SIGTERM, a checkpoint at the boundary, and SLURM runs the job again under the
+       same id, which resumes from it. The plugin counts the job as running throughout.
+    """
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config.update(methods=["gdpo"], seeds=[INTERRUPTED_SEED], reporting={})
+    config["tasks"] = {"arithmetic": config["tasks"]["arithmetic"]}
+    # Scheduled checkpoints only at 40: those before it are the interruptions'. Two updates per generation batch:
+    # a signal after an odd update waits for the next even one.
+    config["training"].update(max_steps=48, save_steps=40, steps_per_generation=2)
+    path = tmp_path / "interrupted.yaml"
+    path.write_text(yaml.safe_dump(config))
+    target = f"{INTERRUPTED_RUN}/summary.json"
+    local, on_slurm = tmp_path / "local", tmp_path / "slurm"
+    env = {**os.environ, **cluster.environment(),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    workflow = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--configfile", str(path)]
+    result = subprocess.run([*workflow, "--directory", str(local), "--cores", "2", target], env=env,
+                            capture_output=True, text=True, timeout=1200, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    process = subprocess.Popen(
+        [*workflow, "--directory", str(on_slurm), "--profile", str(REPO / "profiles/slurm"),
+         "--set-resources", f"train:slurm_partition={CPU_PARTITION}", "--slurm-init-seconds-before-status-checks",
+         "2", "--seconds-between-status-checks", "2", "--latency-wait", "10", "--verbose", target],
+        env=env, stdout=(tmp_path / "snakemake.log").open("w"), stderr=subprocess.STDOUT, text=True)
+    work = on_slurm / f"{INTERRUPTED_RUN}.work"
+    seen: set[str] = set()  # every checkpoint the run had
+
+    def wait_until(condition, what: str, timeout: float = 900):
+        deadline = time.monotonic() + timeout
+        while True:
+            seen.update(p.name for p in work.glob("checkpoint-*"))
+            value = condition()
+            if value:
+                return value
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"waiting for {what}: " + (tmp_path / "snakemake.log").read_text()[-5000:])
+            time.sleep(0.2)
+
+    def step() -> int:
+        records = read_metrics(work / "metrics.jsonl", drop_cut_last_line=True)
+        return records[-1]["step"] if records else 0
+
+    def running() -> str | None:
+        return next((job for job, state in _train_jobs(cluster).items() if state == "RUNNING"), None)
+
+    try:
+        first = wait_until(lambda: step() >= 3 and running(), "the train job's third update")
+        subprocess.run(["scancel", "--signal=URG", first], check=True, env=env)  # the warning
+        wait_until(lambda: _train_jobs(cluster)[first] not in ("RUNNING", "COMPLETING"), "the warned job's end")
+        [warned] = {p.name for p in work.glob("checkpoint-*")}
+        second = wait_until(lambda: (job := running()) != first and job, "the job submitted again")
+        stopped = int(warned.split("-")[1])
+        wait_until(lambda: step() >= stopped + 3, "the resumed job's third update")
+        subprocess.run(["scontrol", "requeue", second], check=True, env=env)  # a preemption that requeues
+        wait_until(lambda: process.poll() is not None, "the workflow's end", timeout=1200)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = (tmp_path / "snakemake.log").read_text()
+    assert process.returncode == 0, output[-5000:]
+
+    steps = sorted(int(name.split("-")[1]) for name in seen)
+    # The warning's checkpoint, then the requeue's, each on a generation-batch boundary; then the scheduled one.
+    assert len(steps) == 3 and steps[0] == stopped and steps[2] == 40 and all(s % 2 == 0 for s in steps), steps
+    requeued = steps[1]
+    assert 3 <= stopped < requeued < 40
+    summary = json.loads((on_slurm / target).read_text())
+    assert summary["resumed_from"].endswith(f"checkpoint-{requeued}") and summary["steps"] == 48
+    assert "Trying to restart job" in output  # Snakemake's retry of the warned job
+    call = next(line for line in output.splitlines() if line.startswith("sbatch call: ") and "rule_train_" in line)
+    assert " --signal=URG@600 " in call and " --requeue " in call, call  # a CPU config's lead: 10 minutes
+    assert scontrol_job(first, cluster)["JobState"] == "FAILED"
+    job = scontrol_job(second, cluster)
+    assert (job["JobState"], job["Restarts"]) == ("COMPLETED", "1"), job  # the same job, run again by SLURM
+    assert not work.exists()
+    assert behaviour(on_slurm / INTERRUPTED_RUN / "metrics.jsonl") == behaviour(local / INTERRUPTED_RUN / "metrics.jsonl")
+    import torch
+    from safetensors.torch import load_file
+
+    weights, expected = (load_file(run / INTERRUPTED_RUN / "model" / "model.safetensors") for run in (on_slurm, local))
+    assert weights.keys() == expected.keys() and all(torch.equal(weights[k], expected[k]) for k in weights)

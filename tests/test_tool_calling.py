@@ -572,6 +572,21 @@ def test_missing_bfcl_environment_says_how_to_make_it(monkeypatch, tmp_path):
         evaluation.bfcl_python()
 
 
+def test_evaluate_looks_for_the_bfcl_environment_before_it_loads_the_model(monkeypatch, small_split, tmp_path):
+    """A job without BFCL's interpreter stops before its generation, not after it (the GPU time of a paper job)."""
+    from gdpo.evaluation import EvalRequest
+    from gdpo.generation import generate
+    from gdpo.tasks.tool_calling import evaluation
+
+    monkeypatch.setenv("GDPO_BFCL_PYTHON", str(tmp_path / "no-such-python"))
+    monkeypatch.setattr(generate, "load_policy_for_request", lambda request: pytest.fail("the model was loaded"))
+    request = EvalRequest(task="tool_calling", method="base", seed=0, model_dir=tmp_path, adapter_dir=None,
+                          options={"data_dir": str(small_split)}, eval_size=2, num_samples=1, temperature=0.0,
+                          top_p=1.0, max_new_tokens=8, batch_size=2, work_dir=tmp_path, threads=1)
+    with pytest.raises(FileNotFoundError, match="make setup"):
+        evaluation.evaluate(request)
+
+
 def test_an_unpaired_surrogate_in_a_split_file_is_an_error_naming_file_and_line(small_split):
     path = small_split / "train.jsonl"
     lines = path.read_text().splitlines(keepends=True)

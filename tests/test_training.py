@@ -26,7 +26,7 @@ from gdpo.training.run import (
     read_metrics,
     train,
 )
-from gdpo.advantages import distinct_advantage_counts, registered_estimators
+from gdpo.advantages import compute_advantages, distinct_advantage_counts, registered_estimators
 from gdpo.training.trainer import TRL_BUILTIN_EQUIVALENT, RegistryGRPOTrainer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,6 +107,24 @@ def test_every_registry_method_trains_through_the_subclass(tiny_model, tmp_path)
         output = trainer._generate_and_score_completions(batch)
         assert output["advantages"].shape == (8,) and not torch.isnan(output["advantages"]).any()
         assert trainer._metrics["train"]["advantages/distinct_per_group"]
+
+
+def test_a_method_with_options_trains_with_them(tiny_model, tmp_path):
+    """The trainer hands a method's options to the estimator (gdpo's clip, here biting at 0.5) and refuses an
+    option the method does not take when it is made."""
+    batch = [row for row in arithmetic.build_dataset("train", 4, seed=1) for _ in range(4)][:8]
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path / "clip", "gdpo", advantage_method="gdpo",
+                       advantage_options={"clip": 0.5})
+    trainer.model.train()
+    output = trainer._generate_and_score_completions(batch)
+    rewards = trainer._captured_rewards.float()
+    weights = torch.tensor([1.0, 0.5, 2.0])
+    clipped = compute_advantages(rewards, 4, "gdpo", weights=weights, options={"clip": 0.5})
+    torch.testing.assert_close(output["advantages"], clipped.to(output["advantages"]), atol=1e-6, rtol=0)
+    assert not torch.allclose(clipped, compute_advantages(rewards, 4, "gdpo", weights=weights))  # it bites
+    with pytest.raises(ValueError, match="method 'gdpo' has no option 'clp'; its options are: clip"):
+        _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo",
+                 advantage_options={"clp": 0.5})
 
 
 def _length_parity(completions, **kwargs):

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.shared import shared_once
+from tests.stand_ins import stand_in_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -219,8 +220,10 @@ def test_bad_config_stops_before_any_job_naming_key_values_and_file(tmp_path):
 
 @pytest.mark.parametrize("config", ["paper-tool_calling", "paper-math", "paper-code", "mini", "cpu-evidence", "cpu-evidence-2"])
 def test_dry_run_of_every_config(tmp_path, config):
+    # A paper config's hub models and data are fetched before the workflow (gdpo fetch): stand-ins here.
+    arguments = stand_in_inputs([REPO / "config" / f"{config}.yaml"], tmp_path) if config.startswith("paper-") else []
     result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
-                       "--configfile", str(REPO / "config" / f"{config}.yaml"))
+                       "--configfile", str(REPO / "config" / f"{config}.yaml"), *arguments)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "claims_ledger" in result.stdout
 

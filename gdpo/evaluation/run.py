@@ -46,7 +46,7 @@ def evaluate_run(
     work_dir.mkdir(parents=True, exist_ok=True)
     request = EvalRequest(
         task=settings.task,
-        method=settings.method,
+        method=settings.key().method,  # the run's name: gdpo_clip3 for gdpo with options
         seed=settings.seed,
         model_dir=Path(model_dir),
         adapter_dir=Path(adapter_dir) if adapter_dir else None,
@@ -67,7 +67,7 @@ def evaluate_run(
     items = result.pop(ITEMS_KEY, None)
     record = {
         "task": settings.task,
-        "method": settings.method,
+        "method": settings.key().method,
         "seed": settings.seed,
         "model": settings.model,
         "model_weights_sha256": weights_digest(model_dir),

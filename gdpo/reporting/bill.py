@@ -8,6 +8,10 @@ jobs (:func:`gdpo.plan.train_segments`); it costs its expected hours, not the ch
 A CPU config's hours come from measured speed instead (:func:`cpu_hours_table`): each family's median seconds
 per training step and evaluated samples per second, recorded by ``benchmarks/cpu_evidence_speed.py --record``
 in :data:`STEP_TIMES`, times the config's steps and evaluated items × samples.
+
+Beside the GPU-hours, a GPU config's bill states each task's checkpoint interval, how long before a job's wall limit
+it is warned, and the disk its checkpoints and final models take (:func:`checkpoint_disk_table`,
+:mod:`gdpo.training.checkpoint_plan`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from gdpo.reporting.calibration import (
     designs_from_config,
     seeds_for_power,
 )
+from gdpo.training.checkpoint_plan import CHECKPOINTS_AT_ONCE, checkpoint_table
 
 
 #: The measured CPU step times (``benchmarks/cpu_evidence_speed.py --record``): per family ``seconds_per_step``
@@ -129,6 +134,53 @@ def job_table(config: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "kind", "runs", "jobs", "GPUs/job", "asked h/job", "GPU-h"])
 
 
+def checkpoint_disk_table(config: Mapping) -> pd.DataFrame:
+    """One row per task that trains for planned hours (a GPU config's): its runs, the checkpoint interval
+    (``save_steps`` updates and the planned minutes they take: at most an hour), the warning's lead before a train
+    job's wall limit (minutes), and the disk (GB, 10⁹ bytes) of one run's checkpoint and of its final model (NaN
+    where unknown: a LoRA run's, or a model without a shipped architecture). Empty for a CPU config."""
+    runs = plan_runs(config)
+    rows = [{"task": row["task"], "runs": sum(key.task == row["task"] for key in runs),
+             "save every": f"{row['save_steps']} steps", "= min": row["minutes"],
+             "warned (min)": row["lead_seconds"] / 60,
+             "checkpoint GB": _gigabytes(row["checkpoint_bytes"]), "final model GB": _gigabytes(row["final_model_bytes"])}
+            for row in checkpoint_table(config) if row["minutes"] is not None]
+    return pd.DataFrame(rows, columns=["task", "runs", "save every", "= min", "warned (min)", "checkpoint GB",
+                                       "final model GB"])
+
+
+def _gigabytes(size: int | None) -> float:
+    return math.nan if size is None else size / 1e9
+
+
+def _gb_text(size: float) -> str:
+    return "—" if math.isnan(size) else f"{size:,.0f}"
+
+
+def format_checkpoint_disk(config: Mapping) -> list[str]:
+    """The bill's lines on checkpoints and disk (:func:`checkpoint_disk_table`): the table, then the disk of the
+    checkpoints (per run and if every run trained at once) and of the final models in all; none for a CPU config."""
+    table = checkpoint_disk_table(config)
+    if table.empty:
+        return []
+    peak = CHECKPOINTS_AT_ONCE * table["checkpoint GB"]
+    lines = [("Checkpoints and disk (gdpo.training.checkpoint_plan): each run saves a checkpoint every `save every` "
+              "updates (at most an hour of its planned time apart), is warned `warned` minutes before each job's wall "
+              "limit (SIGURG: it saves and exits, and the job is submitted again to resume), keeps one checkpoint "
+              f"({CHECKPOINTS_AT_ONCE} while the next is written), deleted when the run ends, and keeps its final "
+              "model:"),
+             table.to_string(index=False, formatters={"= min": "{:.0f}".format, "warned (min)": "{:.0f}".format,
+                                                      "checkpoint GB": _gb_text, "final model GB": _gb_text})]
+    if peak.notna().any():
+        every = (peak * table["runs"]).sum()
+        models = (table["final model GB"] * table["runs"]).sum()
+        lines.append(f"    disk: checkpoints up to {_gb_text(peak.max())} GB per run ({table['task'][peak.idxmax()]}), "
+                     f"{_gb_text(every)} GB if all {int(table['runs'].sum())} runs trained at once; final models "
+                     f"{_gb_text(models)} GB in all (kept for the evaluations). `scratch_dir:` puts them on scratch "
+                     "space; each train job checks its node's free disk first.")
+    return lines
+
+
 def claim_cost_table(config: Mapping, target: float = 0.8, replicates: int = 400,
                      item_correlation: float = DEFAULT_ITEM_CORRELATION) -> pd.DataFrame:
     """Per claim the config decides: its tasks, the seeds per method it plans and those that reach ``target``
@@ -171,6 +223,7 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
                      f"{'runs' if kind == 'train' else 'evaluations'}), {part['GPU-h'].sum():,.1f} GPU-h")
     lines.append(f"   total: {int(jobs['jobs'].sum())} jobs, {total:,.1f} GPU-h = {total / per_node / 24:,.1f} "
                  f"node-days of one {per_node}-GPU node")
+    lines += format_checkpoint_disk(config)
     lines += dynamic_sampling_note(config)
     step_times = None
     if total == 0:

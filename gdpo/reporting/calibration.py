@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from gdpo.methods import Method
+from gdpo.methods import Method, method_variants
 from gdpo.reporting import paper_numbers as pn
 from gdpo.reporting import rate_tests
 from gdpo.reporting.contract import (
@@ -649,7 +649,9 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None,
         return len((tasks.get(task) or {}).get("seeds") or config.get("seeds") or [0])
 
     def methods_of(task: str) -> list[str]:
-        return list((tasks.get(task) or {}).get("methods") or config.get("methods") or [])
+        # By the names the runs go by: a method with options (gdpo_clip3) is not its method (gdpo).
+        entries = (tasks.get(task) or {}).get("methods") or config.get("methods") or []
+        return [variant.name for variant in method_variants(entries)]
 
     def samples_of(task: str) -> int:
         spec = tasks.get(task) or {}
@@ -712,7 +714,8 @@ def claim_runs(config: Mapping) -> dict[str, tuple[tuple[str, ...], tuple[str, .
     tasks_of = config.get("tasks") or {}
 
     def trains(task: str, method: str) -> bool:
-        return method in list((tasks_of.get(task) or {}).get("methods") or config.get("methods") or [])
+        entries = (tasks_of.get(task) or {}).get("methods") or config.get("methods") or []
+        return method in [variant.name for variant in method_variants(entries)]
 
     runs = {}
     for claim_id, design in designs_from_config(config).items():

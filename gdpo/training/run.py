@@ -21,9 +21,10 @@ run's checkpoints and trains it afresh.
 
 A run longer than a cluster's wall limit is a chain of jobs (:func:`gdpo.plan.plan_training_chain`): each job
 but the last trains to its ``stop_at_step``, saves a checkpoint there and leaves the run directory alone; the
-last one resumes and writes it. SIGTERM or SIGUSR1 (SLURM's time-limit warning, ``--signal``) makes a job
-save a checkpoint after the optimizer step it is in and stop (:class:`TrainingInterrupted`), so that the next job
-resumes there.
+last one resumes and writes it. SIGURG (the workflow's warning before a job's wall limit, ``sbatch --signal``:
+:mod:`gdpo.training.checkpoint_plan`), SIGTERM (a preemption, the limit itself) or SIGUSR1 makes a job save a
+checkpoint at the next generation-batch boundary and stop (:class:`TrainingInterrupted`, ``gdpo train`` exits 75),
+so that the next job resumes there and trains the run an uninterrupted job would have.
 
 Under a multi-process launch (``accelerate launch``/``torchrun``, the config's ``launch:`` section) every
 process runs :func:`train`; only the main process writes the files above. With the environment variable
@@ -163,9 +164,10 @@ def resume_refusal(work_dir: Path, checkpoint: Path, identity: dict) -> str | No
             + "\n  ".join(differences))
 
 
-#: Signals that make a training job save a checkpoint and stop: the scheduler's terminate, and SLURM's usual
-#: early warning (``sbatch --signal=USR1@<seconds>``).
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+#: Signals that make a training job save a checkpoint and stop: the workflow's warning before the wall limit
+#: (``sbatch --signal=URG@<seconds>``: ignored by every other process of the job, :mod:`gdpo.training.checkpoint_plan`),
+#: the scheduler's terminate, and SLURM's usual warning for a job script of one's own (``--signal=USR1@...``).
+STOP_SIGNALS = (signal.SIGURG, signal.SIGTERM, signal.SIGUSR1)
 #: Exit status of ``gdpo train`` stopped by a signal after saving its checkpoint (``EX_TEMPFAIL``: run again).
 INTERRUPTED_EXIT_CODE = 75
 
@@ -287,13 +289,15 @@ def _metrics_callback(path: Path):
     return MetricsJsonl()
 
 
-def _stop_callback(stop_at_step: int | None, received: list[int], accelerator):
+def _stop_callback(stop_at_step: int | None, received: list[int], accelerator, boundary: int = 1):
     from transformers import TrainerCallback
 
     class StopAfterStep(TrainerCallback):
         """After an optimizer step, save a checkpoint and stop: at ``stop_at_step`` (a segment's end), or once
         a stop signal has been ``received`` (by any process: every process stops at the same step, as the
-        checkpoint of a multi-process run is collective)."""
+        checkpoint of a multi-process run is collective), at the first step after it that is a multiple of
+        ``boundary`` (the updates per generation batch: TRL keeps a generation batch in memory, not in the
+        checkpoint, so a run resumed between two generations would generate a new batch and differ)."""
 
         def __init__(self) -> None:
             self.stopped_by_signal = False
@@ -308,7 +312,7 @@ def _stop_callback(stop_at_step: int | None, received: list[int], accelerator):
                 # A segment's end: its checkpoint is the next job's start (the last step saves the model).
                 control.should_save = control.should_save or state.global_step < state.max_steps
                 control.should_training_stop = True
-            elif signalled:
+            elif signalled and state.global_step % boundary == 0:
                 self.stopped_by_signal = True
                 control.should_save = True
                 control.should_training_stop = True
@@ -666,6 +670,7 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
         processing_class=tokenizer,
         peft_config=peft_config,
         advantage_method=method,
+        advantage_options=settings.method_options,
         advantage_convention=settings.convention,
         fast_generation=settings.fast_generation,
         pack_prompts=settings.pack_prompts,
@@ -676,7 +681,7 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
         loop_options=settings.loop_options,
     )
     accelerator = trainer.accelerator
-    stopper = _stop_callback(stop_at_step, received, accelerator)
+    stopper = _stop_callback(stop_at_step, received, accelerator, updates_per_generation(settings.trl))
     trainer.add_callback(stopper)
     checkpoint = _resume_point(accelerator, work_dir, live_metrics, run_dir, log_dirs,
                                run_identity(settings, accelerator.num_processes), restart_changed)
@@ -687,6 +692,7 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     if not (segment and _checkpoint_step(checkpoint) >= stop_at_step):
         trainer.train(resume_from_checkpoint=checkpoint)
     if stopper.stopped_by_signal:
+        accelerator.wait_for_everyone()  # every process has written its part of the checkpoint before any exits
         raise TrainingInterrupted(
             f"stopped by signal {received[0]} after optimizer step {trainer.state.global_step}, whose "
             f"checkpoint is saved in {work_dir}; run the same command again to resume from it.")
@@ -701,6 +707,8 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
 
     trainer.save_model(str(run_dir / "model"))  # collective under DeepSpeed: every process calls it
     summary = summarise(read_metrics(live_metrics), list(settings.reward_names))
+    if settings.method_options:  # the run's directory is named by them (gdpo_clip3); say what they are
+        summary["method"], summary["method_options"] = settings.method, settings.method_options
     summary["resumed_from"] = checkpoint
     accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:

@@ -112,6 +112,8 @@ class RegistryGRPOTrainer(GRPOTrainer):
     Args:
         advantage_method: a registered method name.
         advantage_convention: a registered convention name (default ``"trl"``).
+        advantage_options: the method's options (``{"clip": 3.0}``; :class:`gdpo.methods.MethodOption`), checked
+            at construction; None: the method as declared.
         fast_generation: sample rollouts with the bfloat16 :class:`~gdpo.generation.rollout.RolloutEngine`
             (single process, no vLLM; ``ValueError`` at construction if the model or sampling settings are
             outside what the engine implements).
@@ -131,8 +133,9 @@ class RegistryGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args, advantage_method: str, advantage_convention: str = "trl", fast_generation: bool = False,
                  pack_prompts: bool = False, completion_diagnostics=None, advantage_audit_dir=None,
-                 loop_options: LoopOptions | None = None, **kwargs):
-        get_estimator(advantage_method)  # unknown names fail before any model is loaded
+                 loop_options: LoopOptions | None = None, advantage_options: dict | None = None, **kwargs):
+        # Unknown names and options fail before any model is loaded.
+        self.advantage_options = get_estimator(advantage_method).method.check_options(advantage_options)
         self.loop_options = loop_options or LoopOptions()
         # The estimator of a KL loss term computed here instead of by TRL (None: TRL's own k3 term, or none).
         self._loss_kl_estimator = (self.loop_options.kl_estimator
@@ -429,6 +432,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
             weights=weights,
             convention=self.advantage_convention,
             response_lengths=lengths,
+            options=self.advantage_options,
         )
         local_size = output["completion_ids"].shape[0]
         index = self.accelerator.process_index
@@ -608,14 +612,14 @@ class RegistryGRPOTrainer(GRPOTrainer):
           the batch; ``mode``: ``"train"`` or ``"eval"``;
         - ``process_index``, ``num_processes``; ``rows``: ``[start, end)`` of this process's rows in the
           gathered batch;
-        - ``method``, ``convention``, ``num_generations``, ``reward_weights``: the inputs of
-          :func:`gdpo.advantages.compute_advantages` besides the rewards;
+        - ``method``, ``convention``, ``num_generations``, ``reward_weights`` and, for a method with options,
+          ``method_options``: the inputs of :func:`gdpo.advantages.compute_advantages` besides the rewards;
         - ``rewards``: reward name → the gathered batch's rewards (every process's rows, in process order;
           ``null`` = no reward); ``completion_lengths``: the gathered completion lengths in tokens;
         - ``advantages``: the advantages this process trains on (its rows).
 
         So ``compute_advantages(rewards, num_generations, method, reward_weights, convention,
-        completion_lengths)[start:end]`` equals ``advantages`` on every process. A resumed run appends:
+        completion_lengths, options=method_options)[start:end]`` equals ``advantages`` on every process. A resumed run appends:
         the steps after its checkpoint appear again, and a step's last record is the one that trained.
         """
         index = self.accelerator.process_index
@@ -631,6 +635,7 @@ class RegistryGRPOTrainer(GRPOTrainer):
             "num_processes": self.accelerator.num_processes,
             "rows": [start, start + local_advantages.shape[0]],
             "method": self.advantage_method,
+            **({"method_options": self.advantage_options} if self.advantage_options else {}),
             "convention": self.advantage_convention.name,
             "num_generations": num_generations,
             "reward_weights": weights.double().cpu().tolist(),

@@ -11,6 +11,7 @@ from gdpo.config import MINIATURE_MANIFEST, apply_grid, apply_miniature, validat
 from gdpo.evidence import RUN_FILES as RUN_EVIDENCE
 from gdpo.generation.vllm_offline import vllm_python
 from gdpo.numerics import apply_numeric_environment
+from gdpo.preflight import check_inputs, gpu_job_prelude, link_results_to_scratch
 from gdpo.plan import (
     BASE_METHOD,
     EVAL_FILE,
@@ -20,7 +21,6 @@ from gdpo.plan import (
     check_job_resources,
     check_settings,
     describe_runs,
-    device_check_command,
     gpu_only_settings,
     job_env_file,
     job_resources,
@@ -64,6 +64,12 @@ validate_config(config, SCHEMA, CONFIG_FILES, COMMAND_LINE_CONFIG)
 # Settings that pass one by one but not together (a length limit at or above the completion cap, rollouts per
 # prompt that do not divide the generation batch), and local data directories that do not exist, stop here.
 check_settings(config, CONFIG_FILES, COMMAND_LINE_CONFIG)
+# Pre-flight: every input the planned jobs read that no rule makes (data sets; a GPU config's hub models and data,
+# which its jobs read with the hub offline; the BFCL interpreter) must exist now, so that even `snakemake -n` on a
+# login node stops, naming each missing path and the command that fetches it (`gdpo fetch`), before any GPU job
+# queues and fails on its node (gdpo.preflight). Here, while the workflow is parsed, and not in an onstart hook or
+# a rule: those never run in a dry run.
+check_inputs(config, ".", workflow.basedir, CONFIG_FILES, COMMAND_LINE_CONFIG)
 check_data_dirs(config, ".", CONFIG_FILES, COMMAND_LINE_CONFIG)
 # A GPU config whose jobs cannot fit the GPU they are planned for stops here, before any job, with each job's
 # sum (`python -m gdpo memory-plan --config <file>` prints them all); a CPU-scale config has no GPU jobs to plan.
@@ -72,6 +78,9 @@ check_memory_plan(config, Path(workflow.basedir), ", ".join(map(str, CONFIG_FILE
 check_job_resources(config)
 
 SCALE = config["scale"]
+# `scratch_dir:` puts results/<scale> (runs, their checkpoints, logs) on scratch space through a link, before the
+# workflow looks at any output.
+link_results_to_scratch(config)
 # torch threads of each train, evaluate and warm-up job; Snakemake runs cores / JOB_THREADS of them at once.
 JOB_THREADS = config.get("job_threads", 2)
 # `cpu_numerics: portable`: every job computes in float32 with AVX2 kernels, on machines of either kind
@@ -159,10 +168,11 @@ def job_resource(kind, name):
 
 
 def device_check(kind):
-    """The command a GPU job of `kind` runs first: it stops the job at once on a node without the GPUs it
-    asked for, naming the job (gdpo.plan.device_check_command); nothing for a job that asks for none."""
-    return lambda wildcards, resources: device_check_command(
-        kind, wildcards.task, wildcards.method, wildcards.seed, resources.gpu
+    """What a GPU job of `kind` runs first (gdpo.preflight.gpu_job_prelude): the hub offline (HF_HOME from the
+    config), then a check that stops the job at once, naming it, on a node without the GPUs, free disk or code
+    sandbox it needs; nothing for a job that asks for no GPU (its command stays as it was)."""
+    return lambda wildcards, resources: gpu_job_prelude(
+        config, kind, wildcards.task, wildcards.method, wildcards.seed, resources.gpu, run_dir(wildcards)
     )
 
 

@@ -3,6 +3,11 @@
 # jobs (gdpo.plan.plan_training_chain): train_segment 1..n-1 each train to their end step and leave a checkpoint
 # in <run dir>.work, and train, the last, resumes from it and writes the run directory. A run of one segment
 # (every CPU scale) is the train job alone.
+#
+# Each train job asks SLURM (slurm_extra) to send SIGURG to its processes before its wall limit: the trainer saves a
+# checkpoint at the next generation-batch boundary and exits 75, the profile's `retries` resubmits the job, and the
+# job resumes from that checkpoint (gdpo.training.checkpoint_plan says why SIGURG, and how long before the limit).
+from gdpo.training.checkpoint_plan import warning_signal_option
 
 
 rule train_segment:
@@ -27,6 +32,11 @@ rule train_segment:
         mem_mb=job_resource("train", "mem_mb"),
         # Minutes: the segment's expected hours times the chain's safety factor, within the wall limit.
         runtime=lambda wildcards: training_segment(wildcards).request_minutes(),
+        # One node (sbatch --nodes=1): the launch's processes and the GPUs they use share it.
+        nodes=job_resource("train", "nodes"),
+        slurm_extra=lambda wildcards: warning_signal_option(
+            config, wildcards.task, training_segment(wildcards).request_minutes()
+        ),
     log:
         RunKey.pattern(f"results/{SCALE}/logs/train_segment") + ".segment{segment}.log",
     benchmark:
@@ -56,7 +66,7 @@ rule train:
         settings=run_settings,
         run_dir=run_dir,
         # `python`, or `trap '' USR1 && accelerate launch --config_file … --num_processes N` (config `launch:`;
-        # the launcher ignores SLURM's warning signal, its processes save a checkpoint on it).
+        # the launcher outlives a SIGUSR1 sent by hand, which its processes save a checkpoint on).
         launcher=train_launcher(config, base_dir=workflow.basedir),
         # On a node without the GPUs the job asked for, stop at once, naming the job (nothing at CPU scales).
         device_check=device_check("train"),
@@ -68,6 +78,11 @@ rule train:
         cpus_per_task=job_resource("train", "cpus_per_task"),
         mem_mb=job_resource("train", "mem_mb"),
         runtime=job_resource("train", "runtime"),
+        # One node (sbatch --nodes=1): the launch's processes and the GPUs they use share it.
+        nodes=job_resource("train", "nodes"),
+        slurm_extra=lambda wildcards: warning_signal_option(
+            config, wildcards.task, job_resource("train", "runtime")(wildcards)
+        ),
     log:
         run_log("train"),
     benchmark:

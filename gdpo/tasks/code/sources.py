@@ -1,5 +1,6 @@
-"""Paper-scale coding data: Eurus-2-RL-Data for training, and Apps, CodeContests, Codeforces and Taco for
-evaluation, from local files (``data_dir``) or the Hugging Face hub.
+"""Paper-scale coding data: Eurus-2-RL-Data for training, and for evaluation too, whose validation rows by
+``data_source`` are the Apps, CodeContests, Codeforces and Taco benchmarks; from local files (``data_dir``) or the
+Hugging Face hub.
 
 Formats, and where they were seen:
 
@@ -21,7 +22,8 @@ Formats, and where they were seen:
   "output": [...]}``, ``deepmind/code_contests`` card).
 
 Local files: ``data_dir/eurus2_rl/{train,validation}.parquet`` (the hub repository's file names), or
-``data_dir/<benchmark>.{jsonl,parquet}``. Without them the hub is tried (needs network).
+``data_dir/<benchmark>.{jsonl,parquet}``. Without them the hub is tried (needs network); offline
+(``HF_HUB_OFFLINE``, as GPU jobs run), the copy ``gdpo fetch`` left in the Hugging Face cache.
 """
 
 from __future__ import annotations
@@ -179,19 +181,37 @@ def _eurus_rows(split: str, data_dir: str | None) -> list[dict]:
             if path.exists():
                 return _read_rows(path, code_only=True)
     where = f"{data_dir}/eurus2_rl/{split}.parquet" if data_dir else "data_dir/eurus2_rl/<split>.parquet"
-    if _hub_offline():
-        _hub_failures.setdefault(split, "offline mode (HF_HUB_OFFLINE)")
     if split not in _hub_failures:
         try:
-            import datasets
-
-            data = datasets.load_dataset(EURUS_HUB_ID, split=split)
+            data = _load_eurus(split)
             return list(data.filter(lambda ability: ability == "code", input_columns="ability"))
-        except Exception as error:  # offline, missing credentials, renamed repository, ...
-            _hub_failures[split] = f"the hub failed ({type(error).__name__})"
+        except Exception as error:  # noqa: BLE001 (offline and not cached, no credentials, a renamed repository)
+            _hub_failures[split] = (
+                "offline mode (HF_HUB_OFFLINE) without a copy in the Hugging Face cache (`gdpo fetch` saves one)"
+                if _hub_offline() else f"the hub failed ({type(error).__name__})")
     raise DataUnavailable(
         f"Eurus-2-RL-Data ({split}) is not available: no {where} and {_hub_failures[split]}."
     )
+
+
+def _load_eurus(split: str):
+    """Eurus-2-RL-Data's ``split`` from the hub; offline (a GPU job), the copy ``gdpo fetch`` saved in the cache
+    and never the network, whatever the libraries read from the environment when they were imported."""
+    import datasets
+    import datasets.config
+    import huggingface_hub.constants
+
+    if not _hub_offline():
+        return datasets.load_dataset(EURUS_HUB_ID, split=split)
+    saved = (huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE,
+             datasets.config.HF_DATASETS_OFFLINE)
+    huggingface_hub.constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = True
+    datasets.config.HF_DATASETS_OFFLINE = True
+    try:
+        return datasets.load_dataset(EURUS_HUB_ID, split=split)
+    finally:
+        (huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE,
+         datasets.config.HF_DATASETS_OFFLINE) = saved
 
 
 def eurus_train_problems(data_dir: str | None, max_tests: int | None, time_limit: float) -> list[dict]:

@@ -176,6 +176,8 @@ def evaluate(request) -> dict:
     if not rows:
         raise ValueError(f"No held-out item to evaluate in {split_dir / 'eval.jsonl'} with these options.")
 
+    # The scorer's interpreter first: without the BFCL environment the job stops now, not after the generation.
+    bfcl_python()
     torch.set_num_threads(max(1, request.threads))
     model, tokenizer, device = load_policy_for_request(request)
     generated = generate_for_request(model, tokenizer, [prompts[row["id"]] for row in rows], request)
