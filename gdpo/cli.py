@@ -326,14 +326,21 @@ def cmd_power(args: argparse.Namespace) -> int:
         arg("--grid", choices=["default", "full"], default="default",
             help="the config's default grid or its full_grid (as snakemake --config grid=full)"),
         arg("--target", type=float, default=0.8, help="power the seeds must reach (default 0.8)"),
+        arg("--budget-gpu-hours", type=float, default=None, metavar="H",
+            help="also propose the tasks and seeds that decide the most claims at the target power within H "
+                 "GPU-hours, and mark the runs that buy no verdict (gdpo.reporting.bill.budget_plan); the bill of "
+                 "the config's own grid above it is unchanged"),
     ),
 )
 def cmd_plan(args: argparse.Namespace) -> int:
     from gdpo.config import apply_grid, apply_miniature, load_config
-    from gdpo.reporting.bill import format_bill
+    from gdpo.reporting.bill import check_budget, format_bill
 
+    if args.budget_gpu_hours is not None:
+        check_budget(args.budget_gpu_hours)  # ValueError (main says what is wrong) before the config is read
     config = apply_miniature(apply_grid({**load_config(args.config), "grid": args.grid}))
-    print(format_bill(config, f"{args.config} ({args.grid} grid)", target=args.target))
+    print(format_bill(config, f"{args.config} ({args.grid} grid)", target=args.target,
+                      budget_gpu_hours=args.budget_gpu_hours))
     return 0
 
 

@@ -27,7 +27,7 @@ OPTIONS = {
                "--exact-and-sim-only", "--out-csv", "--out-md"),
     "power": ("--config", "--grid", "--seed-sd", "--item-correlation", "--parts", "--target", "--replicates",
               "--collapse-rate"),
-    "plan": ("--config", "--grid", "--target"),
+    "plan": ("--config", "--grid", "--target", "--budget-gpu-hours"),
     "calibrate": ("configs", "--replicates", "--markdown"),
     "publish-results": ("--config", "--grid", "--replace", "--amend-by", "--amend-why"),
     "republish-ledger": ("published", "--amend-by", "--amend-why"),

@@ -16,14 +16,17 @@ it is warned, and the disk its checkpoints and final models take (:func:`checkpo
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from gdpo.plan import (
+    BASE_METHOD,
     JOB_KINDS,
     RUNTIME_SAFETY,
     job_resources,
@@ -38,8 +41,12 @@ from gdpo.plan import (
 )
 from gdpo.reporting.calibration import (
     DEFAULT_ITEM_CORRELATION,
+    EventDesign,
+    TableDesign,
     claim_runs,
+    decided_power,
     designs_from_config,
+    searched_design,
     seeds_for_power,
 )
 from gdpo.training.checkpoint_plan import CHECKPOINTS_AT_ONCE, checkpoint_table
@@ -181,19 +188,45 @@ def format_checkpoint_disk(config: Mapping) -> list[str]:
     return lines
 
 
+@dataclasses.dataclass(frozen=True)
+class ClaimNeed:
+    """What one claim a config decides needs: the tasks whose runs decide it and the trained methods it compares
+    (:func:`gdpo.reporting.calibration.claim_runs`), the seeds per method the config plans, the fewest that reach
+    the target power (None: not by 64), and its design (paired items as ``gdpo power`` plans by default)."""
+
+    claim: str
+    tasks: tuple[str, ...]
+    methods: tuple[str, ...]
+    planned: int
+    seeds: int | None
+    design: TableDesign | EventDesign
+
+
+def claim_needs(config: Mapping, target: float = 0.8, replicates: int = 400,
+                item_correlation: float = DEFAULT_ITEM_CORRELATION) -> list[ClaimNeed]:
+    """:class:`ClaimNeed` of every claim the config decides, in the registry's order; the seeds for ``target`` by
+    :func:`gdpo.reporting.calibration.seeds_for_power` (``replicates`` simulated workflows, confirmed near the
+    target), computed once here for both the claim table and the budget (:func:`budget_plan`)."""
+    designs = designs_from_config(config, item_correlation=item_correlation)
+    return [ClaimNeed(claim_id, tasks, methods, min(len(task_seeds(config, t)) for t in tasks),
+                      seeds_for_power(designs[claim_id], target, replicates=replicates), designs[claim_id])
+            for claim_id, (tasks, methods) in claim_runs(config).items()]
+
+
 def claim_cost_table(config: Mapping, target: float = 0.8, replicates: int = 400,
-                     item_correlation: float = DEFAULT_ITEM_CORRELATION) -> pd.DataFrame:
+                     item_correlation: float = DEFAULT_ITEM_CORRELATION,
+                     needs: Sequence[ClaimNeed] | None = None) -> pd.DataFrame:
     """Per claim the config decides: its tasks, the seeds per method it plans and those that reach ``target``
     power (:func:`gdpo.reporting.calibration.seeds_for_power`, paired items at ``item_correlation`` as
     ``gdpo power`` plans by default), and the GPU-hours of the trained runs (train and evaluate) at each:
-    tasks × compared methods × seeds."""
-    designs = designs_from_config(config, item_correlation=item_correlation)
+    tasks × compared methods × seeds. ``needs``: :func:`claim_needs` already computed (else computed here)."""
+    if needs is None:
+        needs = claim_needs(config, target, replicates, item_correlation)
     rows = []
-    for claim_id, (tasks, methods) in claim_runs(config).items():
+    for need in needs:
+        claim_id, tasks, methods, planned, needed = need.claim, need.tasks, need.methods, need.planned, need.seeds
         per_seed = sum(len(methods) * (gpu_hours_per_job(config, t, "train") + gpu_hours_per_job(config, t, "evaluate"))
                        for t in tasks)
-        planned = min(len(task_seeds(config, t)) for t in tasks)
-        needed = seeds_for_power(designs[claim_id], target, replicates=replicates)
         rows.append({"claim": claim_id, "tasks": ", ".join(tasks), "methods": ", ".join(methods),
                      "seeds": planned, "GPU-h": planned * per_seed,
                      f"seeds for {target:.0%} power": needed if needed is not None else "more than 64",
@@ -201,9 +234,13 @@ def claim_cost_table(config: Mapping, target: float = 0.8, replicates: int = 400
     return pd.DataFrame(rows)
 
 
-def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates: int = 400) -> str:
+def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates: int = 400,
+                budget_gpu_hours: float | None = None) -> str:
     """What ``gdpo plan`` prints: the job table, GPU-hours per job kind and in total, node-days, and each
-    claim's seeds for ``target`` power with their cost."""
+    claim's seeds for ``target`` power with their cost; with ``budget_gpu_hours`` (``--budget-gpu-hours``) also the
+    runs that decide the most claims within that budget and those that buy no verdict (:func:`format_budget`)."""
+    if budget_gpu_hours is not None:
+        check_budget(budget_gpu_hours)
     jobs = job_table(config)
     gpu = config.get("gpu") or {}
     per_node = int(gpu.get("per_node") or 8)
@@ -230,7 +267,11 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
         lines.append("(a CPU-scale config: its jobs ask for no GPU)")
         step_times = load_step_times()
         lines += format_cpu_hours(config, step_times)
-    claims = claim_cost_table(config, target, replicates)
+    if budget_gpu_hours is not None and step_times is not None:
+        raise ValueError("--budget-gpu-hours: this is a CPU-scale config, whose jobs ask for no GPU; budget a GPU "
+                         "config (config/paper-*.yaml).")
+    needs = claim_needs(config, target, replicates)
+    claims = claim_cost_table(config, target, replicates, needs=needs)
     if not claims.empty and step_times is not None:
         # A CPU config: the claims' cost in CPU-hours of their trained runs, from the measured speed.
         hours = cpu_hours_table(config, step_times)
@@ -251,6 +292,8 @@ def format_bill(config: Mapping, name: str = "", target: float = 0.8, replicates
         for column in claims.columns[claims.columns.str.contains("-h")]:  # pandas prints NaN before any formatter
             claims[column] = claims[column].map(_hours_text)
         lines.append(claims.to_string(index=False))
+    if budget_gpu_hours is not None:
+        lines += format_budget(budget_plan(config, budget_gpu_hours, target, replicates, needs=needs), config)
     return "\n".join(lines)
 
 
@@ -287,3 +330,221 @@ def dynamic_sampling_note(config: Mapping) -> list[str]:
 def _hours_text(hours: float) -> str:
     """GPU-hours as printed: whole hours with thousands separators, "—" where the seeds are not reachable."""
     return "—" if math.isnan(hours) else f"{hours:,.0f}"
+
+
+# --- A bill that buys verdicts (`gdpo plan --budget-gpu-hours H`) ---------------------------------------------------
+
+#: Above this many claims that fit the budget alone, :func:`budget_plan` adds claims greedily instead of searching
+#: every subset (the registry holds eleven claims: the exact search is the rule in practice).
+EXACT_SEARCH_CLAIMS = 16
+
+
+def check_budget(budget_gpu_hours: float) -> float:
+    """``budget_gpu_hours`` if it is a positive, finite number of GPU-hours; else ``ValueError`` saying so."""
+    if not (isinstance(budget_gpu_hours, int | float) and math.isfinite(budget_gpu_hours) and budget_gpu_hours > 0):
+        raise ValueError(f"--budget-gpu-hours {budget_gpu_hours!r}: the budget must be a positive number of "
+                         "GPU-hours, e.g. --budget-gpu-hours 5000.")
+    return float(budget_gpu_hours)
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetPlan:
+    """What :func:`budget_plan` proposes within ``budget`` GPU-hours: the chosen claims (rows: claim, tasks,
+    methods, seeds per method, GPU-h of its runs alone, the power stated at the seeds it gets), the runs to make
+    ((task, method) → seeds; base evaluations as the workflow makes them), their GPU-hours in all, the claims not
+    chosen with why ((claim, reason)), and the paper grid's runs that buy no verdict (rows: task, methods, seeds,
+    GPU-h, feeds), the paper grid's GPU-hours."""
+
+    budget: float
+    target: float
+    chosen: list[dict]
+    runs: dict[tuple[str, str], int]
+    total: float
+    left_out: list[tuple[str, str]]
+    no_verdict: list[dict]
+    paper_total: float
+    cheapest: float | None  # the GPU-hours of the cheapest claim's runs alone (None: no claim reaches the target)
+
+
+def _run_costs(config: Mapping) -> tuple[dict[tuple[str, str], float], dict[str, tuple[float, bool]]]:
+    """GPU-hours of one seed of each (task, trained method) (its run and its evaluation), and per task that trains
+    the base model's evaluation hours and whether it is evaluated once per seed (sampling) or once (greedy; none
+    at all with ``evaluate_base: false``): what :func:`gdpo.plan.plan_evaluations` plans."""
+    per_seed, base = {}, {}
+    for key in plan_runs(config):
+        per_seed.setdefault((key.task, key.method), gpu_hours_per_job(config, key.task, "train")
+                            + gpu_hours_per_job(config, key.task, "evaluate"))
+    evaluated = plan_evaluations(config)
+    for task in dict.fromkeys(task for task, _ in per_seed):
+        count = sum(key.task == task and key.method == BASE_METHOD for key in evaluated)
+        per_task = len(task_seeds(config, task))
+        base[task] = (gpu_hours_per_job(config, task, "evaluate") if count else 0.0, count == per_task > 1)
+    return per_seed, base
+
+
+def _cost(runs: Mapping[tuple[str, str], int], per_seed: Mapping, base: Mapping) -> float:
+    """GPU-hours of ``runs`` ((task, method) → seeds) with the base evaluations of their tasks."""
+    seeds = {}
+    for (task, _), count in runs.items():
+        seeds[task] = max(seeds.get(task, 0), count)
+    return (sum(count * per_seed[key] for key, count in runs.items())
+            + sum(base[task][0] * (count if base[task][1] else 1) for task, count in seeds.items()))
+
+
+def _union(needs: Sequence[ClaimNeed]) -> dict[tuple[str, str], int]:
+    """The runs that decide every claim of ``needs`` together: per (task, method) the most seeds any needs."""
+    runs: dict[tuple[str, str], int] = {}
+    for need in needs:
+        for task in need.tasks:
+            for method in need.methods:
+                runs[(task, method)] = max(runs.get((task, method), 0), need.seeds)
+    return runs
+
+
+def _feeds(reporting: Mapping, task: str) -> list[str]:
+    """The tables and figures of the ``reporting:`` block that name ``task``."""
+    def names(value) -> bool:
+        if isinstance(value, Mapping):
+            return any(names(v) for v in value.values())
+        if isinstance(value, list | tuple):
+            return any(names(v) for v in value)
+        return value == task
+
+    return [str(name) for section in ("tables", "figures") for name, value in ((reporting or {}).get(section) or {}).items()
+            if names(value)]
+
+
+def _why_no_verdict(claim_id: str) -> str:
+    """Why a registered claim that the config's runs do not decide has no verdict from them (from its registry)."""
+    from gdpo.reporting.verdicts.registry import NoPower, Scale, design_of, rules_of
+
+    design = design_of(claim_id, Scale.MODEL)
+    if isinstance(design, NoPower):
+        return f"no verdict of its own from these runs: {design.why}"
+    if design is not None:
+        return ("no verdict from this config: the `reporting:` block maps no table or figure its design reads, or "
+                "their tasks do not train the methods it compares")
+    scales = "/".join(rule.scale.value for rule in rules_of(claim_id))
+    return f"not decided by language-model runs (judged at scale {scales or 'none'})"
+
+
+def budget_plan(config: Mapping, budget_gpu_hours: float, target: float = 0.8, replicates: int = 400,
+                needs: Sequence[ClaimNeed] | None = None) -> BudgetPlan:
+    """The runs that decide the most claims at ``target`` power within ``budget_gpu_hours``.
+
+    Each claim's cheapest runs are its tasks × the methods it compares at the fewest seeds per method that reach
+    ``target`` (:func:`claim_needs`; a claim that needs more than 64 seeds, or whose runs alone cost more than the
+    budget, cannot be decided within it). The chosen claims are, among all subsets of the rest, one with the most
+    claims whose runs together cost at most the budget (a run shared by claims counted once: per task and method
+    the most seeds a chosen claim needs, with the base model's evaluations the workflow makes for each task); ties
+    go to the cheaper subset, then to the registry's order; a subset is taken only if every claim in it, at the
+    seeds it gets there (more than it needs where it shares runs), still has ``target`` power. Above
+    :data:`EXACT_SEARCH_CLAIMS` candidates, claims are added greedily by their cost alone instead. The power stated
+    is :func:`gdpo.reporting.calibration.decided_power`, what ``seeds_for_power`` compared with the target (the same
+    replicates and random numbers), so a claim's own seeds state the power its search found.
+    """
+    budget = check_budget(budget_gpu_hours)
+    if needs is None:
+        needs = claim_needs(config, target, replicates)
+    per_seed, base = _run_costs(config)
+    alone = {need.claim: _cost(_union([need]), per_seed, base) for need in needs if need.seeds is not None}
+    left_out, candidates = [], []
+    for need in needs:
+        if need.seeds is None:
+            left_out.append((need.claim, f"cannot reach {target:.0%} power by 64 seeds per method"))
+        elif alone[need.claim] > budget:
+            reason = (f"cannot reach {target:.0%} power within {budget:,.0f} GPU-h: {need.seeds} seeds per method "
+                      f"cost {alone[need.claim]:,.0f} GPU-h")
+            left_out.append((need.claim, reason))
+        else:
+            candidates.append(need)
+    powers: dict[tuple[str, int], float] = {}
+
+    def power(need: ClaimNeed, seeds: int) -> float:
+        if (need.claim, seeds) not in powers:
+            powers[need.claim, seeds] = decided_power(searched_design(need.design).with_seeds(seeds), target,
+                                                      replicates, 10 * replicates)
+        return powers[need.claim, seeds]
+
+    def seeds_in(need: ClaimNeed, runs: Mapping) -> int:
+        return min(runs[(task, method)] for task in need.tasks for method in need.methods)
+
+    def holds(subset: Sequence[ClaimNeed]) -> bool:
+        runs = _union(subset)
+        return all(power(need, seeds_in(need, runs)) >= target for need in subset)
+
+    chosen: list[ClaimNeed] = []
+    if len(candidates) > EXACT_SEARCH_CLAIMS:
+        for need in sorted(candidates, key=lambda n: alone[n.claim]):
+            if _cost(_union([*chosen, need]), per_seed, base) <= budget and holds([*chosen, need]):
+                chosen.append(need)
+    else:
+        for size in range(len(candidates), 0, -1):
+            fitting = [(cost, subset) for subset in itertools.combinations(candidates, size)
+                       if (cost := _cost(_union(subset), per_seed, base)) <= budget]
+            chosen = next((list(subset) for _, subset in sorted(fitting, key=lambda pair: pair[0]) if holds(subset)),
+                          [])
+            if chosen:
+                break
+    runs = _union(chosen)
+    rows = [{"claim": need.claim, "tasks": ", ".join(need.tasks), "methods": ", ".join(need.methods),
+             "seeds": seeds_in(need, runs), "GPU-h alone": alone[need.claim],
+             "power": power(need, seeds_in(need, runs))} for need in chosen]
+    names = {need.claim for need in chosen}
+    left_out += [(need.claim, f"fits alone ({alone[need.claim]:,.0f} GPU-h) but not beside the claims chosen")
+                 for need in candidates if need.claim not in names]
+    from gdpo.reporting.verdicts.registry import claims
+
+    decided = {need.claim for need in needs}
+    left_out += [(claim.claim_id, _why_no_verdict(claim.claim_id)) for claim in claims()
+                 if claim.claim_id not in decided]
+    order = {claim.claim_id: index for index, claim in enumerate(claims())}
+    left_out.sort(key=lambda pair: order.get(pair[0], len(order)))
+    # The paper grid's runs that no claim this config can decide compares, at any budget.
+    used = {(task, method) for need in needs if need.seeds is not None for task in need.tasks for method in need.methods}
+    no_verdict = []
+    reporting = config.get("reporting") or {}
+    for task in dict.fromkeys(task for task, _ in per_seed):
+        unused = [method for (t, method) in per_seed if t == task and (t, method) not in used]
+        if not unused:
+            continue
+        seeds = len(task_seeds(config, task))
+        whole = len(unused) == sum(t == task for t, _ in per_seed)
+        hours = _cost({(task, method): seeds for method in unused}, per_seed, base) if whole else sum(
+            seeds * per_seed[(task, method)] for method in unused)
+        feeds = _feeds(reporting, task)
+        no_verdict.append({"task": task, "methods": ", ".join(unused) + (" (and base evaluations)" if whole and
+                                                                          base[task][0] else ""),
+                           "seeds": seeds, "GPU-h": hours, "feeds": ", ".join(feeds) + " only" if feeds else "nothing"})
+    paper_total = float(job_table(config)["GPU-h"].sum())
+    return BudgetPlan(budget, target, rows, runs, _cost(runs, per_seed, base), left_out, no_verdict, paper_total,
+                      min(alone.values(), default=None))
+
+
+def format_budget(plan: BudgetPlan, config: Mapping) -> list[str]:
+    """The lines ``gdpo plan --budget-gpu-hours`` adds to the bill (:func:`budget_plan`)."""
+    lines = [(f"Within a budget of {plan.budget:,.0f} GPU-h (--budget-gpu-hours), the runs that decide the most "
+              f"claims at {plan.target:.0%} power: each claim at the fewest seeds per method for it (above), runs "
+              "shared by claims counted once, the base model's evaluations as the workflow makes them; the most "
+              "claims within the budget, the cheapest such set (every subset searched), each claim's power restated "
+              "at the seeds it gets (gdpo.reporting.bill.budget_plan):")]
+    if not plan.chosen:
+        lines.append(f"  no claim can be decided at {plan.target:.0%} power within {plan.budget:,.0f} GPU-h"
+                     + (f": the cheapest needs {plan.cheapest:,.0f} GPU-h" if plan.cheapest is not None else ""))
+    else:
+        table = pd.DataFrame(plan.chosen)
+        lines.append(table.to_string(index=False, formatters={"GPU-h alone": _hours_text, "power": "{:.2f}".format}))
+        runs = pd.DataFrame([{"task": task, "method": method, "seeds": seeds} for (task, method), seeds in plan.runs.items()])
+        lines.append("The runs to make (seeds per method; seeds the paper grid plans beyond these buy no further verdict):")
+        lines.append(runs.to_string(index=False))
+        lines.append(f"   total: {plan.total:,.0f} GPU-h of the {plan.budget:,.0f} budget, {len(plan.chosen)} "
+                     f"claim{'s' if len(plan.chosen) != 1 else ''} decided (the paper grid: {plan.paper_total:,.0f} "
+                     "GPU-h, `gdpo plan` without --budget-gpu-hours)")
+    lines.append("Not proposed:")
+    lines += [f"  {claim}: {reason}" for claim, reason in plan.left_out]
+    if plan.no_verdict:
+        wasted = sum(row["GPU-h"] for row in plan.no_verdict)
+        lines.append(f"Runs of the paper grid that buy no verdict at any budget (no claim this config can decide "
+                     f"at {plan.target:.0%} power compares them): {wasted:,.0f} GPU-h")
+        lines.append(pd.DataFrame(plan.no_verdict).to_string(index=False, formatters={"GPU-h": _hours_text}))
+    return lines

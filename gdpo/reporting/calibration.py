@@ -768,12 +768,32 @@ def power_is_reached(design: TableDesign | EventDesign, target: float, replicate
     standard errors of the target (near the threshold the cheap estimate would land a grid step off). Every
     call draws the same random numbers (common random numbers: seed 0), so designs compared differ by their
     design, not by their draws."""
+    return decided_power(design, target, replicates, confirm, collapse_rate) >= target
+
+
+def decided_power(design: TableDesign | EventDesign, target: float, replicates: int = 400,
+                  confirm: int = 4000, collapse_rate: float = DEFAULT_COLLAPSE_RATE) -> float:
+    """The gated power :func:`power_is_reached` compares with ``target``: exact for event claims; for table claims
+    a ``replicates`` simulation, or a ``confirm`` one where the first lies within three of its standard errors of
+    the target (the power ``gdpo plan --budget-gpu-hours`` states for the seeds it proposes)."""
     if isinstance(design, EventDesign):
-        return power_of(design) >= target
+        return power_of(design)
     power = power_of(design, replicates, collapse_rate=collapse_rate)
     if abs(power - target) < 3 * math.sqrt(target * (1 - target) / replicates):
         power = power_of(design, confirm, collapse_rate=collapse_rate)
-    return power >= target
+    return power
+
+
+def searched_design(design: TableDesign | EventDesign) -> TableDesign | EventDesign:
+    """The design :func:`seeds_for_power` searches the seeds of: at least the claim's minimum items (table claims)
+    or its minimum steps and prompts per batch (event claims), assumed run."""
+    minimum = CLAIMS_BY_ID[design.claim_id].minimum
+    if isinstance(design, TableDesign) and design.items < minimum.items:
+        return design.with_items(minimum.items / design.items)
+    if isinstance(design, EventDesign):  # the steps and batch the claim needs, assumed run
+        return dataclasses.replace(design, steps=max(design.steps or 0, minimum.steps),
+                                   prompts_per_batch=max(design.prompts_per_batch or 0, minimum.prompts_per_batch))
+    return design
 
 
 def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_seeds: int = 64,
@@ -784,13 +804,8 @@ def seeds_for_power(design: TableDesign | EventDesign, target: float = 0.8, max_
     reaches it refined by bisection from the one before; each step decided by :func:`power_is_reached`, its
     confirming simulation ``confirm`` replicates (default ten times ``replicates``)."""
     confirm = 10 * replicates if confirm is None else confirm
-    minimum = CLAIMS_BY_ID[design.claim_id].minimum
-    low = minimum.seeds
-    if isinstance(design, TableDesign) and design.items < minimum.items:
-        design = design.with_items(minimum.items / design.items)
-    if isinstance(design, EventDesign):  # the steps and batch the claim needs, assumed run
-        design = dataclasses.replace(design, steps=max(design.steps or 0, minimum.steps),
-                                     prompts_per_batch=max(design.prompts_per_batch or 0, minimum.prompts_per_batch))
+    low = CLAIMS_BY_ID[design.claim_id].minimum.seeds
+    design = searched_design(design)
     # Every seed count up to 16, then every fourth, refined to the seed between the last two (power need not rise
     # with the seeds everywhere: where the paper's effect is partly clipped at 0 % or 100 %, its measured effect
     # is below the claim's δ, and many seeds then show it smaller, so no search may assume it).
