@@ -61,9 +61,10 @@ def test_a_grid_with_too_few_seeds_says_no_rate_is_detectable():
 
 def test_smallest_detectable_rate_is_the_one_with_80_percent_power():
     alpha = 0.05 / 4  # one of 4 cells
-    rate = decisions.smallest_detectable_rate(64, 64, alpha)
-    assert decisions.detection_power(64, 64, rate, alpha) >= 0.8 > decisions.detection_power(64, 64, rate - 0.01, alpha)
-    assert decisions.smallest_detectable_rate(32, 32, alpha) > rate  # fewer seeds, larger detectable rate
+    rate = decisions.smallest_detectable_rate(64, 64, alpha, claim_id="C5")
+    assert (decisions.detection_power(64, 64, rate, alpha, claim_id="C5") >= 0.8
+            > decisions.detection_power(64, 64, rate - 0.01, alpha, claim_id="C5"))
+    assert decisions.smallest_detectable_rate(32, 32, alpha, claim_id="C5") > rate  # fewer seeds, larger rate
 
 
 @pytest.mark.parametrize("rate", [0.05, 0.3])

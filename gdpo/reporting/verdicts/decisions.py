@@ -357,8 +357,8 @@ def decide_events(claim_id: str, events_a: Sequence[bool], events_b: Sequence[bo
     return outcome, Interval(shown.mean, shown.low, shown.high, source, shown.low_level, shown.high_level)
 
 
-def detection_power(trials_a: int, trials_b: int, rate_a: float, alpha: float = ALPHA,
-                    claim_id: str = "C5") -> float:
+def detection_power(trials_a: int, trials_b: int, rate_a: float, alpha: float = ALPHA, *,
+                    claim_id: str) -> float:
     """Probability that :func:`decide_events` finds a's rate above b's when a's event rate is ``rate_a`` and b
     never has the event (exact: a sum over a's binomial outcomes). Not the ledger's power column, which assumes
     both methods have events (:func:`sim_event_power`, :func:`gdpo.reporting.calibration.event_power`)."""
@@ -366,12 +366,12 @@ def detection_power(trials_a: int, trials_b: int, rate_a: float, alpha: float = 
     return float(binom.pmf(detected, trials_a, rate_a).sum())
 
 
-def smallest_detectable_rate(trials_a: int, trials_b: int, alpha: float = ALPHA, power: float = 0.8,
-                             claim_id: str = "C5") -> float:
+def smallest_detectable_rate(trials_a: int, trials_b: int, alpha: float = ALPHA, power: float = 0.8, *,
+                             claim_id: str) -> float:
     """Smallest event rate of a (b: none) that :func:`decide_events` detects with probability ≥ ``power``
     (:func:`detection_power`, searched in steps of 0.01)."""
     for rate in np.arange(0.01, 1.0001, 0.01):
-        if detection_power(trials_a, trials_b, float(rate), alpha, claim_id) >= power:
+        if detection_power(trials_a, trials_b, float(rate), alpha, claim_id=claim_id) >= power:
             return float(rate)
     return math.nan
 
