@@ -102,8 +102,9 @@ def pytest_collection_modifyitems(config, items):
     """Longest stated limit first (stable: the rest keep their order), the readers of the shared smoke run last.
 
     The Makefile runs ``pytest -n 2 --maxschedchunk 1``: xdist hands out two tests per worker, then one test at a
-    time to whichever worker is free, in this order. So the long tests start at once, each on its own worker,
-    the two SLURM tests (first, one cluster) go together to the first worker, and the smoke run is built by the
+    time to whichever worker is free, in this order. So the long tests start at once, the SLURM tests first (on
+    either worker; they take turns at the machine's one default SLURM config, tests/local_slurm.py, so one may
+    wait for another), and the smoke run is built by the
     first ``smoke`` test while the other worker goes on; its readers come last, when it is built (one that comes
     earlier waits for it under the lock). ``--dist loadgroup`` would say this with marks, but pytest 9.2 and
     pytest-xdist 3.8 silently ignore the groups (pytest-dev/pytest-xdist#1386)."""

@@ -4,15 +4,18 @@ No accounting and no cgroups: job status comes from ``squeue`` (``MinJobAge`` ke
 for 10 minutes). Every daemon runs from a private directory with its own munge socket, ports and PID
 files, and :meth:`LocalSlurmCluster.stop` stops exactly the daemons it started, by PID.
 
-The config is also placed at SLURM's default path ``/etc/slurm/slurm.conf``, with its ``gres.conf`` (both
-removed by ``stop``):
-Snakemake's job-step executor strips every ``SLURM_*`` variable, ``SLURM_CONF`` included, before the
-``srun`` inside a job, which then only finds the default path. An existing config there that this class
-did not write is never replaced.
+Jobs that run ``srun`` also need the config at SLURM's default path ``/etc/slurm/slurm.conf`` (with its
+``gres.conf``): Snakemake's job-step executor strips every ``SLURM_*`` variable, ``SLURM_CONF`` included,
+before the ``srun`` inside a job, which then only finds the default path. That path is one per machine, and
+two clusters may run at once (one per pytest-xdist worker), so a cluster puts its config there only inside
+:meth:`LocalSlurmCluster.active`, which holds a machine-wide file lock until it removes it again: a second
+cluster's jobs would otherwise run ``srun`` against the first cluster's daemons, and fail. An existing config
+there that this module did not write is never replaced.
 
     cluster = LocalSlurmCluster(Path("/tmp/slurm-test"))
     cluster.start()
-    subprocess.run(["sinfo"], env={**os.environ, **cluster.environment()})
+    with cluster.active():
+        subprocess.run(["sbatch", "--wrap", "srun hostname"], env={**os.environ, **cluster.environment()})
     cluster.stop()
 """
 
@@ -25,12 +28,16 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SYSTEM_CONFIG = Path("/etc/slurm/slurm.conf")
 SYSTEM_GRES_CONFIG = SYSTEM_CONFIG.parent / "gres.conf"
-_MARKER = "# written by the suite's tests (tests/local_slurm.py); removed when its cluster stops\n"
+_MARKER = "# written by the suite's tests (tests/local_slurm.py); removed when its cluster is no longer active\n"
+#: Held while a cluster's config is at SYSTEM_CONFIG: one active cluster per machine, across processes.
+SYSTEM_CONFIG_LOCK = Path("/tmp/gdpo-tests-slurm-conf.lock")
 DEBIAN_PACKAGES = ("slurm-wlm", "munge")
 
 
@@ -175,13 +182,8 @@ class LocalSlurmCluster:
         reason = unavailable_reason()
         if reason:
             raise RuntimeError(f"cannot start a local SLURM cluster: {reason}")
-        for system_file in (SYSTEM_CONFIG, SYSTEM_GRES_CONFIG):
-            if system_file.exists() and not system_file.read_text(errors="replace").startswith(_MARKER):
-                raise RuntimeError(f"{system_file} exists and was not written by this harness; not replacing it.")
+        _refuse_foreign_system_config()
         self._write_config()
-        SYSTEM_CONFIG.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.config_path, SYSTEM_CONFIG)
-        shutil.copyfile(self.root / "gres.conf", SYSTEM_GRES_CONFIG)
         munge_dir = self.root / "munge"
         commands = {
             "munged": [_daemon("munged"), f"--socket={self.munge_socket}", f"--key-file={munge_dir / 'munge.key'}",
@@ -236,9 +238,32 @@ class LocalSlurmCluster:
                 time.sleep(0.1)
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        for system_file in (SYSTEM_CONFIG, SYSTEM_GRES_CONFIG):
-            if system_file.exists() and system_file.read_text(errors="replace").startswith(_MARKER):
-                system_file.unlink()
+
+    @contextmanager
+    def active(self, timeout: float = 3600) -> Iterator[LocalSlurmCluster]:
+        """This cluster's config at SLURM's default path while the block runs, under a machine-wide lock.
+
+        Waits (at most ``timeout`` seconds) while another cluster is active; removes the files on the way out.
+        """
+        from filelock import FileLock
+
+        with FileLock(str(SYSTEM_CONFIG_LOCK), timeout=timeout):
+            _refuse_foreign_system_config()
+            SYSTEM_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.config_path, SYSTEM_CONFIG)
+            shutil.copyfile(self.root / "gres.conf", SYSTEM_GRES_CONFIG)
+            try:
+                yield self
+            finally:
+                for system_file in (SYSTEM_CONFIG, SYSTEM_GRES_CONFIG):
+                    if system_file.exists() and system_file.read_text(errors="replace").startswith(_MARKER):
+                        system_file.unlink()
+
+
+def _refuse_foreign_system_config() -> None:
+    for system_file in (SYSTEM_CONFIG, SYSTEM_GRES_CONFIG):
+        if system_file.exists() and not system_file.read_text(errors="replace").startswith(_MARKER):
+            raise RuntimeError(f"{system_file} exists and was not written by this harness; not replacing it.")
 
 
 def _alive(pid: int) -> bool:

@@ -30,8 +30,9 @@ from gdpo.training.checkpoint_plan import warning_lead_seconds
 from gdpo.training.run import TIMING_KEYS, read_metrics
 from tests.stand_ins import stand_in_inputs
 
-# The smoke workflow through the scheduler takes minutes on 2 cores. The longest limit of the session: both tests
-# start first, together on one xdist worker, under one cluster (tests/conftest.py).
+# The smoke workflow through the scheduler takes minutes on 2 cores. The longest limit of the session: these tests
+# start first (tests/conftest.py); xdist may run them on both workers, each with its own cluster, and each test
+# holds its cluster active (the machine's one default SLURM config) for its whole run, so they take turns.
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(2400)]
 REPO = Path(__file__).resolve().parents[1]
 RUNS = [f"results/smoke/runs/arithmetic/{m}/seed{s}" for m in ("grpo", "grpo_nostd", "gdpo", "gdpo_nobn", "gdpo_nostd")
@@ -39,7 +40,7 @@ RUNS = [f"results/smoke/runs/arithmetic/{m}/seed{s}" for m in ("grpo", "grpo_nos
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def running_cluster(tmp_path_factory):
     reason = unavailable_reason()
     if reason:
         pytest.skip(f"no local SLURM cluster here: {reason}")
@@ -53,6 +54,13 @@ def cluster(tmp_path_factory):
     yield local
     local.stop()
     assert not any(_alive(pid) for pid in pids.values()), "a daemon survived stop()"
+
+
+@pytest.fixture
+def cluster(running_cluster):
+    """The module's cluster, its config at SLURM's default path for the test (srun inside jobs reads it there)."""
+    with running_cluster.active():
+        yield running_cluster
 
 
 def snakemake(directory: Path, config: Path, *args: str, cluster: LocalSlurmCluster | None = None,
