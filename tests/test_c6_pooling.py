@@ -51,7 +51,7 @@ def _agreeing(setup: str, deviations: tuple[list[float], list[float]]) -> tuple[
 
 
 def _decide(setups: dict, seeds: dict | None = None):
-    return decide_c6(_c6_cells(setups, seeds), list(setups))
+    return decide_c6(_c6_cells(setups, seeds), list(setups), claim_id="C6")
 
 
 # --- the audit's cases ----------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def test_a_setup_without_an_interval_leaves_the_mean_without_one():
                                              cells[("R1-7B", "grpo", "acc")].variances)
     estimate = pooled([(cells[(s, "gdpo", "acc")], cells[(s, "grpo", "acc")]) for s in ("R1-1.5B", "R1-7B")])
     assert math.isnan(estimate.scale) and "no seed in common" in estimate.source
-    assert decide_c6(cells, ["R1-1.5B", "R1-7B"]).parts["acc"] == contract.INCONCLUSIVE
+    assert decide_c6(cells, ["R1-1.5B", "R1-7B"], claim_id="C6").parts["acc"] == contract.INCONCLUSIVE
 
 
 # --- through the ledger's rule and its power ------------------------------------------------------------------

@@ -360,10 +360,10 @@ def test_adding_a_setup_whose_every_part_reproduces_never_weakens_a_claim(first,
     from gdpo.reporting.verdicts.decisions import decide_c3
 
     labels = ["Qwen2.5-1.5B"] + [f"setup{i}" for i in range(extra)]
-    before = decide_c3(_c3_cells({labels[0]: first}), labels[:1])
+    before = decide_c3(_c3_cells({labels[0]: first}), labels[:1], claim_id="C3")
     added = {label: ([strong, strong + 0.5, strong - 0.5], [strong, strong + 0.5, strong - 0.5])
              for label in labels[1:]}
-    after = decide_c3(_c3_cells({labels[0]: first, **added}), labels)
+    after = decide_c3(_c3_cells({labels[0]: first, **added}), labels, claim_id="C3")
     assert all(after.by_setup[label] == REPRODUCED for label in labels[1:]), after.text
     if before.outcome in contract.IN_PAPERS_DIRECTION:
         assert after.outcome in contract.IN_PAPERS_DIRECTION, (before.text, after.text)
@@ -377,8 +377,8 @@ def test_the_issues_c3_case_stays_smaller_with_a_second_setup_that_reproduces():
 
     one = {"Qwen2.5-1.5B": ([0.6, 0.9, 1.1, 0.8, 0.7], [5.0, 5.5, 4.0, 4.6, 4.9])}
     two = {**one, "Qwen2.5-3B": ([6.0, 6.5, 5.5, 6.2, 5.8], [6.0, 6.5, 5.5, 6.2, 5.8])}
-    before = decide_c3(_c3_cells(one), list(one))
-    after = decide_c3(_c3_cells(two), list(two))
+    before = decide_c3(_c3_cells(one), list(one), claim_id="C3")
+    after = decide_c3(_c3_cells(two), list(two), claim_id="C3")
     assert before.outcome == contract.SMALLER, before.text
     assert after.outcome in contract.IN_PAPERS_DIRECTION, after.text
 
@@ -392,10 +392,10 @@ def test_adding_seeds_that_agree_with_the_mean_never_weakens_a_claim(first, extr
     from gdpo.reporting.verdicts.decisions import decide_c3
 
     label = "Qwen2.5-1.5B"
-    before = decide_c3(_c3_cells({label: first}), [label])
+    before = decide_c3(_c3_cells({label: first}), [label], claim_id="C3")
     grown = tuple(list(np.mean(d) + tighter * (np.asarray(d) - np.mean(d))) + [float(np.mean(d))] * extra
                   for d in first)
-    after = decide_c3(_c3_cells({label: grown}), [label])
+    after = decide_c3(_c3_cells({label: grown}), [label], claim_id="C3")
     if before.outcome in contract.IN_PAPERS_DIRECTION:
         assert after.outcome in contract.IN_PAPERS_DIRECTION, (before.text, after.text)
     if before.outcome in contract.DECISIVE:
@@ -412,8 +412,8 @@ def test_seeds_pulled_toward_the_mean_keep_c3_decided():
     label = "Qwen2.5-1.5B"
     first = ([0.0, 2.0, -6.0], [0.0, 1.0, 2.0])
     grown = tuple(list(np.mean(d) + 0.75 * (np.asarray(d) - np.mean(d))) + [float(np.mean(d))] for d in first)
-    assert decide_c3(_c3_cells({label: first}), [label]).outcome == contract.NOT_REPRODUCED
-    assert decide_c3(_c3_cells({label: grown}), [label]).outcome == contract.NOT_REPRODUCED
+    assert decide_c3(_c3_cells({label: first}), [label], claim_id="C3").outcome == contract.NOT_REPRODUCED
+    assert decide_c3(_c3_cells({label: grown}), [label], claim_id="C3").outcome == contract.NOT_REPRODUCED
 
 
 def test_combine_is_monotone_in_every_part():

@@ -4,6 +4,10 @@ Every claim's ``decide_cN`` applies its criteria (``criteria_cN``) to the interv
 of :mod:`.model` and :mod:`.sim` read their evidence into samples and call these, and the calibration
 (:mod:`gdpo.reporting.calibration`) feeds them simulated samples, so the null false-positive rates and the power it
 reports are those of the rules the ledger applies.
+
+This module names no claim: a decision that reads the paper's effects (:func:`effect_or_zero`,
+:func:`~gdpo.reporting.contract.paper_effect`) or a claim's event effect (:data:`EVENT_EFFECTS`) takes the claim's
+ID from its caller, the rule registered for the claim (:mod:`.registry`), which binds it in its power design.
 """
 
 from __future__ import annotations
@@ -139,16 +143,19 @@ def decide_better(claim_id: str, cells: Cells, setups: Sequence[str], metrics: S
                        for setup in setups}, what)
 
 
-def criteria_c3(setup: str) -> dict[str, Criterion]:
-    return {m: Criterion("better", +1, effect_or_zero("C3", setup, m)) for m in ("avg", "format")}
+def criteria_c3(setup: str, *, claim_id: str) -> dict[str, Criterion]:
+    """C3's parts for a setup: avg and format above 0, refuted below ``claim_id``'s paper effect for the setup
+    (:func:`effect_or_zero`)."""
+    return {m: Criterion("better", +1, effect_or_zero(claim_id, setup, m)) for m in ("avg", "format")}
 
 
-def decide_c3(cells: Cells, setups: Sequence[str]) -> Decision:
+def decide_c3(cells: Cells, setups: Sequence[str], *, claim_id: str) -> Decision:
     """C3, per Table 1 setup: GDPO − GRPO of BFCL avg accuracy and of correct format, both above 0; refuted
-    if either lies below the paper's effect for that setup. Setups combined by
-    :func:`gdpo.reporting.contract.combine`; levels by :func:`decide_setups`."""
+    if either lies below the paper's effect for that setup (``claim_id``'s, given by the rule registered for the
+    claim). Setups combined by :func:`gdpo.reporting.contract.combine`; levels by :func:`decide_setups`."""
     return _per_setup({setup: [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)]), c)
-                               for m, c in criteria_c3(setup).items()] for setup in setups}, "GDPO − GRPO")
+                               for m, c in criteria_c3(setup, claim_id=claim_id).items()] for setup in setups},
+                      "GDPO − GRPO")
 
 
 def criteria_c4(setup: str) -> dict[str, Criterion]:
@@ -177,9 +184,10 @@ def decide_c4(cells: Cells, setups: Sequence[str], any_setup: bool = False) -> D
     return _per_setup({setup: c4_parts(cells, setup) for setup in setups}, "GRPO w/o std", any_setup)
 
 
-def decide_c6(cells: Cells, setups: Sequence[str]) -> Decision:
+def decide_c6(cells: Cells, setups: Sequence[str], *, claim_id: str) -> Decision:
     """C6: GDPO − GRPO of accuracy above 0 and of Exceed below 0, each averaged over the benchmarks and then
-    over Table 3's setups (models); refuted below the paper's mean effect over those setups. Each setup is
+    over Table 3's setups (models); refuted below the paper's mean effect over those setups (``claim_id``'s,
+    given by the rule registered for the claim). Each setup is
     paired by seed within itself and the setups are pooled as independent samples (:func:`pooled`: the mean of
     the setups' paired means, Welch–Satterthwaite degrees of freedom), never by seed label across models.
     Per-setup estimates are reported beside it (both bounds at one-sided 1 − α).
@@ -188,7 +196,7 @@ def decide_c6(cells: Cells, setups: Sequence[str]) -> Decision:
     R1-7B and Qwen3-4B are +0.6 and +0.3 points of accuracy, too small to be decided over the seeds of one run
     each, so an intersection–union test over setups would ask every model to show what the paper shows only on
     average. Levels by :func:`decide_setups` over the two parts."""
-    effects = {m: float(np.mean([effect_or_zero("C6", s, m) for s in setups])) for m in ("acc", "exceed")}
+    effects = {m: float(np.mean([effect_or_zero(claim_id, s, m) for s in setups])) for m in ("acc", "exceed")}
     criteria = {"acc": Criterion("better", +1, effects["acc"]), "exceed": Criterion("better", -1, -effects["exceed"])}
     parts = [(m, pooled([(cells[(s, Method.GDPO, m)], cells[(s, Method.GRPO, m)]) for s in setups]), c)
              for m, c in criteria.items()]
@@ -205,33 +213,35 @@ def decide_c6(cells: Cells, setups: Sequence[str]) -> Decision:
         f" (per setup: {per_setup})" if len(setups) > 1 else ""), verdicts, tuple(measured))
 
 
-def decide_c8(cells: Cells, setups: Sequence[str]) -> Decision:
+def decide_c8(cells: Cells, setups: Sequence[str], *, claim_id: str) -> Decision:
     """C8, per Table 4 setup: GDPO − GRPO of accuracy above 0 and Exceed below 0 (benchmark averages, paired
-    by seed); refuted below the paper's mean effect over Table 4's benchmarks (+2.0 acc, −5.7 exceed).
-    Levels by :func:`decide_setups`."""
-    criteria = {"acc": Criterion("better", +1, paper_effect("C8", "", "acc")),
-                "exceed": Criterion("better", -1, -paper_effect("C8", "", "exceed"))}
+    by seed); refuted below the paper's mean effect over Table 4's benchmarks (+2.0 acc, −5.7 exceed:
+    ``claim_id``'s, given by the rule registered for the claim). Levels by :func:`decide_setups`."""
+    criteria = {"acc": Criterion("better", +1, paper_effect(claim_id, "", "acc")),
+                "exceed": Criterion("better", -1, -paper_effect(claim_id, "", "exceed"))}
     return _per_setup({setup: [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)]), c)
                                for m, c in criteria.items()] for setup in setups}, "GDPO − GRPO")
 
 
-def criteria_c9(setup: str) -> dict[str, Criterion]:
+def criteria_c9(setup: str, *, claim_id: str) -> dict[str, Criterion]:
     """Table 5 shows, GDPO − GRPO: at 2 objectives pass +2.5 (kept), exceed +0.07 (kept, not lowered: the
-    paper shows no lowering there) and at 3 objectives pass +0.1 (kept), exceed −3.2 and bug −1.2 (lower)."""
+    paper shows no lowering there) and at 3 objectives pass +0.1 (kept), exceed −3.2 and bug −1.2 (lower: the
+    refuting bounds are ``claim_id``'s paper effects)."""
     if setup == "3obj":
         return {"pass": Criterion("kept", +1, margin=PARITY_MARGIN),
-                "exceed": Criterion("better", -1, -effect_or_zero("C9", "3obj", "exceed")),
-                "bug": Criterion("better", -1, -effect_or_zero("C9", "3obj", "bug"))}
+                "exceed": Criterion("better", -1, -effect_or_zero(claim_id, "3obj", "exceed")),
+                "bug": Criterion("better", -1, -effect_or_zero(claim_id, "3obj", "bug"))}
     return {"pass": Criterion("kept", +1, margin=PARITY_MARGIN), "exceed": Criterion("kept", -1, margin=PARITY_MARGIN)}
 
 
-def decide_c9(cells: Cells, setups: Sequence[str]) -> Decision:
+def decide_c9(cells: Cells, setups: Sequence[str], *, claim_id: str) -> Decision:
     """C9, per Table 5 setup: GDPO keeps the pass rate (GDPO − GRPO above −:data:`PARITY_MARGIN`); at 2
     objectives it keeps Exceed (below +:data:`PARITY_MARGIN`); at 3 objectives it lowers Exceed and the bug
-    ratio (below 0; refuted below the paper's effect). Benchmarks averaged, paired by seed; levels by
-    :func:`decide_setups`."""
+    ratio (below 0; refuted below ``claim_id``'s paper effect, given by the rule registered for the claim).
+    Benchmarks averaged, paired by seed; levels by :func:`decide_setups`."""
     return _per_setup({setup: [(m, paired(cells[(setup, Method.GDPO, m)], cells[(setup, Method.GRPO, m)]), c)
-                               for m, c in criteria_c9(setup).items()] for setup in setups}, "GDPO − GRPO")
+                               for m, c in criteria_c9(setup, claim_id=claim_id).items()] for setup in setups},
+                      "GDPO − GRPO")
 
 
 #: C7's alternative where the paper gives no numbers (its power design, at every scale): weight 0.25 moves

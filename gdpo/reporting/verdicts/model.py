@@ -232,7 +232,8 @@ def _declining_conditions(evidence: Evidence, claim_id: str, gathered: Gathered)
 
 
 #: C3's power design: Table 1's setups, GDPO against GRPO on BFCL avg and format.
-C3_DESIGN = TablePower("table1", (Method.GDPO, Method.GRPO), ("avg", "format"), decide_c3, paper_tables=("1", "2"),
+C3_DESIGN = TablePower("table1", (Method.GDPO, Method.GRPO), ("avg", "format"),
+                       functools.partial(decide_c3, claim_id="C3"), paper_tables=("1", "2"),
                        paper_setups=(pn.QWEN25_1_5B, pn.QWEN25_3B))
 
 
@@ -327,8 +328,9 @@ def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pool
 
 #: C6's power design: Table 3's setups, GDPO against GRPO on accuracy and Exceed, the setups pooled as
 #: independent samples (each on its own pairs).
-C6_DESIGN = TablePower("table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"), decide_c6, pooled=True,
-                       paper_tables=("3",), paper_setups=(pn.R1_1_5B, pn.R1_7B, pn.QWEN3_4B))
+C6_DESIGN = TablePower("table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"),
+                       functools.partial(decide_c6, claim_id="C6"), pooled=True, paper_tables=("3",),
+                       paper_setups=(pn.R1_1_5B, pn.R1_7B, pn.QWEN3_4B))
 
 
 # C6 pools its setups: one accuracy part and one Exceed part, their room checked over all setups together.
@@ -347,8 +349,9 @@ def judge_c6(evidence: Evidence) -> Verdict:
 
 
 #: C8's power design: Table 4's setups, GDPO against GRPO on accuracy and Exceed (conditioned length reward).
-C8_DESIGN = TablePower("table4", (Method.GDPO, Method.GRPO), ("acc", "exceed"), decide_c8, paper_tables=("4",),
-                       paper_model=pn.R1_7B, paper_setups=(pn.R1_7B,))
+C8_DESIGN = TablePower("table4", (Method.GDPO, Method.GRPO), ("acc", "exceed"),
+                       functools.partial(decide_c8, claim_id="C8"), paper_tables=("4",), paper_model=pn.R1_7B,
+                       paper_setups=(pn.R1_7B,))
 
 
 @claim_rule("C8", Scale.MODEL, design=C8_DESIGN, conditions=(functools.partial(_room_conditions, pooled=False),))
@@ -367,7 +370,8 @@ def judge_c8(evidence: Evidence) -> Verdict:
 #: ratio are shown), GDPO against GRPO on pass, Exceed and (at 3 objectives) bug ratio.
 C9_DESIGN = TablePower(
     "table5", (Method.GDPO, Method.GRPO),
-    lambda setups: ("pass", "exceed", "bug") if "3obj" in setups else ("pass", "exceed"), decide_c9,
+    lambda setups: ("pass", "exceed", "bug") if "3obj" in setups else ("pass", "exceed"),
+    functools.partial(decide_c9, claim_id="C9"),
     setups=lambda reporting, trains: (found if "3obj" in (found := table_setups(reporting, "table5")) else {}),
     paper_tables=("5",), paper_model=pn.R1_7B, paper_settings=True, paper_setups=("2obj", "3obj"))
 
