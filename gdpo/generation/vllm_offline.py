@@ -10,7 +10,8 @@ texts come back in a result file:
   ``seed``, ``max_model_len``, ...); ``lora`` — a PEFT adapter directory or null; ``requests`` — a list of
   ``{"prompt_token_ids": [int, ...], "sampling": {keyword arguments of vllm.SamplingParams}}``;
 - result (JSON): ``texts`` (one completion per request, in request order), ``token_ids`` (their tokens),
-  ``seconds`` (generation only), ``load_seconds`` and ``vllm_version``.
+  ``finish_reasons`` (vLLM's: ``"stop"`` or ``"length"``), ``seconds`` (generation only), ``load_seconds``
+  and ``vllm_version``.
 
 This module imports only the standard library at the top, so the training environment can import it
 without vLLM; vLLM is imported inside :func:`run_requests`, in the vLLM interpreter.
@@ -55,8 +56,19 @@ def checked_vllm_python() -> Path:
     return Path(configured)
 
 
+def generation_python() -> Path:
+    """The interpreter vLLM generation runs in: ``GDPO_VLLM_PYTHON``'s when it is set (checked as
+    :func:`checked_vllm_python` does), else this interpreter when vLLM is installed in it (the GPU environment,
+    ``envs/requirements-gpu.txt``); ``FileNotFoundError`` saying how to make one otherwise."""
+    import importlib.util
+
+    if vllm_python() or importlib.util.find_spec("vllm") is None:
+        return checked_vllm_python()
+    return Path(sys.executable)
+
+
 def generate_in_vllm(llm_args: dict, requests: list[dict], work_dir: str | Path,
-                     lora: str | None = None) -> dict:
+                     lora: str | None = None, python: str | Path | None = None) -> dict:
     """Generate ``requests`` with ``vllm.LLM(**llm_args)`` in the vLLM interpreter; returns the result dict.
 
     Args:
@@ -65,6 +77,7 @@ def generate_in_vllm(llm_args: dict, requests: list[dict], work_dir: str | Path,
         work_dir: where the request, result and log files are written (``vllm_request.json``,
             ``vllm_result.json``, ``vllm.log``).
         lora: a PEFT adapter directory applied to every request, or None.
+        python: the interpreter to run it in (None: :func:`checked_vllm_python`, ``GDPO_VLLM_PYTHON``'s).
     """
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -85,7 +98,7 @@ def generate_in_vllm(llm_args: dict, requests: list[dict], work_dir: str | Path,
         # vLLM again (a minute on a small CPU machine).
         "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
     }
-    command = [str(checked_vllm_python()), "-m", "gdpo.generation.vllm_offline",
+    command = [str(python or checked_vllm_python()), "-m", "gdpo.generation.vllm_offline",
                "--request", str(request_file), "--result", str(result_file)]
     with log_file.open("w", encoding="utf-8") as log:
         process = subprocess.run(command, check=False, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -121,6 +134,7 @@ def run_requests(request: dict) -> dict:
     return {
         "texts": [output.outputs[0].text for output in outputs],
         "token_ids": [list(output.outputs[0].token_ids) for output in outputs],
+        "finish_reasons": [output.outputs[0].finish_reason for output in outputs],
         "seconds": done - loaded,
         "load_seconds": loaded - start,
         "vllm_version": vllm.__version__,

@@ -53,10 +53,10 @@ def train_launcher(config: dict, base_dir: str | Path | None = None) -> str:
 
 def gpu_only_settings(training: dict, evaluation_backend: str | None = None,
                       evaluation_vllm_python: str | None = None) -> list[str]:
-    """The settings that only work on a GPU, as ``key=value`` texts: vLLM generation in ``training``, and
-    lm-eval's vLLM backend (a task's ``eval_backend``) unless the evaluation has a vLLM interpreter of its own.
+    """The settings that only work on a GPU, as ``key=value`` texts: vLLM generation in ``training``, and vLLM
+    evaluation (a task's ``eval_backend``, any family) unless the evaluation has a vLLM interpreter of its own.
 
-    ``evaluation_vllm_python``: the interpreter the math evaluation's vLLM generation runs in
+    ``evaluation_vllm_python``: the interpreter the evaluation's vLLM generation runs in
     (``GDPO_VLLM_PYTHON``: :func:`gdpo.generation.vllm_offline.vllm_python`); with one (``make vllm-cpu``
     builds a CPU one), ``eval_backend='vllm'`` runs on a CPU. Training's vLLM always needs a GPU.
     """

@@ -18,7 +18,9 @@ Options (the task's config keys, checked by :func:`data.resolve_options`):
   ``length_conditioned`` and the ``exceed`` metric;
 - ``data_dir``: directory of local paper-scale files (see :mod:`sources`);
 - ``time_limit``: seconds per test run, overriding each data set's default;
-- ``max_tests``: at most this many tests per competition problem (CodeContests has ~100 per problem).
+- ``max_tests``: at most this many tests per competition problem (CodeContests has ~100 per problem);
+- ``eval_backend``: ``"hf"`` (default: transformers) or ``"vllm"`` (vLLM: a GPU, or a CPU with
+  ``GDPO_VLLM_PYTHON``), where the evaluation's completions come from (:mod:`gdpo.generation.vllm_generate`).
 """
 
 from __future__ import annotations

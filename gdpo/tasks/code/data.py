@@ -11,6 +11,7 @@ import random
 
 from datasets import Dataset
 
+from gdpo.generation.eval_backends import check_eval_backend
 from gdpo.tasks.code.problems import humaneval_problems, procedural_problems
 from gdpo.tasks.code.sources import (
     CODE_SOURCES,
@@ -37,6 +38,8 @@ DEFAULTS = {
     "data_dir": None,
     "time_limit": None,
     "max_tests": 20,
+    # Evaluation only: where the completions come from (gdpo.generation.eval_backends).
+    "eval_backend": "hf",
 }
 #: Options every code task must set: ``length_limit``, the paper's l of R̃_length (tokens). The paper gives no
 #: value, and no default would be neutral (it decides which programs earn the length reward), so each config
@@ -79,6 +82,7 @@ def resolve_options(options: dict) -> dict:
     max_tests = resolved["max_tests"]
     if not isinstance(max_tests, int) or max_tests < 1:
         raise ValueError(f"max_tests must be a positive integer, got {max_tests!r}.")
+    check_eval_backend(resolved["eval_backend"], "code")
     return {**resolved, "train_data": train, "eval_data": list(dict.fromkeys(evals))}
 
 

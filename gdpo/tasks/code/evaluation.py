@@ -74,7 +74,7 @@ def evaluate(request) -> dict:
     content, with each benchmark's per-item ``pass``/``exceed``/``bug`` under ``items``
     (:func:`gdpo.files.item_outcomes`, ids = problem ids). Benchmarks whose data is missing go to ``not_run``
     with the reason."""
-    from gdpo.generation.generate import evaluation_device, generate_for_request, load_policy_for_request
+    from gdpo.generation.vllm_generate import generate_for_evaluation
 
     options = resolve_options(request.options)
     length_limit = options["length_limit"]
@@ -84,13 +84,11 @@ def evaluate(request) -> dict:
             loaded[name] = load_benchmark(name, request.eval_size, EVAL_DATA_SEED, options)
         except (DataUnavailable, FileNotFoundError) as error:
             not_run[name] = str(error)
-    model = tokenizer = None
-    device = evaluation_device()
+    # Every benchmark's completions (eval_backend hf: one generate call per benchmark; vllm: one vLLM run).
+    generated, backend_settings = generate_for_evaluation(
+        [[p["prompt"] for p in problems] for problems in loaded.values()], request, options["eval_backend"])
     completion_rows, item_rows, items = [], [], {}
-    for name, problems in loaded.items():
-        if model is None:
-            model, tokenizer, device = load_policy_for_request(request)
-        samples = generate_for_request(model, tokenizer, [p["prompt"] for p in problems], request)
+    for (name, problems), samples in zip(loaded.items(), generated):
         benchmarks[name], completions, scored = score_benchmark(problems, samples, length_limit)
         completion_rows += completions
         item_rows += scored
@@ -118,7 +116,7 @@ def evaluate(request) -> dict:
             "sandbox": isolation_mode(),
             "sandbox_limits": limits_mode(),
             "sandbox_python": sandbox_python()[0],
-            **device.record(),
+            **backend_settings,
         },
         ITEMS_KEY: items,
     }

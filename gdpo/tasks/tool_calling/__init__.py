@@ -4,7 +4,8 @@
   (``<think>``, ``<tool_call>``, ``<response>``) and its parser.
 - :mod:`.rewards`: ``correct`` ∈ [−3, 3] and ``format`` ∈ {0, 1} (``REWARD_FUNCTIONS``).
 - :mod:`.data`: ``build_dataset`` from the BFCL-v3 split (mini scale) or ToolRL's 4k set (paper scale).
-- :mod:`.evaluation`: ``evaluate`` generates on the held-out BFCL items and scores them with BFCL's checker.
+- :mod:`.evaluation`: ``evaluate`` generates on the held-out BFCL items (transformers, or vLLM with the task
+  option ``eval_backend: vllm``: :mod:`gdpo.generation.vllm_generate`) and scores them with BFCL's checker.
 - :mod:`.bfcl_split`, :mod:`.bfcl_score`: run in the separate BFCL environment (``.venv-bfcl``).
 
 Importing the package needs only the standard library (the BFCL environment imports it too); ``datasets``,

@@ -28,6 +28,7 @@ import random
 from pathlib import Path
 
 from gdpo.files import read_jsonl
+from gdpo.generation.eval_backends import check_eval_backend
 from gdpo.tasks.tool_calling.output_format import (
     ANSWER_BOTH,
     ANSWER_RESPONSE,
@@ -42,7 +43,7 @@ TRAIN_SOURCES = ("bfcl_v3_split", "toolrl")
 BFCL_SPLIT = "bfcl_v3_split"
 TOOLRL_RAW_FILE = "rlla_rl.json"
 TOOLRL_PARQUET_FILE = "train.parquet"
-OPTIONS = ("train_data", "data_dir", "eval_data", "max_prompt_chars", "decline_share")
+OPTIONS = ("train_data", "data_dir", "eval_data", "max_prompt_chars", "decline_share", "eval_backend")
 SPLIT_HINT = (
     "make it with `.venv-bfcl/bin/python -m gdpo.tasks.tool_calling.bfcl_split --out-dir DIR` "
     "(create .venv-bfcl with `make setup`)"
@@ -62,6 +63,8 @@ def validate_options(options: dict) -> dict:
         "eval_data": BFCL_SPLIT,
         "max_prompt_chars": None,
         "decline_share": None,
+        # Evaluation only: where the completions come from (gdpo.generation.eval_backends).
+        "eval_backend": "hf",
         **options,
     }
     if resolved["train_data"] not in TRAIN_SOURCES:
@@ -82,6 +85,7 @@ def validate_options(options: dict) -> dict:
     if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
         raise ValueError(f"decline_share must be a number from 0 to 1 (the share of training items that expect "
                          f"no call) or null (BFCL's own mix), got {share!r}.")
+    check_eval_backend(resolved["eval_backend"], "tool_calling")
     return resolved
 
 

@@ -164,7 +164,7 @@ def evaluate(request) -> dict:
     """
     import torch
 
-    from gdpo.generation.generate import generate_for_request, load_policy_for_request
+    from gdpo.generation.vllm_generate import generate_for_evaluation
 
     options = validate_options(dict(request.options))
     split_dir = eval_split_dir(options)
@@ -179,8 +179,10 @@ def evaluate(request) -> dict:
     # The scorer's interpreter first: without the BFCL environment the job stops now, not after the generation.
     bfcl_python()
     torch.set_num_threads(max(1, request.threads))
-    model, tokenizer, device = load_policy_for_request(request)
-    generated = generate_for_request(model, tokenizer, [prompts[row["id"]] for row in rows], request)
+    # transformers here (eval_backend hf) or vLLM in its own interpreter (vllm): the same prompts, stop tokens
+    # and sampling settings, the completions made alike (gdpo.generation.vllm_generate).
+    [generated], backend_settings = generate_for_evaluation([[prompts[row["id"]] for row in rows]], request,
+                                                            options["eval_backend"])
 
     # Absolute: the scorer runs with work_dir as its current directory.
     work_dir = Path(request.work_dir).resolve()
@@ -226,7 +228,7 @@ def evaluate(request) -> dict:
             "temperature": request.temperature,
             "top_p": request.top_p,
             "max_new_tokens": request.max_new_tokens,
-            **device.record(),
+            **backend_settings,
             "bfcl_package_version": scores["package_version"],
             "checker_model_name": scores["checker_model_name"],
             "n_samples": scores["n_samples"],
