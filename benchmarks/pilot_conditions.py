@@ -11,7 +11,7 @@ criteria a pilot must also meet before a design is registered (`paper_figures/cp
 
     python benchmarks/pilot_conditions.py results/cpu-evidence-2-pilot
 
-Exit status 0 when everything passed, 1 otherwise.
+Exit status 0 when everything passed, 1 otherwise, 2 when the ledger or a summary is not built yet.
 """
 
 from __future__ import annotations
@@ -72,8 +72,15 @@ def main() -> int:
     parser.add_argument("scale_dir", help="results/<scale>")
     args = parser.parse_args()
     root = Path(args.scale_dir)
-    rows = ledger_conditions(pd.read_csv(root / "paper_figures" / "claims.csv"))
-    rows += pilot_criteria(pd.read_csv(root / "summary" / "steps.csv"), pd.read_csv(root / "summary" / "eval.csv"))
+    needed = [root / "paper_figures" / "claims.csv", root / "summary" / "steps.csv", root / "summary" / "eval.csv"]
+    missing = [str(path) for path in needed if not path.is_file()]
+    if missing:
+        print(f"error: {', '.join(missing)} not found: the pilot's ledger and summaries are built by the workflow "
+              "once every planned pilot run is done (snakemake --profile profiles/workstation --configfile "
+              "config/cpu-evidence-2.yaml config/overlays/cpu-evidence-2-pilot.yaml).", file=sys.stderr)
+        return 2
+    rows = ledger_conditions(pd.read_csv(needed[0]))
+    rows += pilot_criteria(pd.read_csv(needed[1]), pd.read_csv(needed[2]))
     print("| claim / task | condition (measured; what it needs) | status |\n|---|---|---|")
     for where, text, status in rows:
         print(f"| {where} | {text} | {status} |")
