@@ -328,6 +328,10 @@ BAD_OPTIONS = [
     ({"length_limit": 0}, "length_limit must be a positive"),
     # an unknown generator
     ({"generators": ["chess"]}, "Unknown generator"),
+    # an unknown evaluation generator, named as such
+    ({"eval_generators": ["chain_sum", "chess"]}, r"Unknown generator\(s\) chess in eval_generators"),
+    # an empty list of evaluation generators
+    ({"eval_generators": []}, "eval_generators must be a non-empty list"),
     # an unknown benchmark
     ({"eval_data": ["gsm8k"]}, "Unknown eval benchmark"),
     # unknown training data
@@ -557,6 +561,19 @@ def test_repository_task_files_are_indexed_by_lm_eval():
     manager = TaskManager(include_path=str(evaluation.TASKS_DIR), include_defaults=False)
     expected = {evaluation.task_name(name) for name in data.EVAL_BENCHMARKS}
     assert expected <= set(manager.all_subtasks)
+
+
+def test_eval_generators_hold_the_held_out_problems_and_leave_training_to_the_training_generators():
+    """An evaluation-only generator (harder than any trained on) is evaluated, never trained on; without the
+    option the held-out problems come from the training generators."""
+    options = data.check_options({"generators": ["chain_sum_3"], "eval_generators": ["chain_sum_3", "chain_sum_5"]})
+    rows = data.benchmark_rows("reasoning_gym", 6, options)
+    assert rows["source"] == ["chain_sum_3", "chain_sum_5"] * 3
+    five_terms = [problem for problem, source in zip(rows["problem"], rows["source"]) if source == "chain_sum_5"]
+    assert all(problem.count("+") + problem.count("-") >= 4 for problem in five_terms), five_terms
+    assert set(data.build_dataset("train", 8, seed=0, **options)["source"]) == {"chain_sum_3"}
+    default = data.benchmark_rows("reasoning_gym", 4, data.check_options({"generators": ["chain_sum_3"]}))
+    assert set(default["source"]) == {"chain_sum_3"}
 
 
 def test_per_run_task_file_loads_the_data_with_the_requested_settings(tmp_path):

@@ -89,6 +89,8 @@ GENERATORS: dict[str, Generator] = {
         "chain_sum", {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1}, solve_rate=0.06
     ),
     "chain_sum_4": Generator("chain_sum", {"min_terms": 4, "max_terms": 4, "min_digits": 1, "max_digits": 1}),
+    # Five terms: an evaluation-only generator harder than the training ones (the working is longer).
+    "chain_sum_5": Generator("chain_sum", {"min_terms": 5, "max_terms": 5, "min_digits": 1, "max_digits": 1}),
     "gcd": Generator("gcd", {"min_value": 2, "max_value": 20}, solve_rate=0.31),
     "lcm": Generator("lcm", {"min_value": 2, "max_value": 10}, solve_rate=0.10),
     "simple_equations": Generator(
@@ -139,6 +141,9 @@ OPTION_DEFAULTS = {
     "train_data": "reasoning_gym",
     "eval_data": ("reasoning_gym",),
     "generators": None,
+    # Evaluation only: the held-out reasoning-gym generators (None: the training generators), so that an
+    # evaluation can hold problems harder than any trained on, as the paper's AIME is for its math models.
+    "eval_generators": None,
     "data_dir": None,
     # Evaluation only: lm-eval's model backend ("hf" here, "vllm" for paper-scale GPU runs).
     "eval_backend": "hf",
@@ -165,16 +170,18 @@ def check_options(options: dict) -> dict:
     if not eval_data:
         raise ValueError(f"eval_data must name at least one benchmark of: {', '.join(EVAL_BENCHMARKS)}.")
     resolved["eval_data"] = tuple(dict.fromkeys(benchmarks.canonical_benchmark(name) for name in eval_data))
-    generators = resolved["generators"]
-    if generators is not None:
+    for key in ("generators", "eval_generators"):
+        generators = resolved[key]
+        if generators is None:
+            continue
         if isinstance(generators, str) or not generators:
-            raise ValueError("generators must be a non-empty list of generator names, e.g. [chain_sum, gcd].")
+            raise ValueError(f"{key} must be a non-empty list of generator names, e.g. [chain_sum, gcd].")
         bad = [name for name in generators if name not in GENERATORS]
         if bad:
             raise ValueError(
-                f"Unknown generator(s) {', '.join(map(str, bad))}; valid: {', '.join(GENERATORS)}."
+                f"Unknown generator(s) {', '.join(map(str, bad))} in {key}; valid: {', '.join(GENERATORS)}."
             )
-        resolved["generators"] = tuple(generators)
+        resolved[key] = tuple(generators)
     if resolved["eval_backend"] not in EVAL_BACKENDS:
         raise ValueError(
             f"eval_backend must be one of {', '.join(EVAL_BACKENDS)}, got {resolved['eval_backend']!r}."
@@ -329,7 +336,7 @@ def problem_rows(problems: list[dict], length_limit: int) -> dict[str, list]:
 def benchmark_rows(name: str, size: int | None, options: dict) -> dict[str, list]:
     """Columns of one eval benchmark (the first ``size`` items; all when None)."""
     if name == "reasoning_gym":
-        generators = options["generators"] or DEFAULT_GENERATORS
+        generators = options["eval_generators"] or options["generators"] or DEFAULT_GENERATORS
         count = size if size is not None else 16 * len(generators)
         return reasoning_gym_eval_rows(count, EVAL_DATA_SEED, generators, options["length_limit"])
     problems = benchmarks.load_benchmark(name, options["data_dir"])
