@@ -118,6 +118,7 @@ def check_consistency(run_dir: str | Path) -> None:
         if not isinstance(evaluation.get("benchmarks"), dict):
             raise EvidenceInconsistent(f"{run_dir / EVAL_FILE} has no 'benchmarks' object; restore it from git or "
                                        "re-run its evaluation.")
+        _check_evaluated_weights(run_dir, evaluation)
     summary_steps = None
     if (run_dir / "summary.json").is_file():
         summary_steps = _json_object(run_dir / "summary.json").get("steps")
@@ -132,6 +133,23 @@ def check_consistency(run_dir: str | Path) -> None:
                 f"{run_dir / 'metrics.jsonl'} ends at step {last} ({len(steps)} lines) but {run_dir / 'summary.json'} "
                 f"states {summary_steps} steps: the metrics are cut or the summary is not this run's; restore both "
                 "from git or re-run the train job.")
+
+
+def _check_evaluated_weights(run_dir: Path, evaluation: dict) -> None:
+    """The evaluation read the weights this run saved: eval.json's ``adapter_weights_sha256`` equals env.json's
+    ``saved_model.weights_sha256`` where both are recorded (runs and evaluations made before either was kept are
+    not checked). An evaluation of another run's adapter, or of an adapter saved again after it was evaluated,
+    would otherwise stand beside this run's curves unnoticed."""
+    evaluated = evaluation.get("adapter_weights_sha256")
+    env_path = run_dir / "env.json"
+    if not evaluated or not env_path.is_file():
+        return
+    saved = (_json_object(env_path).get("saved_model") or {}).get("weights_sha256")
+    if saved and saved != evaluated:
+        raise EvidenceInconsistent(
+            f"{run_dir / EVAL_FILE} evaluated weights {evaluated[:12]}… but {env_path} records that this run saved "
+            f"{saved[:12]}…: the evaluation is of another model; delete eval.json and re-run the run's evaluate "
+            "job (snakemake remakes it), or restore both files from git.")
 
 
 def write_manifest(run_dir: str | Path, names: Iterable[str], recorded: Mapping | None = None) -> dict:
@@ -407,6 +425,7 @@ def run_records(evidence_dir: str | Path) -> list[dict]:
             "commit": env.get("git_commit"),
             "start_model_sha256": (env.get("start_model") or {}).get("weights_sha256"),
             "evaluated_model_sha256": evaluation.get("model_weights_sha256"),
+            "evaluated_adapter_sha256": evaluation.get("adapter_weights_sha256"),
             "logged_steps": steps,
             "eval_items": settings.get("eval_size"),
             "eval_samples_per_item": settings.get("num_samples", 1),

@@ -179,6 +179,7 @@ def test_evaluate_run_writes_eval_json_of_the_base_model(tiny_model, tmp_path):
     written = json.loads((tmp_path / "eval.json").read_text())
     assert written == record
     assert written["method"] == "base" and written["family"] == "arithmetic"
+    assert written["adapter_weights_sha256"] is None and written["model_weights_sha256"]
     # The job's settings first, in their order, then the evaluator's own.
     assert list(written["settings"].items())[:len(settings.to_dict())] == list(settings.to_dict().items())
     metrics = written["benchmarks"]["arithmetic"]

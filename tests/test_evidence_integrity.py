@@ -73,6 +73,22 @@ def test_metrics_cut_to_300_of_500_lines_stop_the_restore_and_the_aggregation(co
         gather_steps([run / "metrics.jsonl"])
 
 
+def test_an_evaluation_of_other_weights_than_the_run_saved_stops_the_aggregation(tmp_path):
+    """eval.json names the adapter it read; env.json the one the run saved. The adapter is not committed, so this
+    is what ties a run's held-out scores to its own training."""
+    run = finished_run(tmp_path / "results/math/grpo/seed0")
+    (run / "env.json").write_text(json.dumps({"git_commit": "a" * 40, "saved_model": {"weights_sha256": "b" * 64}}))
+    evaluation = json.loads((run / EVAL_FILE).read_text())
+    (run / EVAL_FILE).write_text(json.dumps({**evaluation, "adapter_weights_sha256": "b" * 64}))
+    check_run_dir(run)
+    (run / EVAL_FILE).write_text(json.dumps({**evaluation, "adapter_weights_sha256": "c" * 64}))
+    with pytest.raises(EvidenceInconsistent, match="evaluated weights cccccccccccc… .* saved bbbbbbbbbbbb…"):
+        gather_evals([run / EVAL_FILE])
+    # records made before either digest was kept are not checked
+    (run / EVAL_FILE).write_text(json.dumps(evaluation))
+    check_run_dir(run)
+
+
 def test_a_garbage_summary_stops_the_restore_even_with_a_forged_manifest(committed_run, tmp_path):
     (committed_run / "summary.json").write_text("\x00garbage")
     with pytest.raises(DigestMismatch, match="summary.json: recorded"):

@@ -14,6 +14,7 @@ import pytest
 import torch
 import yaml
 
+from gdpo.files import weights_digest
 from gdpo.plan import launcher_command, plan_runs, resolve_run_settings
 from gdpo.tasks import arithmetic
 from gdpo.training.rewards import RewardFunctionError, guard_reward_function
@@ -382,6 +383,10 @@ def test_same_seed_twice_gives_identical_metrics_and_another_seed_does_not(tiny_
         assert key in record and not math.isnan(record[key]), key
     env = json.loads((tmp_path / "a" / "env.json").read_text())
     assert env["packages"]["trl"] and env["device"] == "cpu"
+    # the saved weights' digest: the same for the same seed, another for another seed (eval.json names it)
+    saved = {name: json.loads((tmp_path / name / "env.json").read_text())["saved_model"]["weights_sha256"]
+             for name in runs}
+    assert saved["a"] == weights_digest(tmp_path / "a" / "model") == saved["b"] != saved["c"]
 
 
 def test_resume_keeps_the_metrics_up_to_the_checkpoint_and_drops_a_line_cut_short(tmp_path):

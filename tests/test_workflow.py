@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -140,6 +141,9 @@ def test_smoke_workflow_trains_and_evaluates_every_method_and_task_family(smoke_
             assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
             for name in ("summary.json", "config.json", "env.json", "model/config.json", "eval.json"):
                 assert (run / name).is_file(), run / name
+            # the evaluation read the weights this run saved (the adapter itself is never committed)
+            saved = json.loads((run / "env.json").read_text())["saved_model"]["weights_sha256"]
+            assert saved and json.loads((run / "eval.json").read_text())["adapter_weights_sha256"] == saved
     # Evaluation of every run and of the base model (greedy: once), gathered with the steps.
     assert (smoke_run / "results/smoke/runs/arithmetic/base/seed0/eval.json").is_file()
     evals = pd.read_csv(smoke_run / "results/smoke/summary/eval.csv")

@@ -71,6 +71,8 @@ def evaluate_run(
         "seed": settings.seed,
         "model": settings.model,
         "model_weights_sha256": weights_digest(model_dir),
+        # The trained adapter read (None for the base model): checked against the run's env.json saved_model.
+        "adapter_weights_sha256": weights_digest(adapter_dir) if adapter_dir else None,
         "numerics": numerics,
         **result,
         "settings": {**settings.to_dict(), **(result.get("settings") or {})},

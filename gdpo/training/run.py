@@ -604,7 +604,10 @@ def _write_run_dir(run_dir: Path, settings: RunSettings, trl_kwargs: dict, num_p
     resolved = {**settings.to_dict(), "trl": {k: v for k, v in trl_kwargs.items() if k != "output_dir"},
                 "num_processes": num_processes}
     (run_dir / "config.json").write_text(json.dumps(resolved, indent=2, default=str), encoding="utf-8")
-    env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)}}
+    # The saved weights' digest lets an evaluation show it read this run's adapter (eval.json's
+    # adapter_weights_sha256; gdpo.evidence.check_consistency compares them): the adapter is not committed.
+    env = {**environment_record(), "start_model": {"dir": str(model_dir), "weights_sha256": weights_digest(model_dir)},
+           "saved_model": {"dir": "model", "weights_sha256": weights_digest(run_dir / "model")}}
     (run_dir / "env.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     shutil.copyfile(live_metrics, run_dir / "metrics.jsonl")
