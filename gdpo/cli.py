@@ -253,6 +253,12 @@ def cmd_claims(args: argparse.Namespace) -> int:
                  "gdpo.reporting.calibration.DEFAULT_ITEM_CORRELATION (0.5, below every value measured on "
                  "our runs with `gdpo item-pairing`); 0: independent binomial items"),
         arg("--parts", action="store_true", help="also the power of each part of a table claim alone"),
+        arg("--measured", default=None, metavar="SUMMARY_DIR",
+            help="re-base each table claim on what a built scale measured, e.g. a pilot's "
+                 "results/cpu-evidence-2-pilot/summary: its runs' rates, seed spread per setup and metric (80 %% "
+                 "upper bound) and paired item correlation, as the ledger's power column reads them, at this "
+                 "config's seeds and items (gdpo.reporting.calibration.designs_measured); replaces --seed-sd and "
+                 "--item-correlation for the claims it measures"),
         arg("--target", type=float, default=0.8, help="power to reach (default 0.8)"),
         arg("--replicates", type=int, default=None,
             help="simulated workflows behind each stated power (default: "
@@ -272,6 +278,7 @@ def cmd_power(args: argparse.Namespace) -> int:
         STATED_REPLICATES,
         TableDesign,
         designs_from_config,
+        designs_measured,
         power_report,
         variance_model,
     )
@@ -289,10 +296,20 @@ def cmd_power(args: argparse.Namespace) -> int:
     print(f"{args.config} ({args.grid} grid), target power {args.target:g}. Variance model: {variance_model(rho)}. "
           f"Power from {replicates:,} simulated workflows; seeds for the target by bisection, re-simulated "
           "near the target.")
-    for claim, design in designs_from_config(config, args.seed_sd, rho).items():
+    if args.measured is not None:
+        if args.seed_sd is not None or args.item_correlation is not None:
+            raise SystemExit("--measured takes the seed spread and item correlation from the measured runs: drop "
+                             "--seed-sd and --item-correlation, or drop --measured to give them.")
+        try:
+            designs = designs_measured(config, args.measured)
+        except FileNotFoundError as error:
+            raise SystemExit(str(error)) from None
+    else:
+        designs = designs_from_config(config, args.seed_sd, rho)
+    for claim, design in designs.items():
         if isinstance(design, TableDesign):
             print(f"  {claim}: seed spread {design.spread_source}")
-    if args.seed_sd is None:
+    if args.seed_sd is None and args.measured is None:
         print("  (pass --seed-sd with the spread measured over your runs' seeds; the ledger's power column uses "
               "the measured one)")
     from gdpo.reporting.verdicts.validity import DEFAULT_COLLAPSE_RATE, MAX_COLLAPSED_SHARE
@@ -302,13 +319,13 @@ def cmd_power(args: argparse.Namespace) -> int:
           f"{100 * MAX_COLLAPSED_SHARE:g} % of every arm's runs collapse; --collapse-rate)")
     print(power_report(config, seed_sd=args.seed_sd, target=args.target, replicates=search_replicates,
                        collapse_rate=collapse_rate, item_correlation=rho,
-                       stated_replicates=replicates).to_string(index=False))
+                       stated_replicates=replicates, designs=designs).to_string(index=False))
     if args.parts:
         from gdpo.reporting.calibration import part_power
 
         print("Each part alone, P(reproduced) under the paper's effect at the design's seeds (the part that limits "
               "the claim is the lowest):")
-        for claim, design in designs_from_config(config, args.seed_sd, rho).items():
+        for claim, design in designs.items():
             if isinstance(design, TableDesign):
                 parts = ", ".join(f"{part} {p:.2f}" for part, p in part_power(design, search_replicates).items())
                 print(f"  {claim} ({design.seeds} seeds): {parts}")

@@ -76,6 +76,11 @@ def test_power_command_prints_each_claims_design_and_the_seeds_it_needs(capsys):
         main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--item-correlation", "1"])
     with pytest.raises(SystemExit, match="--replicates 0 must be at least 1"):
         main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--replicates", "0"])
+    # a pilot's measurements replace the given spread; a scale not built yet is named with how to build it
+    with pytest.raises(SystemExit, match="drop --seed-sd and --item-correlation"):
+        main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--seed-sd", "1", "--measured", "x"])
+    with pytest.raises(SystemExit, match="no-such-pilot/summary/eval.csv does not exist: build"):
+        main(["power", "--config", str(REPO / "config/paper-code.yaml"), "--measured", "no-such-pilot/summary"])
     assert main(["power", "--config", str(REPO / "config/paper-math.yaml"), *QUICK]) == 0
     out = capsys.readouterr().out
     # The default spread and where it came from: the evaluation's own noise (AIME's 30 problems × 16 samples...).

@@ -40,6 +40,12 @@ def _runs(seeds: int = SEEDS, items: int = ITEMS) -> dict[tuple[str, int, str], 
 def _evidence(outcomes: dict, with_items: bool = True, drop: tuple | None = None) -> Evidence:
     """C8's evidence (Table 4, one setup) whose eval.csv values are the items' means; items.json with every run's
     per-item outcomes (``with_items``), less the run ``drop`` ((method, seed))."""
+    evals, items = _summaries(outcomes, drop)
+    return Evidence(evals, None, REPORTING, "mini", items=items if with_items else None)
+
+
+def _summaries(outcomes: dict, drop: tuple | None = None) -> tuple[pd.DataFrame, dict]:
+    """eval.csv's rows and items.json's content of :func:`_evidence`."""
     rows, records = [], {}
     for (method, seed, metric), values in outcomes.items():
         rows.append({"task": TASK, "method": method, "seed": seed, "benchmark": "reasoning_gym", "metric": metric,
@@ -49,7 +55,7 @@ def _evidence(outcomes: dict, with_items: bool = True, drop: tuple | None = None
     items = {"runs": [{"task": TASK, "method": method, "seed": seed,
                        "items": {"reasoning_gym": item_outcomes([f"q{i}" for i in range(ITEMS)], scores)}}
                       for (method, seed), scores in records.items() if (method, seed) != drop]}
-    return Evidence(pd.DataFrame(rows), None, REPORTING, "mini", items=items if with_items else None)
+    return pd.DataFrame(rows), items
 
 
 def _smallest_correlation(outcomes: dict) -> float:
@@ -119,3 +125,35 @@ def test_c7s_simulated_weights_share_their_items_noise(monkeypatch):
     low = [cells[("0.75", "grpo", "acc")].values[0] for cells in seen]
     reference = [cells[("1", "grpo", "acc")].values[0] for cells in seen]
     assert np.corrcoef(low, reference)[0, 1] > 0.8
+
+
+def _summary_dir(tmp_path, outcomes: dict):
+    """A built scale's summary folder (eval.csv, items.json) holding ``outcomes``' runs."""
+    import json
+
+    evals, items = _summaries(outcomes)
+    summary = tmp_path / "results/pilot/summary"
+    summary.mkdir(parents=True)
+    evals.to_csv(summary / "eval.csv", index=False)
+    (summary / "items.json").write_text(json.dumps(items))
+    return summary
+
+
+def test_power_from_a_pilots_measurements_keeps_the_configs_seeds_and_items(tmp_path):
+    """`gdpo power --measured`: the pilot's rates, seed spread and item correlation, at the planned design."""
+    outcomes = _runs(seeds=2)
+    config = {"scale": "planned", "seeds": list(range(5)), "methods": ["grpo", "gdpo"], "reporting": REPORTING,
+              "tasks": {TASK: {"family": "math", "model": "tiny", "eval_data": ["reasoning_gym"],
+                               "evaluation": {"eval_size": 2 * ITEMS}}}}
+    designs = calibration.designs_measured(config, _summary_dir(tmp_path, outcomes))
+    design, measured = designs["C8"], calibration.design_from_evidence("C8", _evidence(outcomes))
+    assert design.seeds == 5 and design.items == pytest.approx(2 * ITEMS)  # the config's design ...
+    assert design.item_correlation == pytest.approx(_smallest_correlation(outcomes), abs=1e-12)  # ... measured
+    assert design.seed_sd == measured.seed_sd and "measured on" in design.spread_source
+    key = ("R1-7B", "gdpo", "acc")
+    assert design.cells[key].mean == measured.cells[key].mean and design.cells[key].seeds == 5
+    assert design.cells[key].items == pytest.approx(2 * measured.cells[key].items)
+    # more seeds and items than the pilot's: more power under the paper's effect
+    assert calibration.power_of(design, 200) > calibration.power_of(measured, 200)
+    with pytest.raises(FileNotFoundError, match="build the measured scale's summaries first"):
+        calibration.designs_measured(config, tmp_path / "nothing")

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -705,6 +707,49 @@ def designs_from_config(config: Mapping, seed_sd: float | None = None,
     return designs
 
 
+def designs_measured(config: Mapping, summary_dir: str | Path) -> dict[str, TableDesign | EventDesign]:
+    """:func:`designs_from_config`'s designs, each table claim's re-based on what a built scale measured (a
+    pilot's ``results/<scale>/summary/``: eval.csv, steps.csv, items.json, checked against their recorded digests):
+    the reference rates, the seed spread per (setup, metric) and the paired item correlation of its runs, as the
+    ledger's power column reads them (:func:`design_from_evidence`), at the config's seeds and evaluated items
+    per run. A claim whose runs the scale lacks keeps the config's design and says so in its ``spread_source``;
+    event claims (C5) keep the config's design (their power is exact over seeds, from the paper's event rates).
+
+    Raises:
+        FileNotFoundError: ``summary_dir`` has no eval.csv (the scale's summaries are not built).
+    """
+    from gdpo.plan import describe_runs
+    from gdpo.reporting.aggregate import check_summary_digests
+
+    summary_dir = Path(summary_dir)
+    eval_csv, steps_csv, items_json = (summary_dir / name for name in ("eval.csv", "steps.csv", "items.json"))
+    if not eval_csv.is_file():
+        raise FileNotFoundError(
+            f"{eval_csv} does not exist: build the measured scale's summaries first, e.g. `snakemake "
+            f"{eval_csv} {steps_csv} --configfile <its config>` (gdpo aggregate writes them).")
+    check_summary_digests(eval_csv, steps_csv if steps_csv.is_file() else None,
+                          items_json if items_json.is_file() else None)
+    evidence = Evidence(pd.read_csv(eval_csv), pd.read_csv(steps_csv) if steps_csv.is_file() else None,
+                        config.get("reporting") or {}, str(summary_dir.parent.name), eval_path=str(eval_csv),
+                        steps_path=str(steps_csv), runs=describe_runs(config),
+                        items=json.loads(items_json.read_text(encoding="utf-8")) if items_json.is_file() else None)
+    designs = designs_from_config(config)
+    for claim_id, planned in designs.items():
+        if not isinstance(planned, TableDesign):
+            continue
+        measured = design_from_evidence(claim_id, evidence)
+        if measured is None:
+            designs[claim_id] = dataclasses.replace(planned, spread_source=(
+                f"{planned.spread_source} (not measured: {summary_dir} lacks the claim's runs)"))
+            continue
+        scale = planned.items / measured.items if math.isfinite(measured.items) and measured.items > 0 else 1.0
+        designs[claim_id] = dataclasses.replace(
+            measured.with_seeds(planned.seeds).with_items(scale),
+            spread_source=f"measured on {summary_dir}: {measured.spread_source}; {measured.item_source}; "
+                          f"rates of its runs")
+    return designs
+
+
 def claim_runs(config: Mapping) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """For each claim :func:`designs_from_config` finds in ``config``: the tasks whose runs decide it and the
     trained methods it compares (``base``, evaluated once per task, left out) — what its seeds cost. Both are its
@@ -909,16 +954,20 @@ def paper_number_evals(design: TableDesign, seed_sd: float = ASSUMED_SEED_SD,
 
 def power_report(config: Mapping, seed_sd: float | None = None, target: float = 0.8,
                  replicates: int = 400, collapse_rate: float = DEFAULT_COLLAPSE_RATE,
-                 item_correlation: float = 0.0, stated_replicates: int = STATED_REPLICATES) -> pd.DataFrame:
+                 item_correlation: float = 0.0, stated_replicates: int = STATED_REPLICATES,
+                 designs: Mapping[str, TableDesign | EventDesign] | None = None) -> pd.DataFrame:
     """What `gdpo power` prints: per claim the config can decide, its design, the power of its rule (gated by
     the claim's minimum; ``stated_replicates`` simulated workflows, exact for event claims; table claims at a
     run collapse rate ``collapse_rate``), the fewest seeds per method for ``target`` at the design's items
     (:func:`seeds_for_power`), and the fewest evaluated items per run for ``target`` at its seeds (table claims).
     The variance model (:data:`VARIANCE_MODEL`): each run's score is its method's rate + a normal seed spread,
     measured by independent binomial draws over items × samples, or, at ``item_correlation`` ρ > 0, on items both
-    methods answer (:func:`variance_model`); event claims: independent seeds, binomial event counts."""
+    methods answer (:func:`variance_model`); event claims: independent seeds, binomial event counts. ``designs``
+    (e.g. :func:`designs_measured`) replaces the config's own."""
     records = []
-    for claim_id, design in designs_from_config(config, seed_sd, item_correlation).items():
+    if designs is None:
+        designs = designs_from_config(config, seed_sd, item_correlation)
+    for claim_id, design in designs.items():
         minimum = CLAIMS_BY_ID[claim_id].minimum
         if isinstance(design, EventDesign):
             short = minimum.shortfall(design.seeds, steps=design.steps, prompts_per_batch=design.prompts_per_batch)
