@@ -5,10 +5,11 @@ GCD items); both were fixed (only a final-answer form is read). Before the next 
 attacked again: each case below is a completion a policy could write to be paid without stating the one
 right answer as its final answer (expected 0), or a plainly right answer in a form a small model writes (a
 control, expected 1). The cases run on real held-out problems of the generators the experiment draws from
-and of their harder settings, under the ``number`` verifier those rows use and, where the answer does not
-depend on it, under ``math_verify`` too; fraction_simplification's rows under ``reasoning_gym``. Attacks the
-reward still pays by design are strict xfails naming the reason: one of them starting to score 0 fails the
-run, so the list stays true.
+and of their harder settings (:data:`GENERATOR_NAMES`): every attack on every generator, one test per attack
+that names each (generator, verifier) pair scoring otherwise, under the ``number`` verifier those rows use
+and, where the answer does not depend on it, under ``math_verify`` too; fraction_simplification's rows under
+``reasoning_gym``. Attacks the reward still pays by design are strict xfails naming the generator and the
+reason (:data:`STILL_PAID`): one of them starting to score 0 fails the run, so the list stays true.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ HARDER = {
     "products_2_digits": ("products", {"min_terms": 2, "max_terms": 2, "min_digits": 2, "max_digits": 2}),
     "gcd_up_to_50": ("gcd", {"min_value": 2, "max_value": 50}),
 }
-GENERATOR_NAMES = ("basic_arithmetic", "chain_sum", "chain_sum_3", "chain_sum_4", "products", "gcd", "lcm",
-                   "simple_equations", *HARDER)
+GENERATOR_NAMES = ("basic_arithmetic", "chain_sum", "chain_sum_3", "chain_sum_4", "chain_sum_5", "products",
+                   "gcd", "lcm", "simple_equations", *HARDER)
 
 
 @functools.cache
@@ -209,6 +210,10 @@ ATTACKS = [
     ("markdown_code", "```python\nprint({e})\n```\nOutput: {a}", 0.0, 0.0),
     ("markdown_code", "print({e})  # {a}", 0.0, 0.0),
     ("markdown_code", "```python\nanswer = {w}\n```\n{work} or {w}", 0.0, 0.0),
+    # outside a box math-verify reads the last expression: an answer going on to another number is not it
+    ("markdown_code", "x = {w}  # {a}", 0.0, 0.0),
+    ("markdown_code", "The answer is {w} | {a}", 0.0, 0.0),
+    ("hedge", "The answer is ({w}, {a}).", 0.0, 0.0),
     # an answer followed by a retraction: the later answer is the final one
     ("retraction", "\\boxed{{{a}}} ... wait, no, \\boxed{{{w}}}", 0.0, 0.0),
     ("retraction", "The answer is {a}. Wait, no: the answer is {w}.", 0.0, 0.0),
@@ -264,15 +269,22 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize(
-    "family, template, number, math_verify, name",
-    [pytest.param(family, template, number, math_verify, GENERATOR_NAMES[index % len(GENERATOR_NAMES)],
-                  id=f"{family}-{index}-{GENERATOR_NAMES[index % len(GENERATOR_NAMES)]}")
-     for index, (family, template, number, math_verify) in enumerate(ATTACKS)],
+    "family, template, number, math_verify",
+    [pytest.param(*attack, id=f"{attack[0]}-{index}") for index, attack in enumerate(ATTACKS)],
 )
-def test_attack(family, template, number, math_verify, name):
-    assert score(template, name, "number") == number
-    if math_verify is not None:
-        assert score(template, name, "math_verify") == math_verify
+def test_attack(family, template, number, math_verify):
+    """The attack on every generator's problem, under ``number`` and (unless None) ``math_verify``; the pairs
+    listed in :data:`STILL_PAID` are left to :func:`test_still_paid`. Each pair scoring otherwise is named."""
+    failures = []
+    for name in GENERATOR_NAMES:
+        for verifier, expected in (("number", number), ("math_verify", math_verify)):
+            if expected is None or (template, verifier, name) in STILL_PAID_PAIRS:
+                continue
+            got = score(template, name, verifier)
+            if got != expected:
+                failures.append(f"{name} / {verifier}: {template.format(**problem(name))!r} "
+                                f"(gold {problem(name)['a']}) scored {got}, expected {expected}")
+    assert not failures, "\n".join(failures)
 
 
 def test_long_outputs_are_not_paid():
@@ -425,6 +437,8 @@ def test_fraction_rows_under_the_generators_scorer(family, make, expected):
 # --------------------------------------------------------------------------------------------------
 
 BY_DESIGN = "the reward reads one final answer by its form's rule; what follows or precedes it is not read"
+#: (family, template, verifier, reason[, generator]): without a generator, an attack tried on
+#: basic_arithmetic_2_digits (gold -28); with one, an attack of :data:`ATTACKS` paid on that generator.
 STILL_PAID = [
     # a later prose retraction does not override a box or an answer statement (the box is the form the prompt
     # asks for; a closing check such as "Check: 3 * 4 = 12" after it must not void it)
@@ -446,15 +460,21 @@ STILL_PAID = [
      "an alternative in a box is a set of answers on math_verify rows (\\boxed{x = 1 \\text{ or } x = 2})"),
     ("empty_nested_box", "\\boxed{{\\color{{white}}{w} {a}}}", "math_verify",
      "math-verify drops \\color's text"),
+    # the factorial attack assumes a! != a: on the gcd problems (gold 2) \boxed{2!} is math-verify's 2! = 2,
+    # an equal expression, which math_verify rows pay (the "expression" family); number rows refuse it
+    *[("latex_format", "\\boxed{{{a}!}}", "math_verify", "math-verify evaluates 2! = 2, the gcd gold", name)
+      for name in ("gcd", "gcd_up_to_50")],
 ]
+STILL_PAID = [(*case, "basic_arithmetic_2_digits") if len(case) == 4 else case for case in STILL_PAID]
+#: (template, verifier, generator) of the attacks above, which :func:`test_attack` leaves to test_still_paid.
+STILL_PAID_PAIRS = {(template, verifier, name) for _, template, verifier, _, name in STILL_PAID}
 
 
 @pytest.mark.parametrize(
     "family, template, verifier, reason, name",
-    [pytest.param(family, template, verifier, reason, "basic_arithmetic_2_digits",
-                  id=f"{family}-{verifier}-{index}",
-                  marks=pytest.mark.xfail(strict=True, reason=f"still paid: {reason}"))
-     for index, (family, template, verifier, reason) in enumerate(STILL_PAID)],
+    [pytest.param(family, template, verifier, reason, name, id=f"{family}-{verifier}-{index}-{name}",
+                  marks=pytest.mark.xfail(strict=True, reason=f"still paid on {name}: {reason}"))
+     for index, (family, template, verifier, reason, name) in enumerate(STILL_PAID)],
 )
 def test_still_paid(family, template, verifier, reason, name):
     assert score(template, name, verifier) == 0.0

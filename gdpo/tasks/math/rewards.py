@@ -8,12 +8,14 @@ All three follow TRL's reward contract ``fn(completions, **columns) -> list[floa
   graded: with a last-expression fallback, a policy that restates the question ("Calculate 10 - 5." →
   "10 - 5") was paid as correct, since math-verify evaluates the restated expression. An answer offered with
   an alternative ("42 or 43", "\\boxed{42} (maybe 43)") or a box inside another box
-  (``\\boxed{4\\boxed{2}}``) states no single answer and is wrong (tests/test_math_reward_attacks.py lists
-  the attacks tried). Which checker applies is the row's ``verifier`` column: ``"math_verify"`` (symbolic
-  equivalence: ``1/2``, ``0.5`` and ``\\frac{1}{2}`` agree), ``"number"`` (the answer must be a plain number,
-  with no operation left to do, then compared as by math-verify: the arithmetic generators, whose questions
-  are expressions) or ``"reasoning_gym"`` (the generator's own ``score_answer`` on the answer, for answers
-  that are not plain math, with the generator's entry in ``verifier_data``);
+  (``\\boxed{4\\boxed{2}}``) states no single answer and is wrong, and so is an answer outside a box that
+  math-verify reads only in part (its last expression: ``x = 16  # 6``, ``(1, 2)``; :func:`_read_in_part`;
+  tests/test_math_reward_attacks.py lists the attacks tried). Which checker applies is the row's
+  ``verifier`` column: ``"math_verify"`` (symbolic equivalence: ``1/2``, ``0.5`` and ``\\frac{1}{2}``
+  agree), ``"number"`` (the answer must be a plain number, with no operation left to do, then compared as by
+  math-verify: the arithmetic generators, whose questions are expressions) or ``"reasoning_gym"`` (the
+  generator's own ``score_answer`` on the answer, for answers that are not plain math, with the generator's
+  entry in ``verifier_data``);
 - ``length``: the completion has at most ``length_limit`` tokens (counted from ``completion_ids``);
 - ``length_conditioned``: ``length`` paid only when ``correct`` is 1 (Eq. 8 with threshold 1).
 
@@ -192,6 +194,9 @@ _ALTERNATIVE_AFTER = re.compile(rf"[ \t.,;:!*_$()]*+\n?[ \t(]*+(?:but\s++)?{_ALT
 #: characters before the box).
 _ALTERNATIVE_BEFORE = re.compile(rf"\b{_ALTERNATIVE_WORD}[\s$*_(:]*$", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+#: A number as :func:`_read_in_part` counts them: digits, thousands separated by commas or spaces allowed,
+#: and a decimal part ("1,234", "10 000" and "3.5" are one number each, as math-verify reads them).
+_NUMBER_RUN = re.compile(r"\d+(?:[,\s]\d{3}(?!\d))*(?:\.\d+)?")
 #: A LaTeX fraction of two numbers, which reasoning-gym checkers read as ``a/b``.
 _LATEX_FRACTION = re.compile(r"\\d?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 
@@ -385,9 +390,24 @@ def is_correct(text: str, answer: str, verifier: str = "math_verify", verifier_d
             return False
     gold = parse_gold(str(answer))
     prediction = parse_final_answer(stated)
-    if not gold or not prediction or any(_too_large(value) for value in prediction):
+    if not gold or not prediction or any(_too_large(value) for value in prediction) or _read_in_part(
+            stated, prediction):
         return False
     return bool(verify(list(gold), prediction, timeout_seconds=_timeout()))
+
+
+def _read_in_part(stated: str, prediction: list) -> bool:
+    """Whether math-verify read only the last part of an unboxed answer: fewer numbers than the answer
+    holds (an equation's value is its right-hand side, so both are counted after their last ``=``).
+
+    Outside a box math-verify reads the last expression it finds, so a closing equation or an answer
+    statement that goes on to another number was paid as that number: ``x = 16  # 6``, ``print(r + 10 = 16)
+    # 6`` and ``(1, 2)`` were read as 6, 6 and 2, ``[11, 10]`` as 10, ``x^2 + 2x + 1`` as 1. A box's
+    content is read as a whole: its value is math-verify's reading of it."""
+    if stated.startswith("\\boxed") or not isinstance(prediction[-1], str):
+        return False
+    answer, read = (text.replace("{,}", ",").rsplit("=", 1)[-1] for text in (stated, prediction[-1]))
+    return len(_NUMBER_RUN.findall(read)) < len(_NUMBER_RUN.findall(answer))
 
 
 def _too_large(value) -> bool:
