@@ -25,7 +25,7 @@ OPTIONS = {
     "figure": ("name", "--input", "--out"),
     "claims": ("--scale", "--distinct-counts", "--sim-per-seed", "--eval-csv", "--steps-csv", "--reporting", "--runs",
                "--exact-and-sim-only", "--out-csv", "--out-md"),
-    "power": ("--config", "--grid", "--seed-sd", "--item-correlation", "--parts", "--target", "--replicates",
+    "power": ("--config", "--grid", "--seed-sd", "--item-correlation", "--parts", "--measured", "--target", "--replicates",
               "--collapse-rate"),
     "plan": ("--config", "--grid", "--target", "--budget-gpu-hours"),
     "calibrate": ("configs", "--replicates", "--markdown"),

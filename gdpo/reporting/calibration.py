@@ -713,7 +713,7 @@ def designs_measured(config: Mapping, summary_dir: str | Path) -> dict[str, Tabl
     the reference rates, the seed spread per (setup, metric) and the paired item correlation of its runs, as the
     ledger's power column reads them (:func:`design_from_evidence`), at the config's seeds and evaluated items
     per run. A claim whose runs the scale lacks keeps the config's design and says so in its ``spread_source``;
-    event claims (C5) keep the config's design (their power is exact over seeds, from the paper's event rates).
+    event claims keep the config's design (their power is exact over seeds, from the paper's event rates).
 
     Raises:
         FileNotFoundError: ``summary_dir`` has no eval.csv (the scale's summaries are not built).
