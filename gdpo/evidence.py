@@ -110,15 +110,13 @@ def check_consistency(run_dir: str | Path) -> None:
         EvidenceInconsistent: naming the file and what is wrong.
     """
     run_dir = Path(run_dir)
-    for name in ("config.json", "env.json"):
-        if (run_dir / name).is_file():
-            _json_object(run_dir / name)
+    parsed = {name: _json_object(run_dir / name) for name in ("config.json", "env.json") if (run_dir / name).is_file()}
     if (run_dir / EVAL_FILE).is_file():
         evaluation = _json_object(run_dir / EVAL_FILE)
         if not isinstance(evaluation.get("benchmarks"), dict):
             raise EvidenceInconsistent(f"{run_dir / EVAL_FILE} has no 'benchmarks' object; restore it from git or "
                                        "re-run its evaluation.")
-        _check_evaluated_weights(run_dir, evaluation)
+        _check_evaluated_weights(run_dir, evaluation, parsed.get("env.json"))
     summary_steps = None
     if (run_dir / "summary.json").is_file():
         summary_steps = _json_object(run_dir / "summary.json").get("steps")
@@ -135,19 +133,18 @@ def check_consistency(run_dir: str | Path) -> None:
                 "from git or re-run the train job.")
 
 
-def _check_evaluated_weights(run_dir: Path, evaluation: dict) -> None:
+def _check_evaluated_weights(run_dir: Path, evaluation: dict, env: dict | None) -> None:
     """The evaluation read the weights this run saved: eval.json's ``adapter_weights_sha256`` equals env.json's
     ``saved_model.weights_sha256`` where both are recorded (runs and evaluations made before either was kept are
     not checked). An evaluation of another run's adapter, or of an adapter saved again after it was evaluated,
     would otherwise stand beside this run's curves unnoticed."""
     evaluated = evaluation.get("adapter_weights_sha256")
-    env_path = run_dir / "env.json"
-    if not evaluated or not env_path.is_file():
+    if not evaluated or env is None:
         return
-    saved = (_json_object(env_path).get("saved_model") or {}).get("weights_sha256")
+    saved = (env.get("saved_model") or {}).get("weights_sha256")
     if saved and saved != evaluated:
         raise EvidenceInconsistent(
-            f"{run_dir / EVAL_FILE} evaluated weights {evaluated[:12]}… but {env_path} records that this run saved "
+            f"{run_dir / EVAL_FILE} evaluated weights {evaluated[:12]}… but {run_dir / 'env.json'} records that this run saved "
             f"{saved[:12]}…: the evaluation is of another model; delete eval.json and re-run the run's evaluate "
             "job (snakemake remakes it), or restore both files from git.")
 
