@@ -49,6 +49,17 @@ def test_not_tested_is_a_verdict_that_decides_nothing_and_the_ledger_explains_it
     (validity.declining_trainable("C3", 0.0, "bfcl_v3_split"), False),
     (validity.declining_trainable("C3", 0.2, "bfcl_v3_split"), True),
     (validity.declining_trainable("C3", None, "bfcl_v3_split"), True),
+    # the math pilot trained on three- and four-term sums: length varied in 1-3 % of groups
+    (validity.rewards_vary("C6", {"gdpo": {"correct": [0.25], "length": [0.027]},
+                                  "grpo": {"correct": [0.25], "length": [0.017]}}), False),
+    # the median run decides: one run of three varying is not enough
+    (validity.rewards_vary("C3", {"gdpo": {"correct": [0.6, 0.6, 0.6], "format": [0.3, 0.05, 0.02]},
+                                  "grpo": {"correct": [0.6], "format": [0.4]}}), False),
+    (validity.rewards_vary("C3", {"gdpo": {"correct": [0.6, 0.7], "format": [0.29, 0.1]},
+                                  "grpo": {"correct": [0.6], "format": [0.44]}}), True),
+    (validity.start_exceeded("C3", {"gdpo": 6.1, "grpo": 5.7}, 20.5), False),
+    (validity.start_exceeded("C3", {"gdpo": 6.1, "grpo": 5.7}, 6.1), False),
+    (validity.start_exceeded("C3", {"gdpo": 21.0, "grpo": 5.7}, 20.5), True),
     (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (6, 6)}), False),
     (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (3, 6)}), True),
 ])
@@ -60,7 +71,8 @@ def test_each_condition_trips_and_passes(condition, passed):
 def test_a_value_the_evidence_does_not_record_is_not_checked_and_never_fails():
     for condition in (validity.start_format("C4", float("nan")), validity.length_cap_room("C5", None, 64),
                       validity.length_reached("C5", {}, 64), validity.training_signal("C5", {}, "the window"),
-                      validity.declining_trainable("C3", None, "toolrl")):
+                      validity.declining_trainable("C3", None, "toolrl"), validity.rewards_vary("C6", {}),
+                      validity.start_exceeded("C4", {"grpo": 30.0}, float("nan"))):
         assert condition.passed is None and condition.status == validity.NOT_CHECKED
     assert validity.gated({"acc": REPRODUCED}, [validity.start_format("C4", float("nan"))])[0] == REPRODUCED
 
@@ -125,6 +137,10 @@ def test_the_papers_own_numbers_pass_every_condition():
                            validity.exceed_room("C6", _paper_largest(table, name, "exceed"), name)]
     tool_runs = describe_runs(load_config(ROOT / "config" / "paper-tool_calling.yaml"))
     conditions += [validity.declining_trainable("C3", r["decline_share"], r["train_data"]) for r in tool_runs.values()]
+    trained = _paper_means("1", "Qwen2.5-1.5B", "avg")
+    start = numbers[(numbers["table"] == "1") & (numbers["model"] == "Qwen2.5-1.5B") & (numbers["method"] == "base")
+                    & (numbers["metric"] == "avg")]["value"]
+    conditions.append(validity.start_exceeded("C3", trained, float(start.iloc[0]), "Qwen2.5-1.5B"))
     math_run = describe_runs(load_config(ROOT / "config" / "paper-math.yaml"))["math_r1_1.5b"]
     steps = paper_like_steps(np.random.default_rng(0))
     shares, window = validity.signal_shares(steps, "math_1.5b", ("grpo", "gdpo"), validity.C5_WINDOW_START)
@@ -185,13 +201,39 @@ def test_cpu_evidence_c6_is_not_tested_collapsed_in_both_arms_and_at_the_exceed_
     assert band.passed and "gdpo 74.4 %, grpo 72.8 %" in band.text
 
 
-def test_cpu_evidence_c3_decides_on_accuracy_only_since_declining_was_never_trained(cpu_evidence):
+def test_cpu_evidence_c3_is_not_tested_declining_never_trained_and_avg_below_the_start(cpu_evidence):
     verdict = model.judge_c3(cpu_evidence)
     declining = _condition(verdict, "declining trained")
     assert declining.passed is False and declining.measured == 0.0
+    # every trained arm lost BFCL avg against its start: the avg part compares ways of losing
+    gains = _condition(verdict, "training gains")
+    assert gains.passed is False and gains.part == "avg" and gains.threshold == pytest.approx(11.1, abs=0.05)
+    assert "gdpo 4.6 %, grpo 4.8 %" in gains.text
+    assert _condition(verdict, "rewards vary").passed  # both rewards varied: not the reason
     setup = "SmolLM2-135M standing in for Qwen2.5-1.5B"  # cpu-evidence trains SmolLM2 for the paper's setup
-    assert verdict.parts == f"{setup} avg: inconclusive; {setup} format: not tested"
-    assert verdict.verdict == INCONCLUSIVE and f"decided on {setup} avg only" in verdict.measured_value
+    assert verdict.parts == f"{setup} avg: not tested; {setup} format: not tested"
+    assert verdict.verdict == NOT_TESTED
+
+
+def test_cpu_evidence_c4s_parity_part_is_gated_by_the_gains_and_c5_c6_by_the_length_rewards_spread(cpu_evidence):
+    c4 = model.judge_c4(cpu_evidence)
+    gains = _condition(c4, "training gains")
+    assert gains.passed is False and gains.part == "avg − GRPO's"
+    assert c4.parts.endswith("avg − GRPO's: not tested")
+    for verdict in (model.judge_c5(cpu_evidence), model.judge_c6(cpu_evidence)):
+        spread = _condition(verdict, "rewards vary")
+        assert spread.passed is False and spread.measured == pytest.approx(0.034, abs=0.001)
+        assert "gdpo: correct 10.8 %, length 4.5 %; grpo: correct 8.2 %, length 3.4 %" in spread.text
+
+
+def test_a_part_condition_gates_a_part_named_with_several_words():
+    parts = {"Qwen2.5-1.5B format − base": REPRODUCED, "Qwen2.5-1.5B avg − GRPO's": NOT_REPRODUCED}
+    gains = validity.start_exceeded("C4", {"grpo": 5.0}, 20.0, "Qwen2.5-1.5B", part="avg − GRPO's")
+    outcome, gated, _ = validity.gated(parts, [gains])
+    assert outcome == REPRODUCED and gated["Qwen2.5-1.5B avg − GRPO's"] == NOT_TESTED
+    # a part is matched by whole words at the end of the name: "RPO's" names no part
+    other = validity.start_exceeded("C4", {"grpo": 5.0}, 20.0, "Qwen2.5-1.5B", part="RPO's")
+    assert validity.gated(parts, [other])[0] == NOT_REPRODUCED
 
 
 # --- collapse in the power plan ----------------------------------------------------------------------------

@@ -231,16 +231,40 @@ def _declining_conditions(evidence: Evidence, claim_id: str, gathered: Gathered)
     return conditions
 
 
+def _reward_conditions(evidence: Evidence, claim_id: str, gathered: Gathered) -> list[Condition]:
+    """Every reward varying within training groups in the compared methods' runs, per setup
+    (:func:`.validity.rewards_vary`)."""
+    methods = [m for m in design_of(claim_id).methods if m != BASE]
+    return [validity.rewards_vary(claim_id, validity.reward_variation_shares(evidence.steps, task, methods), setup)
+            for setup, task in gathered.setups.items()]
+
+
+def _gains_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, methods: Sequence[str],
+                      part: str) -> list[Condition]:
+    """Some compared method's mean BFCL avg above the start's, per setup (:func:`.validity.start_exceeded`): the
+    avg part gated is ``part``."""
+    conditions = []
+    for setup, task in gathered.setups.items():
+        start = evidence.sample(task, BASE, "avg")
+        conditions.append(validity.start_exceeded(
+            claim_id, validity.method_means(evidence, task, methods, "avg"),
+            float(np.mean(start.values)) if len(start) else math.nan, setup, part=part))
+    return conditions
+
+
 #: C3's power design: Table 1's setups, GDPO against GRPO on BFCL avg and format.
 C3_DESIGN = TablePower("table1", (Method.GDPO, Method.GRPO), ("avg", "format"),
                        functools.partial(decide_c3, claim_id="C3"), paper_tables=("1", "2"),
                        paper_setups=(pn.QWEN25_1_5B, pn.QWEN25_3B))
 
 
-@claim_rule("C3", Scale.MODEL, design=C3_DESIGN, conditions=(_declining_conditions,))
+@claim_rule("C3", Scale.MODEL, design=C3_DESIGN, conditions=(
+    _declining_conditions, _reward_conditions,
+    functools.partial(_gains_conditions, methods=(Method.GDPO, Method.GRPO), part="avg")))
 def judge_c3(evidence: Evidence) -> Verdict:
-    """C3 (Table 1): :func:`decide_c3` on every mapped setup (:func:`judge_table`; condition: declining is
-    trained, :func:`.validity.declining_trainable`).
+    """C3 (Table 1): :func:`decide_c3` on every mapped setup (:func:`judge_table`; conditions: declining is
+    trained, :func:`.validity.declining_trainable`; both rewards vary, :func:`.validity.rewards_vary`; the avg
+    part where training raises avg above the start's, :func:`.validity.start_exceeded`).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
@@ -287,7 +311,9 @@ C4_DESIGN = TablePower(
 @claim_rule("C4", Scale.MODEL, design=C4_DESIGN)
 def judge_c4(evidence: Evidence) -> Verdict:
     """C4 (Table 2): :func:`decide_c4` on the Table 1 setups that train GRPO w/o std (the paper trains it at
-    1.5B only); ``not run`` if none does.
+    1.5B only); ``not run`` if none does. Conditions: the start's format below 10 %
+    (:func:`.validity.start_format`), both rewards varying within training groups (:func:`.validity.rewards_vary`),
+    and the parity part only where training raises avg above the start's (:func:`.validity.start_exceeded`).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
@@ -308,6 +334,9 @@ def judge_c4(evidence: Evidence) -> Verdict:
         for setup in gathered.setups:
             start = gathered.cells[(setup, "base", "format")].values
             gathered.conditions.append(validity.start_format("C4", float(start[0]) if len(start) else math.nan, setup))
+        gathered.conditions += _reward_conditions(evidence, "C4", gathered)
+        gathered.conditions += _gains_conditions(evidence, "C4", gathered, (Method.GRPO_NOSTD, Method.GRPO),
+                                                 part="avg − GRPO's")
     verdict = _table_verdict(evidence, "C4", gathered, decide_c4, comparison)
     return _with_behaviour(verdict,
                            _tool_behaviour(evidence, setups, ("base", Method.GRPO, Method.GRPO_NOSTD)))
@@ -334,10 +363,12 @@ C6_DESIGN = TablePower("table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"),
 
 
 # C6 pools its setups: one accuracy part and one Exceed part, their room checked over all setups together.
-@claim_rule("C6", Scale.MODEL, design=C6_DESIGN, conditions=(functools.partial(_room_conditions, pooled=True),))
+@claim_rule("C6", Scale.MODEL, design=C6_DESIGN, conditions=(functools.partial(_room_conditions, pooled=True),
+                                                               _reward_conditions))
 def judge_c6(evidence: Evidence) -> Verdict:
     """C6 (Table 3): :func:`decide_c6` over the mapped setups (:func:`judge_table`; conditions: accuracy off
-    ceiling and floor, some run exceeding, over the setups pooled).
+    ceiling and floor, some run exceeding, over the setups pooled; both rewards varying within training groups
+    per setup, :func:`.validity.rewards_vary`).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
@@ -560,13 +591,14 @@ def judge_c5(evidence: Evidence) -> Verdict:
 
 def c5_conditions(evidence: Evidence, task: str) -> tuple[Condition, ...]:
     """C5's validity conditions (:mod:`.validity`): training signal in the last 40 % of the steps, a cap well
-    above the length limit, and lengths reaching the limit at some step."""
+    above the length limit, lengths reaching the limit at some step, and both rewards varying within groups."""
     methods = (Method.GRPO, Method.GDPO)
     shares, window = validity.signal_shares(evidence.steps, task, methods, validity.C5_WINDOW_START)
     ran = evidence.runs.get(task) or {}
     return (validity.training_signal("C5", shares, window),
             validity.length_cap_room("C5", ran.get("max_completion_length"), ran.get("length_limit")),
-            validity.length_reached("C5", validity.max_lengths(evidence.steps, task, methods), ran.get("length_limit")))
+            validity.length_reached("C5", validity.max_lengths(evidence.steps, task, methods), ran.get("length_limit")),
+            validity.rewards_vary("C5", validity.reward_variation_shares(evidence.steps, task, methods)))
 
 
 def _runs_at_the_cap(evidence: Evidence, task: str) -> str:

@@ -27,6 +27,16 @@ The conditions and their thresholds (each passed by the paper's own setup; ``tes
   included (:mod:`gdpo.tasks.tool_calling.bfcl_score`), so declining must be trained: the training data must
   hold items that expect no call (``decline_share`` > 0, or BFCL's own mix). A policy that always calls tops out
   at the share of call items (175 / 277 = 63.2 % on the suite's held-out split).
+- C3, C4, C5 and C6, every reward varying in training (:data:`MIN_REWARD_VARIATION`): GDPO and GRPO differ only in
+  groups where more than one reward varies (where one alone varies, both normalise the same values), and GRPO
+  w/o std differs from GRPO only in the rewards' scales; a reward constant in almost every group leaves the
+  estimators near one, so a difference cannot come from them. Checked in the median run of each compared method
+  over its steps' first generation rounds (``rewards/<name>/frac_zero_std_groups``, the groups before dynamic
+  sampling refills them). The paper's runs pass it by their starts (base format 4.74 %; base Exceed 35–91 %).
+- C3's avg part and C4's parity part, training that raises BFCL avg (:func:`start_exceeded`): some compared
+  method's mean avg above the start's. The paper's runs all gain (1.5B: 17.88 % → 29–33 %); where training
+  lowers every method's avg below the start's (a policy that calls on every item and loses the items that
+  expect none), the avg compares ways of losing, not the gains the claim is about.
 - Every table claim, collapse leaving something to compare: a collapsed run (:mod:`gdpo.generation.health`) is
   an outcome of its method and counts with its measured scores; only where more than
   :data:`MAX_COLLAPSED_SHARE` of the runs of every compared method collapsed is the comparison ``not tested``.
@@ -36,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -59,6 +70,9 @@ CAP_OVER_LIMIT = 2.0
 ACCURACY_BAND = (5.0, 95.0)
 #: Least Exceed (percent of responses) of some compared run for an Exceed part to be tested.
 MIN_EXCEED = 1.0
+#: Least share of a run's first-round groups (mean over its steps) in which each reward varies, in the median run
+#: of each compared method: one group in ten (2 prompts per step: a varying group every fifth step or more).
+MIN_REWARD_VARIATION = 0.10
 #: Share of a method's runs above which it collapsed "for the most part"; a comparison whose every arm
 #: collapsed for the most part has nothing left to compare.
 MAX_COLLAPSED_SHARE = 0.5
@@ -202,6 +216,36 @@ def declining_trainable(claim_id: str, decline_share: float | None, train_data: 
                      "on the held-out split), so the part needs training items that expect no call", "format", setup)
 
 
+def rewards_vary(claim_id: str, shares: Mapping[str, Mapping[str, Sequence[float]]], setup: str = "") -> Condition:
+    """C3–C6: in the median run of every compared method, each reward varies within a group in at least
+    :data:`MIN_REWARD_VARIATION` of the first-round groups. ``shares``: method → reward → per-run share (0–1)."""
+    medians = {(m, r): float(np.median(v)) for m, per_reward in shares.items() for r, v in per_reward.items() if len(v)}
+    if not medians:
+        return Condition(claim_id, "rewards vary", math.nan, MIN_REWARD_VARIATION, None,
+                         "steps.csv records no reward's share of constant groups "
+                         "(rewards/<name>/frac_zero_std_groups)", setup=setup)
+    least = min(medians.values())
+    shown = "; ".join(f"{m}: " + ", ".join(f"{r} {100 * medians[(m, r)]:.1f} %" for r in per_reward if (m, r) in medians)
+                      for m, per_reward in shares.items())
+    return Condition(claim_id, "rewards vary", least, MIN_REWARD_VARIATION, least >= MIN_REWARD_VARIATION,
+                     f"groups in which each reward varies (median run, first generation rounds): {shown}; the claim "
+                     f"needs every reward varying in at least {100 * MIN_REWARD_VARIATION:g} % (else the compared "
+                     "estimators are near one)", setup=setup)
+
+
+def start_exceeded(claim_id: str, means: Mapping[str, float], start: float, setup: str = "", part: str = "avg",
+                   metric: str = "BFCL avg") -> Condition:
+    """C3's avg part, C4's parity part: some compared method's mean ``metric`` (percent) above the start's."""
+    if math.isnan(start) or not means:
+        return Condition(claim_id, "training gains", math.nan, start, None,
+                         f"no {metric} of the start (base model) to compare with", part=part, setup=setup)
+    best = max(means.values())
+    shown = ", ".join(f"{m} {v:.1f} %" for m, v in means.items())
+    return Condition(claim_id, "training gains", best, start, best > start,
+                     f"{metric}: start {start:.1f} %, {shown}; the part needs some compared method above the start "
+                     "(else it compares ways of losing what the start had)", part=part, setup=setup)
+
+
 def collapse_leaves_comparison(claim_id: str, counts: Mapping[str, tuple[int, int]], setup: str = "") -> Condition:
     """Every table claim: not every compared method collapsed in more than :data:`MAX_COLLAPSED_SHARE` of its runs.
     ``counts``: method → (collapsed runs, runs); the base model's evaluation is no arm (it is not trained)."""
@@ -245,8 +289,8 @@ def gated(parts: Mapping[str, str], conditions: Sequence[Condition]) -> tuple[st
         return NOT_TESTED, {name: NOT_TESTED for name in parts}, ""
     for condition in failed:
         for name in parts:
-            words = name.split()
-            if words and words[-1] == condition.part and (not condition.setup or name.startswith(condition.setup)):
+            if (name == condition.part or name.endswith(" " + condition.part)) and (
+                    not condition.setup or name.startswith(condition.setup)):
                 parts[name] = NOT_TESTED
     tested = [v for v in parts.values() if v != NOT_TESTED]
     if not tested:
@@ -332,6 +376,27 @@ def signal_shares(steps: pd.DataFrame, task: str, methods: Sequence[str], from_f
     test = {"grad_norm": "gradient norm > 0", "frac_reward_zero_std": "some group's rewards differ",
             "advantages/std": "advantage spread > 0"}[column]
     return {m: v for m, v in shares.items() if v}, f"{label} ({test})"
+
+
+#: steps.csv's per-reward column of the share of first-round groups where that reward is constant.
+_CONSTANT_GROUPS = re.compile(r"^rewards/(?P<reward>[^/]+)/frac_zero_std_groups$")
+
+
+def reward_variation_shares(steps: pd.DataFrame | None, task: str, methods: Sequence[str]
+                            ) -> dict[str, dict[str, list[float]]]:
+    """Method → reward → per-run share of first-round groups in which the reward varies (the mean over the run's
+    steps of 1 − ``rewards/<reward>/frac_zero_std_groups``); empty where steps.csv records none."""
+    if steps is None:
+        return {}
+    rows = steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
+    columns = {m["reward"]: c for c in rows.columns if (m := _CONSTANT_GROUPS.match(str(c)))}
+    shares: dict[str, dict[str, list[float]]] = {}
+    for (method, _), run in rows.groupby(["method", "seed"]):
+        for reward, column in columns.items():
+            constant = run[column].dropna()
+            if not constant.empty:
+                shares.setdefault(method, {}).setdefault(reward, []).append(float(1.0 - constant.mean()))
+    return shares
 
 
 def max_lengths(steps: pd.DataFrame, task: str, methods: Sequence[str]) -> dict[str, float]:
