@@ -226,6 +226,28 @@ def test_cpu_evidence_c4s_parity_part_is_gated_by_the_gains_and_c5_c6_by_the_len
         assert "gdpo: correct 10.8 %, length 4.5 %; grpo: correct 8.2 %, length 3.4 %" in spread.text
 
 
+def test_reward_variation_shares_read_each_run_and_reward_from_steps_csv():
+    steps = pd.DataFrame([
+        {"task": "math", "method": m, "seed": seed, "step": step,
+         "rewards/correct/frac_zero_std_groups": 0.5, "rewards/length/frac_zero_std_groups": constant}
+        for m, seed, constants in (("grpo", 0, (1.0, 0.8)), ("grpo", 1, (0.9, float("nan"))),
+                                   ("gdpo", 0, (1.0, 1.0)))
+        for step, constant in enumerate(constants, 1)] + [
+        {"task": "other", "method": "grpo", "seed": 0, "step": 1, "rewards/correct/frac_zero_std_groups": 0.0,
+         "rewards/length/frac_zero_std_groups": 0.0}])
+    shares = validity.reward_variation_shares(steps, "math", ("grpo", "gdpo"))
+    # grpo seed 1's unlogged step is left out, not counted as varying or constant
+    assert shares == {"gdpo": {"correct": [0.5], "length": [0.0]},
+                      "grpo": {"correct": [0.5, 0.5], "length": [pytest.approx(0.1), pytest.approx(0.1)]}}
+    condition = validity.rewards_vary("C6", shares)
+    assert condition.passed is False and condition.measured == 0.0 and "gdpo: correct 50.0 %, length 0.0 %" in condition.text
+    # no per-reward column, or no steps at all: not recorded, so not checked
+    assert validity.reward_variation_shares(steps.drop(columns=["rewards/length/frac_zero_std_groups",
+                                                                 "rewards/correct/frac_zero_std_groups"]),
+                                            "math", ("grpo",)) == {}
+    assert validity.reward_variation_shares(None, "math", ("grpo",)) == {}
+
+
 def test_a_part_condition_gates_a_part_named_with_several_words():
     parts = {"Qwen2.5-1.5B format − base": REPRODUCED, "Qwen2.5-1.5B avg − GRPO's": NOT_REPRODUCED}
     gains = validity.start_exceeded("C4", {"grpo": 5.0}, 20.0, "Qwen2.5-1.5B", part="avg − GRPO's")
