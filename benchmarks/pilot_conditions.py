@@ -7,7 +7,10 @@ criteria a pilot must also meet before a design is registered (`paper_figures/cp
 
 - tool calling: a training signal (some advantage not zero) on at least 80 % of the steps of every run, and
   GRPO's and GDPO's sampled format rising by at least 20 points from the first 10 steps to the last 10;
-- math: the start's held-out accuracy within 20–70 %.
+- math: the start's held-out accuracy within 20–70 %, and each trained arm's mean held-out accuracy at most 5 points
+  below the start's (the paper's regime: both methods keep the base's accuracy, the worst mean over Table 3's
+  benchmarks 1.2 points below it, while Exceed falls; a design where the length limit costs accuracy tests a
+  trade-off the paper's runs are not in).
 
     python benchmarks/pilot_conditions.py results/cpu-evidence-2-pilot
 
@@ -28,6 +31,8 @@ CLAIMS = ("C3", "C4", "C5", "C6")
 MIN_SIGNAL_STEPS = 0.8
 MIN_FORMAT_RISE = 20.0
 START_ACCURACY = (20.0, 70.0)
+#: Largest fall (points) of a trained math arm's mean held-out accuracy below the start's mean.
+MAX_ACCURACY_FALL = 5.0
 #: Where the next condition of a ``validity`` cell starts (its own texts hold "; " too).
 CONDITION_START = re.compile(r"; (?=[^;()]*: (?:passed|failed|not checked) \()")
 
@@ -64,6 +69,14 @@ def pilot_criteria(steps: pd.DataFrame, evals: pd.DataFrame) -> list[tuple[str, 
         low, high = START_ACCURACY
         rows.append(("math", f"start (base, seed {seed}) held-out accuracy {value:.1f} % (needs {low:g}–{high:g} %)",
                      "passed" if low <= value <= high else "failed"))
+    math_acc = evals[(evals["task"] == "math") & (evals["metric"] == "acc")]
+    means = math_acc.groupby(["method", "seed"])["value"].mean().groupby("method").mean()
+    if "base" in means:
+        for method, value in means.drop("base").items():
+            fall = means["base"] - value
+            rows.append(("math", f"{method}: mean held-out accuracy {value:.1f} % against the start's {means['base']:.1f} % "
+                                 f"(needs at most {MAX_ACCURACY_FALL:g} points below it)",
+                         "passed" if fall <= MAX_ACCURACY_FALL else "failed"))
     return rows
 
 
