@@ -9,7 +9,7 @@ criteria a pilot must also meet before a design is registered (`paper_figures/cp
   GRPO's and GDPO's sampled format rising by at least 20 points from the first 10 steps to the last 10;
 - math: the start's held-out accuracy within 20–70 %, and each trained arm's mean held-out accuracy at most 5 points
   below the start's (the paper's regime: both methods keep the base's accuracy, the worst mean over Table 3's
-  benchmarks 1.2 points below it, while Exceed falls; a design where the length limit costs accuracy tests a
+  benchmarks 1.3 points below it, while Exceed falls; a design where the length limit costs accuracy tests a
   trade-off the paper's runs are not in).
 
     python benchmarks/pilot_conditions.py results/cpu-evidence-2-pilot
