@@ -219,6 +219,13 @@ def check_anchored(run_dir: str | Path) -> str | None:
     holds. Returns the anchoring commit, or None where there is none to check against (``run_dir`` is outside a
     git work tree, git is not installed, or the manifest is not committed yet: a run just saved).
 
+    A path can hold a new run only where the run it held before is kept: a pilot design dropped for a new one
+    moves its runs aside (``git mv`` to a ``dropped/`` folder) and saves the new design's runs at the same paths.
+    So where the manifest was added more than once, a later addition becomes the anchor only if the manifest the
+    previous anchor added is still in the work tree elsewhere, byte for byte (that copy is itself a run checked
+    against its own anchor). A run removed and added again edited, the old one kept nowhere, is still checked
+    against the first addition, and refused.
+
     Raises:
         DigestMismatch: a file differs from the anchoring commit, or is absent from it (naming both).
     """
@@ -230,7 +237,7 @@ def check_anchored(run_dir: str | Path) -> str | None:
     added = found.stdout.decode().split() if found.returncode == 0 else []
     if not added:
         return None
-    anchor = added[-1]  # the earliest commit that added it (a manifest removed and re-added is a later one)
+    anchor = _anchor(run_dir, added[::-1])
     # the data files first: an edited number is named before the manifest rewritten to cover it
     for path in sorted((p for p in run_dir.iterdir() if p.is_file()), key=lambda p: (p.name == MANIFEST, p.name)):
         committed_bytes = _git(run_dir, "show", f"{anchor}:./{path.name}")
@@ -238,11 +245,43 @@ def check_anchored(run_dir: str | Path) -> str | None:
             raise DigestMismatch(f"{path} is not in commit {anchor[:12]}, which added {run_dir / MANIFEST}: it was "
                                  f"added after the run was committed. {_TAMPERED_FIX}")
         if committed_bytes.stdout != path.read_bytes():
+            superseded = (f" The manifest was added again later ({', '.join(c[:12] for c in added[:-1])}), but the run "
+                          f"it replaced is kept nowhere else in the work tree: a run replaced by a new one is moved "
+                          f"aside (git mv to a dropped/ folder), never overwritten." if anchor != added[0] else "")
             raise DigestMismatch(f"{path} differs from the file commit {anchor[:12]} added with {run_dir / MANIFEST}"
                                  f" (sha256 then {hashlib.sha256(committed_bytes.stdout).hexdigest()}, now "
                                  f"{file_sha256(path)}): committed evidence was edited after the run was "
-                                 f"committed, its digests with it or not. {_TAMPERED_FIX}")
+                                 f"committed, its digests with it or not.{superseded} {_TAMPERED_FIX}")
     return anchor
+
+
+def _anchor(run_dir: Path, additions: list[str]) -> str:
+    """The commit ``run_dir``'s files are checked against, from the commits that added its manifest, oldest first:
+    the first, replaced by each later one while the manifest its predecessor added is kept elsewhere in the work
+    tree (:func:`check_anchored`)."""
+    anchor = additions[0]
+    for later in additions[1:]:
+        previous = _git(run_dir, "show", f"{anchor}:./{MANIFEST}")
+        if previous.returncode != 0 or not _kept_elsewhere(run_dir, previous.stdout):
+            break
+        anchor = later
+    return anchor
+
+
+def _kept_elsewhere(run_dir: Path, manifest_bytes: bytes) -> bool:
+    """Whether a tracked :data:`MANIFEST` other than ``run_dir``'s holds exactly ``manifest_bytes`` in the work tree."""
+    top = _git(run_dir, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        return False
+    root = Path(top.stdout.decode().strip())
+    listed = _git(root, "ls-files", "-z", "--", f"*{MANIFEST}")
+    own = (run_dir / MANIFEST).resolve()
+    for name in listed.stdout.decode().split("\0"):
+        path = root / name
+        if name and path.name == MANIFEST and path.resolve() != own and path.is_file() \
+                and path.read_bytes() == manifest_bytes:
+            return True
+    return False
 
 
 def run_key_dir(root: str | Path, task: str, method: str, seed: int) -> Path:

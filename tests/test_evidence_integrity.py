@@ -164,6 +164,30 @@ def test_an_eval_and_its_digest_edited_together_are_refused_against_the_commit_t
     assert check_anchored(tmp_path / "out") is None  # outside the history: nothing to anchor to
 
 
+def test_a_run_moved_aside_lets_a_new_run_take_its_path_and_a_run_removed_then_added_edited_is_refused(tmp_path):
+    """A pilot design dropped for a new one: its runs move to dropped/ and the new design's runs are saved at the
+    same paths. The new run is checked against the commit that added it, the moved one against its own. The attack
+    beside it: remove a run and add it again edited, the original kept nowhere; it is checked against the first
+    addition, and refused, naming why."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    dest = run_key_dir(tmp_path / "evidence", "math", "grpo", 0)
+    save_evidence(finished_run(tmp_path / "results/math/grpo/seed0", steps=500), dest)
+    first = _commit_all(tmp_path)
+    dropped = tmp_path / "dropped/math/grpo/seed0"
+    dropped.parent.mkdir(parents=True)
+    subprocess.run(["git", "mv", str(dest), str(dropped)], cwd=tmp_path, check=True)
+    moved = _commit_all(tmp_path, "the old design aside")
+    save_evidence(finished_run(tmp_path / "results2/math/grpo/seed0", steps=400), dest)
+    second = _commit_all(tmp_path, "the new design's run")
+    assert check_anchored(dest) == second
+    assert check_anchored(dropped) in (first, moved)  # added at its new path by the move
+    # the same replacement, the old run kept nowhere: checked against the first addition
+    subprocess.run(["git", "rm", "-rq", str(dropped)], cwd=tmp_path, check=True)
+    _commit_all(tmp_path, "the old run erased")
+    with pytest.raises(DigestMismatch, match=rf"commit {first[:12]} added .* kept nowhere else in the work tree"):
+        check_anchored(dest)
+
+
 @pytest.mark.skipif(not (REPO / ".git").exists(), reason="a copy of the repository without its history")
 def test_every_committed_run_of_the_repository_is_what_the_commit_that_added_it_holds():
     runs = sorted(path.parent for path in (REPO / "paper_figures").rglob(MANIFEST))
