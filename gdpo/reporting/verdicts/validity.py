@@ -32,9 +32,13 @@ The conditions and their thresholds (each passed by the paper's own setup where 
   groups where more than one reward varies (where one alone varies, both normalise the same values), and GRPO
   w/o std differs from GRPO only in the rewards' scales; a reward constant in almost every group leaves the
   estimators near one, so a difference cannot come from them. Checked in the median run of each compared method
-  over its steps' first generation rounds (``rewards/<name>/frac_zero_std_groups``, the groups before dynamic
-  sampling refills them). The paper reports no per-group spread, so this one is not checked on its numbers;
-  its starts leave room for both rewards (base format 4.74 %; base Exceed 35–91 %).
+  over the first generation rounds (``rewards/<name>/frac_zero_std_groups``, the groups before dynamic sampling
+  refills them) of its early steps (:data:`EARLY_STEPS_SHARE`, at least :data:`EARLY_MIN_STEPS`): the room the
+  start leaves, before either method has learned anything. A condition must not depend on the outcome it
+  guards: a method that learns a reward fully stops varying it, so a share over the whole run would count a
+  method's success against the design (and would rank the methods, not the design). A reward the start leaves
+  no room for varies in none of the early groups. The paper reports no per-group spread, so this one is not
+  checked on its numbers; its starts leave room for both rewards (base format 4.74 %; base Exceed 35–91 %).
 - C3's avg part and C4's parity part, training that raises BFCL avg (:func:`start_exceeded`): some compared
   method's mean avg above the start's. The paper's runs all gain (1.5B: 17.88 % → 29–33 %); where training
   lowers every method's avg below the start's (a policy that calls on every item and loses the items that
@@ -72,9 +76,13 @@ CAP_OVER_LIMIT = 2.0
 ACCURACY_BAND = (5.0, 95.0)
 #: Least Exceed (percent of responses) of some compared run for an Exceed part to be tested.
 MIN_EXCEED = 1.0
-#: Least share of a run's first-round groups (mean over its steps) in which each reward varies, in the median run
-#: of each compared method: one group in ten (2 prompts per step: a varying group every fifth step or more).
+#: Least share of a run's first-round groups (mean over its early steps) in which each reward varies, in the median
+#: run of each compared method: one group in ten (2 prompts per step: a varying group every fifth step or more).
 MIN_REWARD_VARIATION = 0.10
+#: The early steps over which a run's reward variation is read: this share of its logged steps (the start's room,
+#: before a method has learned a reward), and at least EARLY_MIN_STEPS of them (20 groups at 2 prompts per step).
+EARLY_STEPS_SHARE = 0.10
+EARLY_MIN_STEPS = 10
 #: Share of a method's runs above which it collapsed "for the most part"; a comparison whose every arm
 #: collapsed for the most part has nothing left to compare.
 MAX_COLLAPSED_SHARE = 0.5
@@ -220,7 +228,8 @@ def declining_trainable(claim_id: str, decline_share: float | None, train_data: 
 
 def rewards_vary(claim_id: str, shares: Mapping[str, Mapping[str, Sequence[float]]], setup: str = "") -> Condition:
     """C3–C6: in the median run of every compared method, each reward varies within a group in at least
-    :data:`MIN_REWARD_VARIATION` of the first-round groups. ``shares``: method → reward → per-run share (0–1)."""
+    :data:`MIN_REWARD_VARIATION` of the first-round groups of its early steps. ``shares``: method → reward →
+    per-run share (0–1), :func:`reward_variation_shares`."""
     medians = {(m, r): float(np.median(v)) for m, per_reward in shares.items() for r, v in per_reward.items() if len(v)}
     if not medians:
         return Condition(claim_id, "rewards vary", math.nan, MIN_REWARD_VARIATION, None,
@@ -231,9 +240,10 @@ def rewards_vary(claim_id: str, shares: Mapping[str, Mapping[str, Sequence[float
                                            for r in per_reward if (m, r) in medians)
                       for m, per_reward in shares.items())
     return Condition(claim_id, "rewards vary", least, MIN_REWARD_VARIATION, least >= MIN_REWARD_VARIATION,
-                     f"groups in which each reward varies (median run, first generation rounds): {shown}; the claim "
-                     f"needs every reward varying in at least {100 * MIN_REWARD_VARIATION:g} % (else the compared "
-                     "estimators are near one)", setup=setup)
+                     f"groups in which each reward varies (median run, first generation rounds of the first "
+                     f"{100 * EARLY_STEPS_SHARE:g} % of steps, at least {EARLY_MIN_STEPS}): {shown}; the claim needs "
+                     f"every reward varying in at least {100 * MIN_REWARD_VARIATION:g} % (else the start leaves the "
+                     "compared estimators near one)", setup=setup)
 
 
 def start_exceeded(claim_id: str, means: Mapping[str, float], start: float, setup: str = "", part: str = "avg",
@@ -387,16 +397,18 @@ _CONSTANT_GROUPS = re.compile(r"^rewards/(?P<reward>[^/]+)/frac_zero_std_groups$
 
 def reward_variation_shares(steps: pd.DataFrame | None, task: str, methods: Sequence[str]
                             ) -> dict[str, dict[str, list[float]]]:
-    """Method → reward → per-run share of first-round groups in which the reward varies (the mean over the run's
-    steps of 1 − ``rewards/<reward>/frac_zero_std_groups``); empty where steps.csv records none."""
+    """Method → reward → per-run share of first-round groups in which the reward varies: the mean of
+    1 − ``rewards/<reward>/frac_zero_std_groups`` over the run's early steps (those up to :data:`EARLY_STEPS_SHARE`
+    of its last logged step, rounded up, and at least :data:`EARLY_MIN_STEPS`); empty where steps.csv records none."""
     if steps is None:
         return {}
     rows = steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
     columns = {m["reward"]: c for c in rows.columns if (m := _CONSTANT_GROUPS.match(str(c)))}
     shares: dict[str, dict[str, list[float]]] = {}
     for (method, _), run in rows.groupby(["method", "seed"]):
+        early = run[run["step"] <= max(EARLY_MIN_STEPS, math.ceil(EARLY_STEPS_SHARE * run["step"].max()))]
         for reward, column in columns.items():
-            constant = run[column].dropna()
+            constant = early[column].dropna()
             if not constant.empty:
                 shares.setdefault(method, {}).setdefault(reward, []).append(float(1.0 - constant.mean()))
     return shares
