@@ -216,3 +216,18 @@ def test_a_config_with_a_wrong_value_stops_at_planning_naming_the_task():
     config["tasks"]["tool_calling"]["warmup"] = {**config["tasks"]["tool_calling"]["warmup"], "max_steps": 0}
     with pytest.raises(ValueError, match=r"warm-up of task 'tool_calling': max_steps 0 must be"):
         resolve_warmup_settings(config, "tool_calling")
+
+
+def test_the_rl_training_mix_is_not_an_evaluation_setting():
+    """decline_share chooses the RL training's items; no evaluation reads it. A change to it leaves every
+    evaluation's settings (the untrained start's included) as they were, so its committed evaluation still
+    restores, and the warm-up's too."""
+    config = planned_configs()["cpu-evidence-2:default"]
+    changed = {**config, "tasks": {**config["tasks"],
+                                   "tool_calling": {**config["tasks"]["tool_calling"], "decline_share": 0.37}}}
+    for method in (BASE_METHOD, "gdpo"):
+        before = resolve_eval_settings(config, "tool_calling", method, 0)
+        assert "decline_share" not in before.options
+        assert resolve_eval_settings(changed, "tool_calling", method, 0).to_json() == before.to_json()
+    assert (resolve_warmup_settings(changed, "tool_calling").to_json()
+            == resolve_warmup_settings(config, "tool_calling").to_json())

@@ -12,6 +12,7 @@ from gdpo.plan.models import check_model_spec
 from gdpo.plan.settings import JobSettings, check_data_options, check_method_options, copied_mapping
 from gdpo.plan.task_config import task_method_variants, task_spec
 from gdpo.plan.values import finite_number, whole_number
+from gdpo.plan.warmup_settings import RL_ONLY_OPTIONS
 from gdpo.tasks import DATA_OPTION_KEYS, family_spec
 
 
@@ -132,7 +133,9 @@ def resolve_eval_settings(config: dict, task: str, method: str, seed: int) -> Ev
         model=spec["model"],
         method=variant.method if variant else method,
         seed=seed,
-        options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec},
+        # The RL training's item mix (decline_share) is not read by an evaluation: a change to it must not send
+        # the untrained start back to be evaluated again, nor refuse its committed evaluation.
+        options={k: spec[k] for k in DATA_OPTION_KEYS if k in spec and k not in RL_ONLY_OPTIONS},
         fast_generation=bool(spec.get("fast_generation", config.get("fast_generation", False))),
         **evaluation,
         method_options=(variant.options or None) if variant else None,
