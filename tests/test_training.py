@@ -379,7 +379,7 @@ def test_same_seed_twice_gives_identical_metrics_and_another_seed_does_not(tiny_
                 "advantages/distinct_in_batch", "advantages/mean", "advantages/std", "completions/mean_length",
                 "completions/max_length", "completions/clipped_ratio", "entropy", "clip_ratio/region_mean",
                 "grad_norm", "loss", "learning_rate", "seconds_per_step", "generation/tokens_per_second",
-                "rewards/format/frac_none", "rewards/length/frac_zero_std_groups"):
+                "rewards/format/frac_none", "rewards/length/frac_zero_std_groups", "rewards/frac_groups_several_vary"):
         assert key in record and not math.isnan(record[key]), key
     env = json.loads((tmp_path / "a" / "env.json").read_text())
     assert env["packages"]["trl"] and env["device"] == "cpu"
@@ -425,3 +425,30 @@ def test_cpu_record_names_the_model_the_kernel_flags_and_torch_dispatch():
     assert record["torch_capability"] == torch.backends.cpu.get_cpu_capability()
     assert cpu_record("")["kernel_flags"] == []
     assert environment_record()["cpu"]["torch_capability"]
+
+
+def test_the_share_of_groups_where_several_rewards_vary_counts_only_groups_where_two_or_more_do():
+    """Three groups of G = 2 with rewards (correct, length): both vary; only correct varies; neither. The share
+    where several vary is 1/3 (the groups where GDPO's advantages differ from GRPO's); each reward's constant
+    share is logged beside it. A one-reward run logs no such share."""
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    import torch
+
+    from gdpo.training.trainer import RegistryGRPOTrainer
+
+    rewards = torch.tensor([[1.0, 0.0], [0.0, 1.0],  # both vary
+                            [1.0, 1.0], [0.0, 1.0],  # correct alone
+                            [1.0, 1.0], [1.0, 1.0]])  # neither
+    fake = SimpleNamespace(_metrics={"train": defaultdict(list)}, reward_weights=torch.ones(2),
+                           reward_func_names=["correct", "length"])
+    RegistryGRPOTrainer._log_reward_spread(fake, rewards, 2, "train")
+    logged = fake._metrics["train"]
+    assert logged["rewards/frac_groups_several_vary"] == [pytest.approx(1 / 3)]
+    assert logged["rewards/correct/frac_zero_std_groups"] == [pytest.approx(1 / 3)]
+    assert logged["rewards/length/frac_zero_std_groups"] == [pytest.approx(2 / 3)]
+    single = SimpleNamespace(_metrics={"train": defaultdict(list)}, reward_weights=torch.ones(1),
+                             reward_func_names=["correct"])
+    RegistryGRPOTrainer._log_reward_spread(single, rewards[:, :1], 2, "train")
+    assert "rewards/frac_groups_several_vary" not in single._metrics["train"]

@@ -472,14 +472,22 @@ class RegistryGRPOTrainer(GRPOTrainer):
         return settings.resolved_metric(self._normalises_each_reward(num_rewards))
 
     def _log_reward_spread(self, rewards: torch.Tensor, num_generations: int, mode: str) -> None:
-        """Per reward, the share of groups where it is constant (or missing) and the share of missing values."""
+        """Per reward, the share of groups where it is constant (or missing) and the share of missing values; with
+        more than one reward, the share of groups where at least two vary (``rewards/frac_groups_several_vary``):
+        the only groups where GDPO's advantages differ from GRPO's other than by a scale, since where one reward
+        alone varies, normalising it or the sum gives the same values."""
         metrics = self._metrics[mode]
         weights = self.reward_weights.to(rewards.device)
+        varying = []
         for k, name in enumerate(self.reward_func_names):
             # constant (or with fewer than two values) in a group: the filter's test on this reward alone
             silent = ~groups_with_signal(rewards, weights, num_generations, name, self.reward_func_names)
+            varying.append(~silent)
             metrics[f"rewards/{name}/frac_zero_std_groups"].append(silent.float().mean().item())
             metrics[f"rewards/{name}/frac_none"].append(torch.isnan(rewards[:, k]).float().mean().item())
+        if len(varying) > 1:
+            several = torch.stack(varying).sum(dim=0) >= 2
+            metrics["rewards/frac_groups_several_vary"].append(several.float().mean().item())
 
     @contextlib.contextmanager
     def _logged_as_first_round_only(self, mode: str):
