@@ -50,13 +50,10 @@ def test_not_tested_is_a_verdict_that_decides_nothing_and_the_ledger_explains_it
     (validity.declining_trainable("C3", 0.2, "bfcl_v3_split"), True),
     (validity.declining_trainable("C3", None, "bfcl_v3_split"), True),
     # the math pilot trained on three- and four-term sums: length varied in 1-3 % of groups
-    (validity.rewards_vary("C6", {"gdpo": {"correct": [0.25], "length": [0.027]},
-                                  "grpo": {"correct": [0.25], "length": [0.017]}}), False),
-    # the median run decides: one run of three varying is not enough
-    (validity.rewards_vary("C3", {"gdpo": {"correct": [0.6, 0.6, 0.6], "format": [0.3, 0.05, 0.02]},
-                                  "grpo": {"correct": [0.6], "format": [0.4]}}), False),
-    (validity.rewards_vary("C3", {"gdpo": {"correct": [0.6, 0.7], "format": [0.29, 0.1]},
-                                  "grpo": {"correct": [0.6], "format": [0.44]}}), True),
+    (validity.rewards_vary("C6", {"correct": 0.25, "length": 0.022}, ("grpo", "gdpo")), False),
+    (validity.rewards_vary("C3", {"correct": 0.6, "format": 0.1}, ("grpo", "gdpo")), True),
+    (validity.estimators_differ("C6", 0.05, ("grpo", "gdpo")), False),
+    (validity.estimators_differ("C3", 0.1, ("grpo", "gdpo")), True),
     (validity.start_exceeded("C3", {"gdpo": 6.1, "grpo": 5.7}, 20.5), False),
     (validity.start_exceeded("C3", {"gdpo": 6.1, "grpo": 5.7}, 6.1), False),
     (validity.start_exceeded("C3", {"gdpo": 21.0, "grpo": 5.7}, 20.5), True),
@@ -71,7 +68,8 @@ def test_each_condition_trips_and_passes(condition, passed):
 def test_a_value_the_evidence_does_not_record_is_not_checked_and_never_fails():
     for condition in (validity.start_format("C4", float("nan")), validity.length_cap_room("C5", None, 64),
                       validity.length_reached("C5", {}, 64), validity.training_signal("C5", {}, "the window"),
-                      validity.declining_trainable("C3", None, "toolrl"), validity.rewards_vary("C6", {}),
+                      validity.declining_trainable("C3", None, "toolrl"), validity.rewards_vary("C6", {}, ("gdpo",)),
+                      validity.estimators_differ("C6", None, ("gdpo",)),
                       validity.start_exceeded("C4", {"grpo": 30.0}, float("nan"))):
         assert condition.passed is None and condition.status == validity.NOT_CHECKED
     assert validity.gated({"acc": REPRODUCED}, [validity.start_format("C4", float("nan"))])[0] == REPRODUCED
@@ -215,73 +213,100 @@ def test_cpu_evidence_c3_is_not_tested_declining_never_trained_and_avg_below_the
     assert verdict.verdict == NOT_TESTED
 
 
-def test_cpu_evidence_c4s_parity_part_is_gated_by_the_gains_and_c5_c6_by_what_training_did_not_the_starts_room(
-        cpu_evidence):
+def test_cpu_evidence_c4s_parity_part_is_gated_by_the_gains_and_c5_c6_by_the_length_rewards_spread(cpu_evidence):
     c4 = model.judge_c4(cpu_evidence)
     gains = _condition(c4, "training gains")
     assert gains.passed is False and gains.part == "avg − GRPO's"
     assert c4.parts.endswith("avg − GRPO's: not tested")
-    # The first experiment's math start left room for both rewards (its first 50 steps: the length reward varied in
-    # 33–42 % of groups; over all 500 steps 3.4–4.5 %, as its runs lost their signal and collapsed). What made C5
-    # and C6 untestable is caught by the conditions on what training did: the signal gone, the runs collapsed,
-    # Exceed at its floor.
-    c5, c6 = model.judge_c5(cpu_evidence), model.judge_c6(cpu_evidence)
-    for verdict in (c5, c6):
+    for verdict in (model.judge_c5(cpu_evidence), model.judge_c6(cpu_evidence)):
         spread = _condition(verdict, "rewards vary")
-        assert spread.passed and spread.measured == pytest.approx(0.33, abs=0.001)
-        assert "gdpo: correct 57.5 %, length 41.5 %; grpo: correct 56.5 %, length 33.0 %" in spread.text
+        # pooled over every step of the 12 runs: the length reward varied in 3.8 % of the groups
+        assert spread.passed is False and spread.measured == pytest.approx(0.038, abs=0.001)
+        assert "pooled): correct " in spread.text
+        assert ", length 3.8 %; the claim needs" in spread.text
+        # the first experiment did not log the groups where both rewards vary: not checked, never failed
+        assert _condition(verdict, "estimators differ").status == validity.NOT_CHECKED
         assert verdict.verdict == NOT_TESTED
-    assert _condition(c5, "training signal").passed is False
-    assert _condition(c6, "collapse leaves a comparison").passed is False
-    assert _condition(c6, "some run exceeds").passed is False
 
 
-def test_reward_variation_is_read_over_the_early_steps_so_a_method_that_learns_a_reward_is_not_counted_against_the_design():
-    """A run of 150 steps whose length reward varies in half the groups for its first 15 steps (the start's room)
-    and never after (the method learned it): the design passes. Over the whole run it would read 5 %, and fail
-    because the method succeeded. A start with no room (constant in the first 15 steps) fails, however much the
-    reward varies later: the early window is what the start gives both methods."""
-    def run(method, seed, early_constant, late_constant, steps=150):
-        return [{"task": "math", "method": method, "seed": seed, "step": step,
-                 "rewards/correct/frac_zero_std_groups": 0.5,
-                 "rewards/length/frac_zero_std_groups": early_constant if step <= 15 else late_constant}
-                for step in range(1, steps + 1)]
-    learned = pd.DataFrame(run("grpo", 0, 0.5, 1.0) + run("gdpo", 0, 0.5, 1.0))
+def _math_steps(runs: dict, steps: int = 150) -> pd.DataFrame:
+    """steps.csv rows of math runs: (method, seed) → step → (correct constant, length constant, several vary)."""
+    return pd.DataFrame([
+        {"task": "math", "method": method, "seed": seed, "step": step,
+         "rewards/correct/frac_zero_std_groups": values(step)[0], "rewards/length/frac_zero_std_groups": values(step)[1],
+         "rewards/frac_groups_several_vary": values(step)[2]}
+        for (method, seed), values in runs.items() for step in range(1, steps + 1)])
+
+
+def test_reward_variation_is_pooled_over_the_compared_runs_so_it_judges_the_design_not_a_method():
+    """GDPO learns the length reward by step 15 and stops varying it; GRPO keeps it varying in 30 % of its groups.
+    Read per method the design would fail for GDPO's success; pooled it passes, the same for both. A design whose
+    length reward varies in no run fails, whoever learned what."""
+    learned = _math_steps({("gdpo", 0): lambda step: (0.5, 0.5 if step <= 15 else 1.0, 0.3 if step <= 15 else 0.0),
+                           ("grpo", 0): lambda step: (0.5, 0.7, 0.2)})
     shares = validity.reward_variation_shares(learned, "math", ("grpo", "gdpo"))
-    assert shares["gdpo"]["length"] == [pytest.approx(0.5)]
-    assert validity.rewards_vary("C6", shares).passed
-    no_room = pd.DataFrame(run("grpo", 0, 1.0, 0.0) + run("gdpo", 0, 1.0, 0.5))
-    condition = validity.rewards_vary("C6", validity.reward_variation_shares(no_room, "math", ("grpo", "gdpo")))
-    assert condition.passed is False and condition.measured == 0.0
-    assert "first 10 % of steps, at least 10" in condition.text
-    # a short run is read over its first EARLY_MIN_STEPS steps: step 11 is outside, step 10 inside
-    short = pd.DataFrame(run("grpo", 0, 1.0, 1.0, steps=12))
-    short.loc[short["step"] == 11, "rewards/length/frac_zero_std_groups"] = 0.0
-    assert validity.reward_variation_shares(short, "math", ("grpo",))["grpo"]["length"] == [0.0]
-    short.loc[short["step"] == 10, "rewards/length/frac_zero_std_groups"] = 0.0
-    assert validity.reward_variation_shares(short, "math", ("grpo",))["grpo"]["length"] == [pytest.approx(0.1)]
+    assert shares == {"correct": pytest.approx(0.5), "length": pytest.approx((0.05 + 0.3) / 2)}
+    assert validity.rewards_vary("C6", shares, ("grpo", "gdpo")).passed
+    silent = _math_steps({(m, 0): lambda step: (0.5, 1.0, 0.0) for m in ("grpo", "gdpo")})
+    assert validity.rewards_vary("C6", validity.reward_variation_shares(silent, "math", ("grpo", "gdpo")),
+                                 ("grpo", "gdpo")).passed is False
 
 
-def test_reward_variation_shares_read_each_run_and_reward_from_steps_csv():
+def test_a_length_reward_both_methods_learn_early_leaves_c6_untested_by_its_accuracy_alone():
+    """The review's case: the length reward varies in 40 % of groups for 15 steps, then never (both methods learned
+    it), and Exceed sits at 0 %. Each reward varied somewhere, but the estimators coincided for 90 % of training:
+    'estimators differ' fails (4 % of groups), so C6 is not decided on the accuracy that one shared estimator
+    trained."""
+    early = _math_steps({(m, seed): lambda step: (0.5, 0.6 if step <= 15 else 1.0, 0.4 if step <= 15 else 0.0)
+                         for m in ("grpo", "gdpo") for seed in (0, 1, 2)})
+    share = validity.several_varying_share(early, "math", ("grpo", "gdpo"))
+    assert share == pytest.approx(0.04)
+    assert validity.estimators_differ("C6", share, ("grpo", "gdpo")).passed is False
+    evals = pd.DataFrame([{"task": "math", "method": m, "seed": seed, "benchmark": "reasoning_gym", "metric": metric,
+                           "value": value, "n_items": 384, "n_samples": 4}
+                          for m in ("grpo", "gdpo") for seed in (0, 1, 2)
+                          for metric, value in (("acc", 40.0 + (2.0 if m == "gdpo" else 0.0) + seed), ("exceed", 0.0))])
+    evidence = Evidence(evals, early, {"tables": {"table3": {"R1-1.5B": "math"}}}, "cpu-evidence-2")
+    verdict = model.judge_c6(evidence)
+    assert _condition(verdict, "estimators differ").passed is False
+    assert verdict.verdict == NOT_TESTED
+    # the same runs with both rewards varying together in a fifth of the groups throughout: tested
+    lasting = _math_steps({(m, seed): lambda step: (0.5, 0.6, 0.2) for m in ("grpo", "gdpo") for seed in (0, 1, 2)})
+    decided = model.judge_c6(Evidence(evals, lasting, {"tables": {"table3": {"R1-1.5B": "math"}}}, "cpu-evidence-2"))
+    assert decided.parts == "acc: reproduced; exceed: not tested"
+
+
+def test_each_reward_varying_but_never_together_fails_the_estimators_condition():
+    """Correctness varies in half the groups and length in the other half: each reward passes 'rewards vary', but
+    no group has both, so GDPO and GRPO give the same advantages everywhere."""
+    apart = _math_steps({(m, 0): lambda step: (0.5, 0.5, 0.0) for m in ("grpo", "gdpo")})
+    assert validity.rewards_vary("C6", validity.reward_variation_shares(apart, "math", ("grpo", "gdpo")),
+                                 ("grpo", "gdpo")).passed
+    assert validity.estimators_differ("C6", validity.several_varying_share(apart, "math", ("grpo", "gdpo")),
+                                      ("grpo", "gdpo")).passed is False
+
+
+def test_reward_variation_shares_read_each_reward_from_steps_csv_and_leave_other_tasks_and_methods_out():
     steps = pd.DataFrame([
         {"task": "math", "method": m, "seed": seed, "step": step,
          "rewards/correct/frac_zero_std_groups": 0.5, "rewards/length/frac_zero_std_groups": constant}
         for m, seed, constants in (("grpo", 0, (1.0, 0.8)), ("grpo", 1, (0.9, float("nan"))),
-                                   ("gdpo", 0, (1.0, 1.0)))
+                                   ("gdpo", 0, (1.0, 1.0)), ("grpo_nostd", 0, (0.0, 0.0)))
         for step, constant in enumerate(constants, 1)] + [
         {"task": "other", "method": "grpo", "seed": 0, "step": 1, "rewards/correct/frac_zero_std_groups": 0.0,
          "rewards/length/frac_zero_std_groups": 0.0}])
     shares = validity.reward_variation_shares(steps, "math", ("grpo", "gdpo"))
-    # grpo seed 1's unlogged step is left out, not counted as varying or constant
-    assert shares == {"gdpo": {"correct": [0.5], "length": [0.0]},
-                      "grpo": {"correct": [0.5, 0.5], "length": [pytest.approx(0.1), pytest.approx(0.1)]}}
-    condition = validity.rewards_vary("C6", shares)
-    assert condition.passed is False and condition.measured == 0.0 and "gdpo: correct 50.0 %, length 0.0 %" in condition.text
+    # grpo seed 1's unlogged step is left out, not counted as varying or constant; grpo_nostd and "other" too
+    assert shares == {"correct": pytest.approx(0.5), "length": pytest.approx(1 - (1.0 + 0.8 + 0.9 + 1.0 + 1.0) / 5)}
+    condition = validity.rewards_vary("C6", shares, ("grpo", "gdpo"))
+    assert condition.passed is False and "correct 50.0 %, length 6.0 %" in condition.text
     # no per-reward column, or no steps at all: not recorded, so not checked
     assert validity.reward_variation_shares(steps.drop(columns=["rewards/length/frac_zero_std_groups",
                                                                  "rewards/correct/frac_zero_std_groups"]),
                                             "math", ("grpo",)) == {}
     assert validity.reward_variation_shares(None, "math", ("grpo",)) == {}
+    assert validity.several_varying_share(steps, "math", ("grpo",)) is None
+    assert validity.several_varying_share(None, "math", ("grpo",)) is None
 
 
 def test_a_part_condition_gates_a_part_named_with_several_words():

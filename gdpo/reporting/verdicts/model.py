@@ -232,10 +232,20 @@ def _declining_conditions(evidence: Evidence, claim_id: str, gathered: Gathered)
 
 
 def _reward_conditions(evidence: Evidence, claim_id: str, gathered: Gathered) -> list[Condition]:
-    """Every reward varying within training groups in the compared methods' runs, per setup
+    """Every reward varying within training groups in the compared methods' runs, pooled, per setup
     (:func:`.validity.rewards_vary`)."""
     methods = [m for m in design_of(claim_id).methods if m != BASE]
-    return [validity.rewards_vary(claim_id, validity.reward_variation_shares(evidence.steps, task, methods), setup)
+    return [validity.rewards_vary(claim_id, validity.reward_variation_shares(evidence.steps, task, methods), methods,
+                                  setup)
+            for setup, task in gathered.setups.items()]
+
+
+def _estimator_conditions(evidence: Evidence, claim_id: str, gathered: Gathered) -> list[Condition]:
+    """GDPO's and GRPO's advantages differing: two or more rewards varying together in the compared methods'
+    training groups, pooled, per setup (:func:`.validity.estimators_differ`)."""
+    methods = [m for m in design_of(claim_id).methods if m != BASE]
+    return [validity.estimators_differ(claim_id, validity.several_varying_share(evidence.steps, task, methods),
+                                       methods, setup)
             for setup, task in gathered.setups.items()]
 
 
@@ -259,12 +269,13 @@ C3_DESIGN = TablePower("table1", (Method.GDPO, Method.GRPO), ("avg", "format"),
 
 
 @claim_rule("C3", Scale.MODEL, design=C3_DESIGN, conditions=(
-    _declining_conditions, _reward_conditions,
+    _declining_conditions, _reward_conditions, _estimator_conditions,
     functools.partial(_gains_conditions, methods=(Method.GDPO, Method.GRPO), part="avg")))
 def judge_c3(evidence: Evidence) -> Verdict:
     """C3 (Table 1): :func:`decide_c3` on every mapped setup (:func:`judge_table`; conditions: declining is
-    trained, :func:`.validity.declining_trainable`; both rewards vary, :func:`.validity.rewards_vary`; the avg
-    part where training raises avg above the start's, :func:`.validity.start_exceeded`).
+    trained, :func:`.validity.declining_trainable`; both rewards vary, :func:`.validity.rewards_vary`, and vary
+    together, :func:`.validity.estimators_differ`; the avg part where training raises avg above the start's,
+    :func:`.validity.start_exceeded`).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
@@ -364,11 +375,11 @@ C6_DESIGN = TablePower("table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"),
 
 # C6 pools its setups: one accuracy part and one Exceed part, their room checked over all setups together.
 @claim_rule("C6", Scale.MODEL, design=C6_DESIGN, conditions=(functools.partial(_room_conditions, pooled=True),
-                                                               _reward_conditions))
+                                                               _reward_conditions, _estimator_conditions))
 def judge_c6(evidence: Evidence) -> Verdict:
     """C6 (Table 3): :func:`decide_c6` over the mapped setups (:func:`judge_table`; conditions: accuracy off
-    ceiling and floor, some run exceeding, over the setups pooled; both rewards varying within training groups
-    per setup, :func:`.validity.rewards_vary`).
+    ceiling and floor, some run exceeding, over the setups pooled; both rewards varying within training groups,
+    and together, per setup, :func:`.validity.rewards_vary` and :func:`.validity.estimators_differ`).
 
     Calibration: ``gdpo calibrate`` prints this rule's false ``reproduced`` under no difference, false
     refutation under the paper's effect and power at every shipped design (``tests/test_calibration.py``
@@ -591,14 +602,16 @@ def judge_c5(evidence: Evidence) -> Verdict:
 
 def c5_conditions(evidence: Evidence, task: str) -> tuple[Condition, ...]:
     """C5's validity conditions (:mod:`.validity`): training signal in the last 40 % of the steps, a cap well
-    above the length limit, lengths reaching the limit at some step, and both rewards varying within groups."""
+    above the length limit, lengths reaching the limit at some step, and both rewards varying within groups, and
+    together."""
     methods = (Method.GRPO, Method.GDPO)
     shares, window = validity.signal_shares(evidence.steps, task, methods, validity.C5_WINDOW_START)
     ran = evidence.runs.get(task) or {}
     return (validity.training_signal("C5", shares, window),
             validity.length_cap_room("C5", ran.get("max_completion_length"), ran.get("length_limit")),
             validity.length_reached("C5", validity.max_lengths(evidence.steps, task, methods), ran.get("length_limit")),
-            validity.rewards_vary("C5", validity.reward_variation_shares(evidence.steps, task, methods)))
+            validity.rewards_vary("C5", validity.reward_variation_shares(evidence.steps, task, methods), methods),
+            validity.estimators_differ("C5", validity.several_varying_share(evidence.steps, task, methods), methods))
 
 
 def _runs_at_the_cap(evidence: Evidence, task: str) -> str:

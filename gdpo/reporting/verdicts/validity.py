@@ -28,17 +28,20 @@ The conditions and their thresholds (each passed by the paper's own setup where 
   included (:mod:`gdpo.tasks.tool_calling.bfcl_score`), so declining must be trained: the training data must
   hold items that expect no call (``decline_share`` > 0, or BFCL's own mix). A policy that always calls tops out
   at the share of call items (175 / 277 = 63.2 % on the suite's held-out split).
-- C3, C4, C5 and C6, every reward varying in training (:data:`MIN_REWARD_VARIATION`): GDPO and GRPO differ only in
-  groups where more than one reward varies (where one alone varies, both normalise the same values), and GRPO
-  w/o std differs from GRPO only in the rewards' scales; a reward constant in almost every group leaves the
-  estimators near one, so a difference cannot come from them. Checked in the median run of each compared method
-  over the first generation rounds (``rewards/<name>/frac_zero_std_groups``, the groups before dynamic sampling
-  refills them) of its early steps (:data:`EARLY_STEPS_SHARE`, at least :data:`EARLY_MIN_STEPS`): the room the
-  start leaves, before either method has learned anything. A condition must not depend on the outcome it
-  guards: a method that learns a reward fully stops varying it, so a share over the whole run would count a
-  method's success against the design (and would rank the methods, not the design). A reward the start leaves
-  no room for varies in none of the early groups. The paper reports no per-group spread, so this one is not
-  checked on its numbers; its starts leave room for both rewards (base format 4.74 %; base Exceed 35–91 %).
+- C3, C4, C5 and C6, every reward varying in training (:data:`MIN_REWARD_VARIATION`): GRPO w/o std differs
+  from GRPO only in the rewards' scales, and a reward constant in almost every group teaches none of the compared
+  methods anything. Checked on the first generation rounds (``rewards/<name>/frac_zero_std_groups``, the groups
+  before dynamic sampling refills them) of every step of every run of the compared methods, pooled: a share of
+  the design's groups, the same for every method, never a ranking of them (a method that learns a reward stops
+  varying it; a condition read per method would count that success against the design).
+- C3, C5 and C6 (GDPO against GRPO), the estimators differing (:data:`MIN_SEVERAL_VARYING`): where one reward
+  alone varies in a group, normalising it or the sum gives the same advantages (up to GDPO's batch scale), so
+  GDPO and GRPO differ only in groups where at least two rewards vary (``rewards/frac_groups_several_vary``),
+  pooled as above. Each reward can vary often while never in the same groups (one varying early, the other
+  late; or on different items); and a limit both methods learn early leaves the rest of training to one shared
+  estimator. The paper reports no per-group spread, so neither condition is checked on its numbers; its starts
+  leave room for both rewards (base format 4.74 %; base Exceed 35–91 %) and its 512 prompts × 16 rollouts see
+  a spread even at 1 % Exceed.
 - C3's avg part and C4's parity part, training that raises BFCL avg (:func:`start_exceeded`): some compared
   method's mean avg above the start's. The paper's runs all gain (1.5B: 17.88 % → 29–33 %); where training
   lowers every method's avg below the start's (a policy that calls on every item and loses the items that
@@ -76,13 +79,12 @@ CAP_OVER_LIMIT = 2.0
 ACCURACY_BAND = (5.0, 95.0)
 #: Least Exceed (percent of responses) of some compared run for an Exceed part to be tested.
 MIN_EXCEED = 1.0
-#: Least share of a run's first-round groups (mean over its early steps) in which each reward varies, in the median
-#: run of each compared method: one group in ten (2 prompts per step: a varying group every fifth step or more).
+#: Least share of the compared runs' first-round groups (pooled over every step of every run) in which each reward
+#: varies: one group in ten (2 prompts per step: a varying group every fifth step or more).
 MIN_REWARD_VARIATION = 0.10
-#: The early steps over which a run's reward variation is read: this share of its logged steps (the start's room,
-#: before a method has learned a reward), and at least EARLY_MIN_STEPS of them (20 groups at 2 prompts per step).
-EARLY_STEPS_SHARE = 0.10
-EARLY_MIN_STEPS = 10
+#: Least share of the compared runs' first-round groups (pooled likewise) in which two or more rewards vary: where
+#: GDPO's advantages differ from GRPO's at all.
+MIN_SEVERAL_VARYING = 0.10
 #: Share of a method's runs above which it collapsed "for the most part"; a comparison whose every arm
 #: collapsed for the most part has nothing left to compare.
 MAX_COLLAPSED_SHARE = 0.5
@@ -226,24 +228,35 @@ def declining_trainable(claim_id: str, decline_share: float | None, train_data: 
                      "on the held-out split), so the part needs training items that expect no call", "format", setup)
 
 
-def rewards_vary(claim_id: str, shares: Mapping[str, Mapping[str, Sequence[float]]], setup: str = "") -> Condition:
-    """C3–C6: in the median run of every compared method, each reward varies within a group in at least
-    :data:`MIN_REWARD_VARIATION` of the first-round groups of its early steps. ``shares``: method → reward →
-    per-run share (0–1), :func:`reward_variation_shares`."""
-    medians = {(m, r): float(np.median(v)) for m, per_reward in shares.items() for r, v in per_reward.items() if len(v)}
-    if not medians:
+def rewards_vary(claim_id: str, shares: Mapping[str, float], methods: Sequence[str], setup: str = "") -> Condition:
+    """C3–C6: each reward varies within a group in at least :data:`MIN_REWARD_VARIATION` of the compared runs'
+    first-round groups, pooled. ``shares``: reward → pooled share (0–1), :func:`reward_variation_shares`."""
+    if not shares:
         return Condition(claim_id, "rewards vary", math.nan, MIN_REWARD_VARIATION, None,
                          "steps.csv records no reward's share of constant groups "
                          "(rewards/<name>/frac_zero_std_groups)", setup=setup)
-    least = min(medians.values())
-    shown = "; ".join(f"{m}: " + ", ".join(f"{r} {100 * medians[(m, r)]:.1f} %"
-                                           for r in per_reward if (m, r) in medians)
-                      for m, per_reward in shares.items())
+    least = min(shares.values())
+    shown = ", ".join(f"{r} {100 * v:.1f} %" for r, v in shares.items())
     return Condition(claim_id, "rewards vary", least, MIN_REWARD_VARIATION, least >= MIN_REWARD_VARIATION,
-                     f"groups in which each reward varies (median run, first generation rounds of the first "
-                     f"{100 * EARLY_STEPS_SHARE:g} % of steps, at least {EARLY_MIN_STEPS}): {shown}; the claim needs "
-                     f"every reward varying in at least {100 * MIN_REWARD_VARIATION:g} % (else the start leaves the "
-                     "compared estimators near one)", setup=setup)
+                     f"groups in which each reward varies (first generation rounds, every step of every run of "
+                     f"{', '.join(methods)}, pooled): {shown}; the claim needs every reward varying in at least "
+                     f"{100 * MIN_REWARD_VARIATION:g} % (else it teaches none of the compared methods anything)",
+                     setup=setup)
+
+
+def estimators_differ(claim_id: str, share: float | None, methods: Sequence[str], setup: str = "") -> Condition:
+    """C3, C5, C6: two or more rewards vary together in at least :data:`MIN_SEVERAL_VARYING` of the compared runs'
+    first-round groups, pooled (the only groups where GDPO's advantages differ from GRPO's beyond a scale).
+    ``share``: :func:`several_varying_share` (None: not recorded, not checked)."""
+    if share is None:
+        return Condition(claim_id, "estimators differ", math.nan, MIN_SEVERAL_VARYING, None,
+                         "steps.csv records no share of groups where several rewards vary "
+                         "(rewards/frac_groups_several_vary)", setup=setup)
+    return Condition(claim_id, "estimators differ", share, MIN_SEVERAL_VARYING, share >= MIN_SEVERAL_VARYING,
+                     f"groups in which two or more rewards vary (first generation rounds, every step of every run of "
+                     f"{', '.join(methods)}, pooled): {100 * share:.1f} %; the claim needs at least "
+                     f"{100 * MIN_SEVERAL_VARYING:g} % (where one reward alone varies, GDPO and GRPO give the same "
+                     "advantages up to a scale)", setup=setup)
 
 
 def start_exceeded(claim_id: str, means: Mapping[str, float], start: float, setup: str = "", part: str = "avg",
@@ -395,23 +408,34 @@ def signal_shares(steps: pd.DataFrame, task: str, methods: Sequence[str], from_f
 _CONSTANT_GROUPS = re.compile(r"^rewards/(?P<reward>[^/]+)/frac_zero_std_groups$")
 
 
-def reward_variation_shares(steps: pd.DataFrame | None, task: str, methods: Sequence[str]
-                            ) -> dict[str, dict[str, list[float]]]:
-    """Method → reward → per-run share of first-round groups in which the reward varies: the mean of
-    1 − ``rewards/<reward>/frac_zero_std_groups`` over the run's early steps (those up to :data:`EARLY_STEPS_SHARE`
-    of its last logged step, rounded up, and at least :data:`EARLY_MIN_STEPS`); empty where steps.csv records none."""
-    if steps is None:
-        return {}
-    rows = steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
-    columns = {m["reward"]: c for c in rows.columns if (m := _CONSTANT_GROUPS.match(str(c)))}
-    shares: dict[str, dict[str, list[float]]] = {}
-    for (method, _), run in rows.groupby(["method", "seed"]):
-        early = run[run["step"] <= max(EARLY_MIN_STEPS, math.ceil(EARLY_STEPS_SHARE * run["step"].max()))]
-        for reward, column in columns.items():
-            constant = early[column].dropna()
-            if not constant.empty:
-                shares.setdefault(method, {}).setdefault(reward, []).append(float(1.0 - constant.mean()))
+def reward_variation_shares(steps: pd.DataFrame | None, task: str, methods: Sequence[str]) -> dict[str, float]:
+    """Reward → share of the first-round groups in which it varies, pooled over every logged step of every run of
+    ``methods`` (the mean of 1 − ``rewards/<reward>/frac_zero_std_groups``; each step holds as many groups);
+    empty where steps.csv records none."""
+    rows = _compared_rows(steps, task, methods)
+    shares = {}
+    for column in rows.columns:
+        if (match := _CONSTANT_GROUPS.match(str(column))) and not (constant := rows[column].dropna()).empty:
+            shares[match["reward"]] = float(1.0 - constant.mean())
     return shares
+
+
+#: steps.csv's column of the share of first-round groups where two or more rewards vary.
+SEVERAL_VARYING = "rewards/frac_groups_several_vary"
+
+
+def several_varying_share(steps: pd.DataFrame | None, task: str, methods: Sequence[str]) -> float | None:
+    """The share of first-round groups in which two or more rewards vary, pooled over every logged step of every
+    run of ``methods``; None where steps.csv records none."""
+    rows = _compared_rows(steps, task, methods)
+    found = rows[SEVERAL_VARYING].dropna() if SEVERAL_VARYING in rows else pd.Series(dtype=float)
+    return None if found.empty else float(found.mean())
+
+
+def _compared_rows(steps: pd.DataFrame | None, task: str, methods: Sequence[str]) -> pd.DataFrame:
+    if steps is None or steps.empty:
+        return pd.DataFrame()
+    return steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
 
 
 def max_lengths(steps: pd.DataFrame, task: str, methods: Sequence[str]) -> dict[str, float]:
