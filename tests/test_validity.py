@@ -57,6 +57,11 @@ def test_not_tested_is_a_verdict_that_decides_nothing_and_the_ledger_explains_it
     (validity.start_exceeded("C3", {"gdpo": 6.1, "grpo": 5.7}, 20.5), False),
     (validity.start_exceeded("C3", {"gdpo": 6.1, "grpo": 5.7}, 6.1), False),
     (validity.start_exceeded("C3", {"gdpo": 21.0, "grpo": 5.7}, 20.5), True),
+    # both arms lose more than 5 points of the start's accuracy: the part compares ways of losing
+    (validity.accuracy_kept("C6", {"gdpo": 31.0, "grpo": 30.0}, 36.7), False),
+    (validity.accuracy_kept("C6", {"gdpo": 31.7, "grpo": 30.0}, 36.7), True),
+    # the paper's Qwen3-4B: GRPO 1.3 points below its base
+    (validity.accuracy_kept("C6", {"grpo": 58.7}, 60.0), True),
     (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (6, 6)}), False),
     (validity.collapse_leaves_comparison("C6", {"gdpo": (4, 6), "grpo": (3, 6)}), True),
 ])
@@ -70,6 +75,7 @@ def test_a_value_the_evidence_does_not_record_is_not_checked_and_never_fails():
                       validity.length_reached("C5", {}, 64), validity.training_signal("C5", {}, "the window"),
                       validity.declining_trainable("C3", None, "toolrl"), validity.rewards_vary("C6", {}, ("gdpo",)),
                       validity.estimators_differ("C6", None, ("gdpo",)),
+                      validity.accuracy_kept("C6", {"gdpo": 30.0}, float("nan")),
                       validity.start_exceeded("C4", {"grpo": 30.0}, float("nan"))):
         assert condition.passed is None and condition.status == validity.NOT_CHECKED
     assert validity.gated({"acc": REPRODUCED}, [validity.start_format("C4", float("nan"))])[0] == REPRODUCED
@@ -274,6 +280,16 @@ def test_a_length_reward_both_methods_learn_early_leaves_c6_untested_by_its_accu
     lasting = _math_steps({(m, seed): lambda step: (0.5, 0.6, 0.2) for m in ("grpo", "gdpo") for seed in (0, 1, 2)})
     decided = model.judge_c6(Evidence(evals, lasting, {"tables": {"table3": {"R1-1.5B": "math"}}}, "cpu-evidence-2"))
     assert decided.parts == "acc: reproduced; exceed: not tested"
+    # and with a start 8 points above both arms (the limit met by dropping the working): the accuracy part is not
+    # tested either
+    start = pd.DataFrame([{"task": "math", "method": "base", "seed": 0, "benchmark": "reasoning_gym", "metric": metric,
+                           "value": value, "n_items": 384, "n_samples": 4}
+                          for metric, value in (("acc", 51.0), ("exceed", 20.0))])
+    fallen = model.judge_c6(Evidence(pd.concat([evals, start]), lasting, {"tables": {"table3": {"R1-1.5B": "math"}}},
+                                     "cpu-evidence-2"))
+    kept = _condition(fallen, "training keeps accuracy")
+    assert kept.passed is False and kept.threshold == 46.0 and kept.measured == pytest.approx(43.0)
+    assert fallen.verdict == NOT_TESTED
 
 
 def test_each_reward_varying_but_never_together_fails_the_estimators_condition():

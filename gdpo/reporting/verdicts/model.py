@@ -355,7 +355,8 @@ def judge_c4(evidence: Evidence) -> Verdict:
 
 def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pooled: bool) -> list[Condition]:
     """C6 / C8: accuracy off ceiling and floor, and some run exceeding, over each setup (``pooled``: over all
-    setups together, for a rule that pools them into one accuracy and one Exceed part)."""
+    setups together, for a rule that pools them into one accuracy and one Exceed part); C6's accuracy kept against
+    the start's where every setup evaluated its base model."""
     methods = (Method.GDPO, Method.GRPO)
     groups = {"": list(gathered.setups)} if pooled else {s: [s] for s in gathered.setups}
     conditions = []
@@ -363,6 +364,10 @@ def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pool
         means = {m: float(np.mean([np.mean(gathered.cells[(s, m, "acc")].values) for s in setups])) for m in methods}
         top = max(float(np.max(gathered.cells[(s, m, "exceed")].values)) for s in setups for m in methods)
         conditions += [validity.accuracy_band(claim_id, means, label), validity.exceed_room(claim_id, top, label)]
+        if claim_id == "C6":
+            starts = [evidence.sample(gathered.setups[s], BASE, "acc") for s in setups]
+            start = float(np.mean([np.mean(v.values) for v in starts])) if all(len(v) for v in starts) else math.nan
+            conditions.append(validity.accuracy_kept(claim_id, means, start, label))
     return conditions
 
 

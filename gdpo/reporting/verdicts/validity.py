@@ -19,6 +19,9 @@ The conditions and their thresholds (each passed by the paper's own setup where 
 - C5, room for the length to spike: the completion cap at least :data:`CAP_OVER_LIMIT` × the length limit (the
   paper's 8,000-token cap over its 4,000-token limit) and the longest responses reaching the limit at some step
   of some run of each method (else the length reward never binds).
+- C6's accuracy part, training that keeps accuracy (:func:`accuracy_kept`): some compared method's mean accuracy
+  at most :data:`MAX_ACCURACY_FALL` points below the start's. The paper's runs keep it (−1.3 to +3.3 points);
+  where every method loses more (a length limit met by dropping the working), the part compares ways of losing.
 - C6 and C8, accuracy off the ceiling and the floor: every compared method's mean accuracy within
   :data:`ACCURACY_BAND` (outside it the methods have no room to differ by a few points); the Exceed part only
   where some compared run exceeds the limit on at least :data:`MIN_EXCEED` % of its responses (else both sit
@@ -77,6 +80,10 @@ C5_WINDOW_START = 0.6
 CAP_OVER_LIMIT = 2.0
 #: Band of mean accuracy (percent) in which two methods can differ by a few points either way.
 ACCURACY_BAND = (5.0, 95.0)
+#: Most points of mean accuracy some compared method may lose against the start for C6's accuracy part to be
+#: tested. The paper's runs keep the base's accuracy (mean over Table 3's benchmarks, trained minus base: −1.3 to
+#: +3.3 points).
+MAX_ACCURACY_FALL = 5.0
 #: Least Exceed (percent of responses) of some compared run for an Exceed part to be tested.
 MIN_EXCEED = 1.0
 #: Least share of the compared runs' first-round groups (pooled over every step of every run) in which each reward
@@ -195,6 +202,23 @@ def accuracy_band(claim_id: str, means: Mapping[str, float], setup: str = "", pa
     return Condition(claim_id, "accuracy off ceiling and floor", worst, high if worst > (low + high) / 2 else low,
                      all(low < v < high for v in means.values()),
                      f"mean accuracy {shown}; the part needs every method within {low:g}–{high:g} %", part, setup)
+
+
+def accuracy_kept(claim_id: str, means: Mapping[str, float], start: float, setup: str = "",
+                  part: str = "acc") -> Condition:
+    """C6's accuracy part: some compared method's mean accuracy (percent) no more than :data:`MAX_ACCURACY_FALL`
+    points below the start's (the base model's). NaN ``start``: not checked."""
+    if math.isnan(start) or not means:
+        return Condition(claim_id, "training keeps accuracy", math.nan, start, None,
+                         "no accuracy of the start (base model) to compare with", part, setup)
+    best = max(means.values())
+    shown = ", ".join(f"{m} {v:.1f} %" for m, v in means.items())
+    floor = start - MAX_ACCURACY_FALL
+    # compared as a fall, rounded: 36.7 − 5 is 31.700000000000003 in floating point
+    return Condition(claim_id, "training keeps accuracy", best, floor, round(start - best, 9) <= MAX_ACCURACY_FALL,
+                     f"mean accuracy: start {start:.1f} %, {shown}; the part needs some compared method at most "
+                     f"{MAX_ACCURACY_FALL:g} points below the start (else it compares ways of losing what the start "
+                     "had)", part, setup)
 
 
 def exceed_room(claim_id: str, largest: float, setup: str = "", part: str = "exceed") -> Condition:
