@@ -231,3 +231,10 @@ def test_the_rl_training_mix_is_not_an_evaluation_setting():
         assert resolve_eval_settings(changed, "tool_calling", method, 0).to_json() == before.to_json()
     assert (resolve_warmup_settings(changed, "tool_calling").to_json()
             == resolve_warmup_settings(config, "tool_calling").to_json())
+    # so is the math RL training's choice of generators
+    math_changed = {**config, "tasks": {**config["tasks"],
+                                        "math": {**config["tasks"]["math"], "rl_generators": ["chain_sum_4"]}}}
+    for method in (BASE_METHOD, "gdpo"):
+        assert (resolve_eval_settings(math_changed, "math", method, 0).to_json()
+                == resolve_eval_settings(config, "math", method, 0).to_json())
+    assert resolve_warmup_settings(math_changed, "math").to_json() == resolve_warmup_settings(config, "math").to_json()

@@ -332,6 +332,8 @@ BAD_OPTIONS = [
     ({"eval_generators": ["chain_sum", "chess"]}, r"Unknown generator\(s\) chess in eval_generators"),
     # an empty list of evaluation generators
     ({"eval_generators": []}, "eval_generators must be a non-empty list"),
+    # an unknown RL training generator, named as such
+    ({"rl_generators": ["chess"]}, r"Unknown generator\(s\) chess in rl_generators"),
     # an unknown benchmark
     ({"eval_data": ["gsm8k"]}, "Unknown eval benchmark"),
     # unknown training data
@@ -574,6 +576,21 @@ def test_eval_generators_hold_the_held_out_problems_and_leave_training_to_the_tr
     assert set(data.build_dataset("train", 8, seed=0, **options)["source"]) == {"chain_sum_3"}
     default = data.benchmark_rows("reasoning_gym", 4, data.check_options({"generators": ["chain_sum_3"]}))
     assert set(default["source"]) == {"chain_sum_3"}
+
+
+def test_rl_generators_choose_the_rl_training_problems_and_leave_the_warm_up_and_evaluation_as_they_were():
+    """RL trains on the generators where both rewards have room (rl_generators); the warm-up, built from the
+    task's options without the RL-only ones, keeps the training generators, and the held-out problems are unchanged."""
+    from gdpo.plan import RL_ONLY_OPTIONS
+
+    task = {"generators": ["chain_sum_3", "chain_sum_5"], "eval_generators": ["chain_sum_3", "chain_sum_5"]}
+    options = data.check_options({**task, "rl_generators": ["chain_sum_5"]})
+    assert set(data.build_dataset("train", 8, seed=0, **options)["source"]) == {"chain_sum_5"}
+    warmup = data.check_options({k: v for k, v in {**task, "rl_generators": ["chain_sum_5"]}.items()
+                                 if k not in RL_ONLY_OPTIONS})
+    assert set(data.build_dataset("train", 8, seed=0, **warmup)["source"]) == {"chain_sum_3", "chain_sum_5"}
+    assert data.benchmark_rows("reasoning_gym", 6, options) == data.benchmark_rows("reasoning_gym", 6,
+                                                                                   data.check_options(task))
 
 
 def test_per_run_task_file_loads_the_data_with_the_requested_settings(tmp_path):

@@ -16,8 +16,8 @@ WARMUP_DEFAULTS = {"max_steps": 20, "learning_rate": 1.0e-5, "train_size": 160, 
                    "seed": 1000, "bf16": False, "gradient_accumulation_steps": 1, "freeze_embeddings": False}
 
 
-#: Data options that choose the RL training's item mix, not the warm-up's.
-RL_ONLY_OPTIONS = ("decline_share",)
+#: Data options that choose the RL training's item mix, not the warm-up's (nor the evaluation's).
+RL_ONLY_OPTIONS = ("decline_share", "rl_generators")
 
 
 @dataclasses.dataclass(frozen=True)

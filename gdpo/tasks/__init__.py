@@ -21,8 +21,8 @@ import importlib
 from types import ModuleType
 
 #: Task config keys passed to the family's ``build_dataset`` (and its evaluator) as keyword options.
-DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "eval_generators",
-                    "max_prompt_chars", "decline_share", "time_limit", "max_tests", "eval_backend")
+DATA_OPTION_KEYS = ("length_limit", "train_data", "eval_data", "data_dir", "generators", "rl_generators",
+                    "eval_generators", "max_prompt_chars", "decline_share", "time_limit", "max_tests", "eval_backend")
 
 
 @dataclasses.dataclass(frozen=True)

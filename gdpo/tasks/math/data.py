@@ -141,6 +141,10 @@ OPTION_DEFAULTS = {
     "train_data": "reasoning_gym",
     "eval_data": ("reasoning_gym",),
     "generators": None,
+    # RL training only: the generators the RL steps draw from (None: ``generators``). The warm-up keeps
+    # ``generators`` (gdpo.plan.RL_ONLY_OPTIONS), so that RL can train on the problems where both rewards have room
+    # (where the length limit binds) from a start that learned the working on every length.
+    "rl_generators": None,
     # Evaluation only: the held-out reasoning-gym generators (None: the training generators), so that an
     # evaluation can hold problems harder than any trained on, as the paper's AIME is for its math models.
     "eval_generators": None,
@@ -170,7 +174,7 @@ def check_options(options: dict) -> dict:
     if not eval_data:
         raise ValueError(f"eval_data must name at least one benchmark of: {', '.join(EVAL_BENCHMARKS)}.")
     resolved["eval_data"] = tuple(dict.fromkeys(benchmarks.canonical_benchmark(name) for name in eval_data))
-    for key in ("generators", "eval_generators"):
+    for key in ("generators", "rl_generators", "eval_generators"):
         generators = resolved[key]
         if generators is None:
             continue
@@ -374,5 +378,5 @@ def build_dataset(split: str, size: int | None, seed: int, **options) -> Dataset
         raise ValueError(
             "train_size is required with train_data 'reasoning_gym' (the generators are unbounded)."
         )
-    generators = options["generators"] or DEFAULT_GENERATORS
+    generators = options["rl_generators"] or options["generators"] or DEFAULT_GENERATORS
     return Dataset.from_dict(reasoning_gym_rows("train", size, seed, generators, options["length_limit"]))
