@@ -353,10 +353,11 @@ def judge_c4(evidence: Evidence) -> Verdict:
                            _tool_behaviour(evidence, setups, ("base", Method.GRPO, Method.GRPO_NOSTD)))
 
 
-def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pooled: bool) -> list[Condition]:
+def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pooled: bool,
+                     start_kept: bool = False) -> list[Condition]:
     """C6 / C8: accuracy off ceiling and floor, and some run exceeding, over each setup (``pooled``: over all
-    setups together, for a rule that pools them into one accuracy and one Exceed part); C6's accuracy kept against
-    the start's where every setup evaluated its base model."""
+    setups together, for a rule that pools them into one accuracy and one Exceed part); with ``start_kept`` (C6),
+    accuracy kept against the start's where every setup evaluated its base model."""
     methods = (Method.GDPO, Method.GRPO)
     groups = {"": list(gathered.setups)} if pooled else {s: [s] for s in gathered.setups}
     conditions = []
@@ -364,7 +365,7 @@ def _room_conditions(evidence: Evidence, claim_id: str, gathered: Gathered, pool
         means = {m: float(np.mean([np.mean(gathered.cells[(s, m, "acc")].values) for s in setups])) for m in methods}
         top = max(float(np.max(gathered.cells[(s, m, "exceed")].values)) for s in setups for m in methods)
         conditions += [validity.accuracy_band(claim_id, means, label), validity.exceed_room(claim_id, top, label)]
-        if claim_id == "C6":
+        if start_kept:
             starts = [evidence.sample(gathered.setups[s], BASE, "acc") for s in setups]
             start = float(np.mean([np.mean(v.values) for v in starts])) if all(len(v) for v in starts) else math.nan
             conditions.append(validity.accuracy_kept(claim_id, means, start, label))
@@ -379,8 +380,8 @@ C6_DESIGN = TablePower("table3", (Method.GDPO, Method.GRPO), ("acc", "exceed"),
 
 
 # C6 pools its setups: one accuracy part and one Exceed part, their room checked over all setups together.
-@claim_rule("C6", Scale.MODEL, design=C6_DESIGN, conditions=(functools.partial(_room_conditions, pooled=True),
-                                                               _reward_conditions, _estimator_conditions))
+@claim_rule("C6", Scale.MODEL, design=C6_DESIGN, conditions=(
+    functools.partial(_room_conditions, pooled=True, start_kept=True), _reward_conditions, _estimator_conditions))
 def judge_c6(evidence: Evidence) -> Verdict:
     """C6 (Table 3): :func:`decide_c6` over the mapped setups (:func:`judge_table`; conditions: accuracy off
     ceiling and floor, some run exceeding, over the setups pooled; both rewards varying within training groups,

@@ -407,7 +407,7 @@ def signal_shares(steps: pd.DataFrame, task: str, methods: Sequence[str], from_f
     """Method → per-run share of steps with training signal after ``from_fraction`` of each run's steps, and the
     window in words (``"steps 301–500 (grad_norm > 0)"``). A step has signal when its gradient norm is above 0
     (else: some group's rewards differ, ``frac_reward_zero_std`` < 1; else an advantage spread above 0)."""
-    rows = steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
+    rows = _compared_rows(steps, task, methods)
     column, has_signal = next(((c, f) for c, f in _SIGNAL_COLUMNS if c in rows and rows[c].notna().any()),
                               (None, None))
     if column is None or rows.empty:
@@ -457,6 +457,7 @@ def several_varying_share(steps: pd.DataFrame | None, task: str, methods: Sequen
 
 
 def _compared_rows(steps: pd.DataFrame | None, task: str, methods: Sequence[str]) -> pd.DataFrame:
+    """steps.csv's rows of ``task`` trained by ``methods`` (an empty frame where there are no steps)."""
     if steps is None or steps.empty:
         return pd.DataFrame()
     return steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
@@ -464,7 +465,7 @@ def _compared_rows(steps: pd.DataFrame | None, task: str, methods: Sequence[str]
 
 def max_lengths(steps: pd.DataFrame, task: str, methods: Sequence[str]) -> dict[str, float]:
     """Method → the largest ``completions/max_length`` over its runs' steps (tokens)."""
-    rows = steps[(steps["task"] == task) & steps["method"].isin(list(methods))]
+    rows = _compared_rows(steps, task, methods)
     if "completions/max_length" not in rows:
         return {}
     found = rows.groupby("method")["completions/max_length"].max().dropna()
