@@ -1,10 +1,14 @@
-"""The length limit of cpu-evidence-2's math design, by the rule its pre-registration states before the
-start's five-term lengths are seen (`paper_figures/cpu-evidence-2/PREREGISTRATION.md`, "Pilot"):
+"""The length limit of cpu-evidence-2's math design, by the rules its pre-registration states before the
+lengths they read are seen (`paper_figures/cpu-evidence-2/PREREGISTRATION.md`, "Pilot"):
 
-    L = max(the start's 90th percentile of four-term lengths, the start's median five-term length)
+- the first rule: L = max(the start's 90th percentile of four-term lengths, its median five-term length);
+- the stated last math change (2026-11-30): L = the 90th percentile of the lengths of the start's *correct*
+  five-term answers, pooled over the base evaluations given (a correct answer within the limit then exists,
+  as in the paper, whose trained policies meet their limit while keeping the bases' accuracy).
 
-Reads the start's (the base evaluation's) held-out samples, counts each response's tokens with the model's
-tokenizer, and prints the length quantiles, accuracy and share over ``--limit`` per generator, then L.
+Reads the start's (the base evaluations') held-out samples, grades each response with the reward's own
+``is_correct``, counts its tokens with the model's tokenizer, and prints the length quantiles, accuracy and
+share over ``--limit`` per generator, then both rules' L.
 
     python benchmarks/math_length_rule.py \\
         results/cpu-evidence-2-pilot/runs/math/base/seed100/eval/samples_reasoning_gym.jsonl \\
@@ -25,14 +29,19 @@ FOUR_TERMS, FIVE_TERMS = "chain_sum_4", "chain_sum_5"
 
 
 def lengths_by_generator(samples: Path, tokenizer) -> dict[str, list[tuple[int, float]]]:
-    """Generator → (tokens of each response, its item's accuracy), over every response of lm-eval's
-    samples file."""
+    """Generator → (tokens of each response, 1.0 if that response is correct else 0.0), over every response of
+    lm-eval's samples file, graded as the evaluation grades it (``gdpo.tasks.math.rewards.is_correct``)."""
+    from gdpo.tasks.math.rewards import is_correct
+
     rows: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for line in samples.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
+        doc = record["doc"]
         for response in record["resps"][0]:
             tokens = len(tokenizer(response)["input_ids"])
-            rows[record["doc"]["source"]].append((tokens, float(record["acc"])))
+            correct = is_correct(response, str(doc["answer"]), doc.get("verifier") or "math_verify",
+                                 doc.get("verifier_data") or "")
+            rows[doc["source"]].append((tokens, float(correct)))
     return rows
 
 
@@ -48,16 +57,31 @@ def limit_by_rule(rows: dict[str, list[tuple[int, float]]]) -> int:
     return int(np.ceil(max(four, five)))
 
 
+def limit_by_correct_answers(rows: dict[str, list[tuple[int, float]]]) -> int:
+    """The stated last rule's L (tokens): the 90th percentile of the correct five-term responses' lengths,
+    rounded up."""
+    correct = [n for n, right in rows.get(FIVE_TERMS, []) if right]
+    if not correct:
+        raise ValueError(f"the samples hold no correct {FIVE_TERMS} response: the rule needs the start's "
+                         f"correct five-term answers (evaluate with eval_generators including {FIVE_TERMS})")
+    return int(np.ceil(np.percentile(correct, 90)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("samples", type=Path, help="the base evaluation's samples_reasoning_gym.jsonl")
+    parser.add_argument("samples", type=Path, nargs="+",
+                        help="the base evaluations' samples_reasoning_gym.jsonl (pooled)")
     parser.add_argument("--tokenizer", required=True,
                         help="the model's directory (its tokenizer counts tokens)")
     parser.add_argument("--limit", type=int, required=True, help="the limit the evaluation ran with (tokens)")
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    rows = lengths_by_generator(args.samples, AutoTokenizer.from_pretrained(args.tokenizer))
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    rows: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for samples in args.samples:
+        for name, values in lengths_by_generator(samples, tokenizer).items():
+            rows[name].extend(values)
     print("| generator | responses | tokens: min, 10th, median, 90th, max | accuracy | over the limit |")
     print("|---|---|---|---|---|")
     for name, values in sorted(rows.items()):
@@ -66,8 +90,13 @@ def main() -> int:
         accuracy = 100 * float(np.mean([a for _, a in values]))
         over = 100 * float(np.mean(tokens > args.limit))
         print(f"| {name} | {len(values)} | {quantiles} | {accuracy:.1f} % | {over:.1f} % |")
+    correct = np.array([n for n, right in rows.get(FIVE_TERMS, []) if right])
+    if correct.size:
+        quantiles = ", ".join(f"{q:g}" for q in np.percentile(correct, [0, 10, 50, 90, 100]))
+        print(f"\ncorrect {FIVE_TERMS} responses: {correct.size}; tokens: min, 10th, median, 90th, max {quantiles}")
     try:
-        print(f"\nL by the rule: {limit_by_rule(rows)} tokens")
+        print(f"\nL by the first rule: {limit_by_rule(rows)} tokens")
+        print(f"L by the correct five-term answers (the stated last change): {limit_by_correct_answers(rows)} tokens")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
