@@ -10,9 +10,8 @@ Reads the start's (the base evaluations') held-out samples, grades each response
 ``is_correct``, counts its tokens with the model's tokenizer, and prints the length quantiles, accuracy and
 share over ``--limit`` per generator, then both rules' L.
 
-    python benchmarks/math_length_rule.py \\
-        results/cpu-evidence-2-pilot/runs/math/base/seed100/eval/samples_reasoning_gym.jsonl \\
-        --tokenizer resources/models/smollm2-135m-instruct --limit 40
+    python benchmarks/math_length_rule.py --tokenizer results/cpu-evidence-2-pilot/warmup/math/model \\
+        --limit 44 results/cpu-evidence-2-pilot/runs/math/base/seed{100,101}/eval/samples_reasoning_gym.jsonl
 """
 
 from __future__ import annotations
@@ -57,11 +56,16 @@ def limit_by_rule(rows: dict[str, list[tuple[int, float]]]) -> int:
     return int(np.ceil(max(four, five)))
 
 
+def correct_five_term_lengths(rows: dict[str, list[tuple[int, float]]]) -> np.ndarray:
+    """Tokens of each correct five-term response."""
+    return np.array([n for n, right in rows.get(FIVE_TERMS, []) if right])
+
+
 def limit_by_correct_answers(rows: dict[str, list[tuple[int, float]]]) -> int:
     """The stated last rule's L (tokens): the 90th percentile of the correct five-term responses' lengths,
     rounded up."""
-    correct = [n for n, right in rows.get(FIVE_TERMS, []) if right]
-    if not correct:
+    correct = correct_five_term_lengths(rows)
+    if not correct.size:
         raise ValueError(f"the samples hold no correct {FIVE_TERMS} response: the rule needs the start's "
                          f"correct five-term answers (evaluate with eval_generators including {FIVE_TERMS})")
     return int(np.ceil(np.percentile(correct, 90)))
@@ -90,7 +94,7 @@ def main() -> int:
         accuracy = 100 * float(np.mean([a for _, a in values]))
         over = 100 * float(np.mean(tokens > args.limit))
         print(f"| {name} | {len(values)} | {quantiles} | {accuracy:.1f} % | {over:.1f} % |")
-    correct = np.array([n for n, right in rows.get(FIVE_TERMS, []) if right])
+    correct = correct_five_term_lengths(rows)
     if correct.size:
         quantiles = ", ".join(f"{q:g}" for q in np.percentile(correct, [0, 10, 50, 90, 100]))
         print(f"\ncorrect {FIVE_TERMS} responses: {correct.size}; tokens: min, 10th, median, 90th, max {quantiles}")
