@@ -714,9 +714,11 @@ def test_a_comparison_of_runs_from_different_start_models_gives_no_verdict():
 def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():
     rows = eval_rows("tool", {**GRPO_TOOL, ("gdpo", "avg"): [36, 37, 36.5, 36.2], ("gdpo", "format"): [80, 82, 81, 81.4],
                               ("grpo", "calls"): [80.0, 70.0, 75.0, 75.0], ("gdpo", "calls"): [0.0, 10.0, 5.0, 5.0],
-                              ("gdpo", "ast_calls"): [0.0, 0.0, 0.0, 0.0]})
+                              ("gdpo", "ast_calls"): [0.0, 0.0, 0.0, 0.0],
+                              ("grpo", "declined"): [10.0, 20.0, 30.0, 20.0], ("gdpo", "declined"): [90.0] * 4})
     verdict = verdicts.model.judge_c3(evidence(rows))
-    assert verdict.measured_value.endswith("[calls made: grpo 75.0 %, gdpo 5.0 %; AST acc. (calls): gdpo 0.0 %]")
+    assert verdict.measured_value.endswith("[calls made: grpo 75.0 %, gdpo 5.0 %; AST acc. (calls): gdpo 0.0 %; "
+                                           "declined (no call): grpo 20.0 %, gdpo 90.0 %]")
 
 
 def test_the_seed_gate_counts_the_seeds_a_pooled_verdict_rests_on():

@@ -85,11 +85,12 @@ METHOD_LABELS = {"base": "base", Method.GRPO: "GRPO", Method.GRPO_NOSTD: "GRPO w
                  Method.GDPO_NOBN: "GDPO w/o batch step", Method.GDPO_NOSTD: "GDPO w/o std"}
 METRIC_LABELS = {"live": "Live", "multi_turn": "Multi", "non_live": "Non-live", "avg": "Avg",
                  "format": "Format", "acc": "Acc", "exceed": "Exceed", "pass": "Pass", "bug": "Bug",
-                 "calls": "Calls made", "ast_calls": "AST acc. (calls)"}
+                 "calls": "Calls made", "ast_calls": "AST acc. (calls)", "declined": "Declined (no call)"}
 #: Table 1's columns beside BFCL's averages, which the paper does not report: what the policy does on the
-#: items that need a tool call (tool_calling.evaluation.call_metrics), so that a rise in the averages that
-#: comes only from not calling shows.
-TOOL_BEHAVIOUR_METRICS = ("calls", "ast_calls")
+#: items that need a tool call and on those that need none (tool_calling.evaluation.call_metrics), so that a
+#: rise in the averages that comes only from not calling shows, and so does a fall that comes from calling
+#: on every item.
+TOOL_BEHAVIOUR_METRICS = ("calls", "ast_calls", "declined")
 #: The base row/column of a task whose RL starts from a format warm-up.
 WARMED_UP_BASE = "base (warm-up)"
 #: Table 1's columns naming a row: what we ran, and the paper's row its numbers are compared with.
@@ -347,13 +348,14 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
                         starting_points: dict[str, str] | None = None, *,
                         runs: dict[str, dict] | None = None) -> tuple[pd.DataFrame, str]:
     """Tables 1 and 2: BFCL-v3 Live, Multi(-turn), Non-live, Avg accuracy and correct Format (%), then what
-    the policy does on the items that need a call (:data:`TOOL_BEHAVIOUR_METRICS`, ours only).
+    the policy does on the items that need a call and on those that need none (:data:`TOOL_BEHAVIOUR_METRICS`,
+    ours only).
 
     Rows: the paper's (model, method) rows in its order (Qwen2.5-1.5B base, GRPO, GRPO w/o std (Table 2),
     GDPO; Qwen2.5-3B base, GRPO, GDPO). Columns: ``ours (model, steps)`` (what ran: our model and its steps,
     e.g. "SmolLM2-135M-Instruct, 8 steps", the base row's starting point, or "no run"), ``paper row`` (the
     paper's model whose numbers are in parentheses), ``method, task`` (our task, "" if none), then Live,
-    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls). Our benchmark ``bfcl_v3`` is (a held-out part
+    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls), Declined (no call). Our benchmark ``bfcl_v3`` is (a held-out part
     of) BFCL-v3 itself, so every BFCL cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
     ``starting_points``: task → what its ``base`` is when it is not the untrained model (a format warm-up);
     those base rows read :data:`WARMED_UP_BASE` and name it in the ours column. ``runs``: see the module
@@ -389,9 +391,10 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
          "(mean of Live, Non-live and Multi-turn; see the run's eval.json settings when Multi-turn is not "
          "run)."),
         ("Calls made and AST acc. (calls), ours only: on the held-out items whose answer is a tool call, the share "
-         "of responses that make a parsable call and the share BFCL's AST checker scores correct. BFCL's "
-         "irrelevance categories reward calling nothing, so a policy that stops calling can raise Live, "
-         "Non-live and Avg; these two columns show it."),
+         "of responses that make a parsable call and the share BFCL's AST checker scores correct. Declined "
+         "(no call), ours only: on the held-out items that expect no call, the share of responses that make "
+         "none. BFCL's irrelevance categories reward calling nothing, so a policy that stops calling can raise "
+         "Live, Non-live and Avg, and one that calls on every item loses them; these columns show which."),
         (f"'{OURS_COLUMN}': what the row ran (our model and its training steps; the base row: the RL "
          f"starting point); '{PAPER_ROW_COLUMN}': the paper's model whose numbers are in parentheses."),
         *_mapping_lines(tasks, TABLE_KEYS["table1_tool_calling"], scale, "Rows", runs),

@@ -195,13 +195,15 @@ def judge_table(evidence: Evidence, claim_id: str, comparison: str, setups: dict
 
 def _tool_behaviour(evidence: Evidence, setups: dict[str, str], methods: Sequence[str]) -> str:
     """What the compared tool-calling policies do beside BFCL's averages (means over seeds), e.g.
-    ``"calls made: grpo 80.0 %, gdpo 75.0 %; AST acc. (calls): grpo 20.0 %, gdpo 25.0 %"``; "" when eval.csv
-    has neither (evaluations made before these metrics)."""
+    ``"calls made: grpo 80.0 %, gdpo 75.0 %; AST acc. (calls): grpo 20.0 %, gdpo 25.0 %; declined (no call):
+    grpo 40.0 %, gdpo 55.0 %"`` (the last on the items that expect no call); "" when eval.csv has none of them
+    (evaluations made before these metrics)."""
     if evidence.evals is None:
         return ""
     parts = []
     for setup, task in setups.items():
-        for metric, label in (("calls", "calls made"), ("ast_calls", "AST acc. (calls)")):
+        for metric, label in (("calls", "calls made"), ("ast_calls", "AST acc. (calls)"),
+                              ("declined", "declined (no call)")):
             rows = evidence.evals[(evidence.evals["task"] == task) & (evidence.evals["metric"] == metric)]
             means = rows.groupby("method")["value"].mean()
             shown = [f"{m} {means[m]:.1f} %" for m in methods if m in means]
