@@ -413,3 +413,13 @@ def test_a_non_finite_number_anywhere_in_the_config_is_refused_naming_its_key(tm
     config["tasks"]["math"]["evaluation"] = {"temperature": float("-inf")}
     with pytest.raises(ConfigError, match=r"'tasks\.math\.evaluation\.temperature' = -inf .*not a finite"):
         validate_config(config)
+
+
+def test_reporting_untested_takes_claim_ids_with_reasons():
+    config = smoke()
+    config["reporting"] = {**(config.get("reporting") or {}), "untested": {"C5": "the pilot's design failed"}}
+    validate_config(config)
+    for bad in ({"c5": "lower case is no claim id"}, {"C5": ""}):
+        config["reporting"]["untested"] = bad
+        with pytest.raises(ConfigError, match="untested"):
+            validate_config(config)

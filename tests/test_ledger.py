@@ -97,6 +97,24 @@ def test_missing_evidence_is_not_run_never_a_verdict(tmp_path):
     assert "missing" in ledger.loc["C1", "evidence"] and "absent.csv" in ledger.loc["C1", "evidence"]
 
 
+def test_a_claim_the_registered_design_does_not_test_says_so_with_its_reason(tmp_path):
+    reason = "the pilot's math design failed its validity conditions (PREREGISTRATION.md, Pilot)"
+    ledger = ledgers.build_ledger("mini", tmp_path / "absent.csv", reporting={"untested": {"C5": reason}},
+                                  with_power=False)
+    rows = ledger[ledger["scale"] == "mini"].set_index("claim_id")
+    assert rows.loc["C5", "verdict"] == contract.NOT_TESTED
+    assert rows.loc["C5", "evidence"] == f"the registered design does not test it: {reason}"
+    # Only the named claim: the others keep what their evidence gives (here none: not run).
+    assert rows.loc["C6", "verdict"] == contract.NOT_RUN
+    assert (ledger[ledger["claim_id"] != "C5"]["verdict"] != contract.NOT_TESTED).all()
+
+
+@pytest.mark.parametrize("untested, named", [({"C55": "no such claim"}, "C55"), ({"C5": "  "}, "no reason")])
+def test_an_untested_block_naming_no_claim_or_no_reason_is_refused(tmp_path, untested, named):
+    with pytest.raises(ValueError, match=named):
+        ledgers.build_ledger("mini", tmp_path / "absent.csv", reporting={"untested": untested}, with_power=False)
+
+
 def test_published_results_rebuild_to_the_same_ledger(tmp_path, real_counts):
     """publish-results copies a run's evidence beside its ledger; rebuilding from that copy gives the ledger."""
     import shutil

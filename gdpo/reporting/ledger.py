@@ -15,7 +15,7 @@ import pandas as pd
 
 from gdpo.reporting.aggregate import check_summary_digests
 from gdpo.reporting import calibration
-from gdpo.reporting.contract import CLAIMS_BY_ID, NOT_MODELLED, NOT_RUN, Claim, Verdict
+from gdpo.reporting.contract import CLAIMS_BY_ID, NOT_MODELLED, NOT_RUN, NOT_TESTED, Claim, Verdict
 from gdpo.reporting.verdicts import ClaimRule, Scale, rules_of
 from gdpo.reporting.verdicts.registry import EventPower, SimPower, TablePower, claims
 from gdpo.reporting.verdicts.decisions import EVENT_BASE_RATE, EVENT_EFFECTS
@@ -114,6 +114,7 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
     )
     counts = _read_optional(distinct_counts)
     per_seed = _read_optional(sim_per_seed)
+    untested = registered_untested(reporting)
     rows: list[LedgerRow] = []
 
     def add(claim: Claim, row_scale: str, verdict: Verdict, basis: str = "") -> None:
@@ -129,12 +130,36 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             elif rule.scale == Scale.SIM and sim_per_seed is not None:
                 add(claim, "sim", *_judge_sim(rule, per_seed, sim_per_seed, with_power))
             elif rule.scale == Scale.MODEL and scale_rows:
-                if rule.combines:
+                if claim.claim_id in untested:
+                    add(claim, scale, Verdict("", "", NOT_TESTED, "the registered design does not test it: "
+                                                                  + untested[claim.claim_id]))
+                elif rule.combines:
                     at_scale = {r.claim.claim_id: r.verdict.verdict for r in rows if r.scale == scale}
                     add(claim, scale, rule.judge(evidence, {c: at_scale.get(c, NOT_RUN) for c in rule.combines}))
                 else:
                     add(claim, scale, *_judge_model(rule, evidence, with_power))
     return rows
+
+
+def registered_untested(reporting: dict | None) -> dict[str, str]:
+    """Claim id → why the registered design does not test it (the config's ``reporting: untested:`` block,
+    e.g. ``{"C5": "the pilot's math design failed its validity conditions"}``): those claims' rows at the
+    scale say *not tested* with that reason, whatever evidence exists. Stated before the data, as a
+    pre-registration states a claim it cannot test; it can only take a verdict away, never give one.
+
+    Raises:
+        ValueError: an unknown claim id, or an empty reason.
+    """
+    untested = dict((reporting or {}).get("untested") or {})
+    unknown = sorted(set(untested) - set(CLAIMS_BY_ID))
+    if unknown:
+        raise ValueError(f"reporting: untested: names {unknown}, which are not claims ({', '.join(CLAIMS_BY_ID)}); "
+                         "fix the claim ids in the config")
+    empty = sorted(claim for claim, reason in untested.items() if not str(reason or "").strip())
+    if empty:
+        raise ValueError(f"reporting: untested: gives no reason for {empty}; say why the design does not test "
+                         "each claim")
+    return {claim: str(reason).strip() for claim, reason in untested.items()}
 
 
 def _judge_sim(rule: ClaimRule, per_seed: pd.DataFrame | None, sim_per_seed: str | Path,
