@@ -419,7 +419,15 @@ def test_reporting_untested_takes_claim_ids_with_reasons():
     config = smoke()
     config["reporting"] = {**(config.get("reporting") or {}), "untested": {"C5": "the pilot's design failed"}}
     validate_config(config)
-    for bad in ({"c5": "lower case is no claim id"}, {"C5": ""}):
+    for bad in ({"c5": "lower case is no claim id"}, {"C1": "decided exactly, never at a model's scale"},
+                {"C5": ""}, {"C5": "   "}):
         config["reporting"]["untested"] = bad
         with pytest.raises(ConfigError, match="untested"):
             validate_config(config)
+
+
+def test_the_schema_names_the_claims_a_config_can_state_untested():
+    from gdpo.reporting.ledger import model_scale_claims
+
+    untested = load_schema()["properties"]["reporting"]["properties"]["untested"]
+    assert untested["propertyNames"]["enum"] == model_scale_claims()

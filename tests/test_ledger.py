@@ -109,7 +109,28 @@ def test_a_claim_the_registered_design_does_not_test_says_so_with_its_reason(tmp
     assert (ledger[ledger["claim_id"] != "C5"]["verdict"] != contract.NOT_TESTED).all()
 
 
-@pytest.mark.parametrize("untested, named", [({"C55": "no such claim"}, "C55"), ({"C5": "  "}, "no reason")])
+def test_a_claim_whose_evidence_exists_cannot_be_stated_untested(tmp_path):
+    """The cheapest way to hide an unfavourable verdict, naming its claim untested after the data, is refused;
+    a claim of the same scale without evidence (C4 needs GRPO w/o std and the base) may still be named."""
+    eval_csv = tmp_path / "eval.csv"
+    pd.DataFrame([{"task": "tc", "method": method, "seed": seed, "benchmark": "bfcl_v3", "metric": metric,
+                   "value": 40.0 + seed + (3.0 if method == "gdpo" else 0.0), "n_items": 277, "note": "",
+                   "health": "healthy"}
+                  for method in ("grpo", "gdpo") for seed in range(3) for metric in ("avg", "format")]
+                 ).to_csv(eval_csv, index=False)
+    tables = {"tables": {"table1": {"Qwen2.5-1.5B": "tc"}}}
+    judged = ledgers.build_ledger("mini", None, eval_csv=eval_csv, reporting=tables, with_power=False)
+    assert judged.set_index("claim_id").loc["C3", "verdict"] != contract.NOT_RUN
+    with pytest.raises(ValueError, match="C3.*holds its evidence"):
+        ledgers.build_ledger("mini", None, eval_csv=eval_csv, with_power=False,
+                             reporting={**tables, "untested": {"C3": "stated after the data"}})
+    stated = ledgers.build_ledger("mini", None, eval_csv=eval_csv, with_power=False,
+                                  reporting={**tables, "untested": {"C4": "no GRPO w/o std arm"}})
+    assert stated.set_index("claim_id").loc["C4", "verdict"] == contract.NOT_TESTED
+
+
+@pytest.mark.parametrize("untested, named", [({"C55": "no such claim"}, "C55"), ({"C1": "decided exactly"}, "C1"),
+                                             ({"C5": "  "}, "no reason")])
 def test_an_untested_block_naming_no_claim_or_no_reason_is_refused(tmp_path, untested, named):
     with pytest.raises(ValueError, match=named):
         ledgers.build_ledger("mini", tmp_path / "absent.csv", reporting={"untested": untested}, with_power=False)

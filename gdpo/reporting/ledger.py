@@ -41,7 +41,9 @@ VERDICT_MEANINGS = {
     "not tested": "the design could not have shown the claim either way: a validity condition of the claim's rule "
                   "(checked from the evidence before any interval is read; the `validity` column lists each, passed "
                   "or failed) failed, and the row gives its measured value and threshold; a failed condition of one "
-                  "part leaves that part not tested and the claim decided on its other parts",
+                  "part leaves that part not tested and the claim decided on its other parts; or the config's "
+                  "`reporting: untested:` block states, before the data, that the registered design leaves the "
+                  "claim out (the evidence column gives its reason; refused where the claim's evidence exists)",
     "not run": "the evidence does not exist: a run, a file or a setup is missing (the evidence column says which)",
     "not modelled": "scale sim only: the bench has no mechanism through which the claim could show, or it produced "
                     "the event in no arm and no positive control shows that it can",
@@ -130,36 +132,61 @@ def judge_claims(scale: str, distinct_counts: str | Path | None, sim_per_seed: s
             elif rule.scale == Scale.SIM and sim_per_seed is not None:
                 add(claim, "sim", *_judge_sim(rule, per_seed, sim_per_seed, with_power))
             elif rule.scale == Scale.MODEL and scale_rows:
+                at_scale = {r.claim.claim_id: r.verdict.verdict for r in rows if r.scale == scale}
+                combined = {c: at_scale.get(c, NOT_RUN) for c in rule.combines}
                 if claim.claim_id in untested:
-                    add(claim, scale, Verdict("", "", NOT_TESTED, "the registered design does not test it: "
-                                                                  + untested[claim.claim_id]))
+                    add(claim, scale, _stated_untested(rule, evidence, combined, untested[claim.claim_id]))
                 elif rule.combines:
-                    at_scale = {r.claim.claim_id: r.verdict.verdict for r in rows if r.scale == scale}
-                    add(claim, scale, rule.judge(evidence, {c: at_scale.get(c, NOT_RUN) for c in rule.combines}))
+                    add(claim, scale, rule.judge(evidence, combined))
                 else:
                     add(claim, scale, *_judge_model(rule, evidence, with_power))
     return rows
 
 
+def model_scale_claims() -> list[str]:
+    """The claims with a rule at a model's scale, in claim order: those a config can state untested."""
+    return [claim.claim_id for claim in claims() if any(r.scale == Scale.MODEL for r in rules_of(claim.claim_id))]
+
+
 def registered_untested(reporting: dict | None) -> dict[str, str]:
     """Claim id → why the registered design does not test it (the config's ``reporting: untested:`` block,
     e.g. ``{"C5": "the pilot's math design failed its validity conditions"}``): those claims' rows at the
-    scale say *not tested* with that reason, whatever evidence exists. Stated before the data, as a
-    pre-registration states a claim it cannot test; it can only take a verdict away, never give one.
+    scale say *not tested* with that reason, where the scale holds none of their evidence (a claim with
+    evidence is judged; the ledger refuses the block). Stated before the data, as a pre-registration states
+    a claim it cannot test; it can only take a verdict away, never give one.
 
     Raises:
-        ValueError: an unknown claim id, or an empty reason.
+        ValueError: a claim id without a rule at a model's scale (C1 and C2 are decided exactly), or an empty
+            reason.
     """
     untested = dict((reporting or {}).get("untested") or {})
-    unknown = sorted(set(untested) - set(CLAIMS_BY_ID))
+    judged = model_scale_claims()
+    unknown = sorted(set(untested) - set(judged))
     if unknown:
-        raise ValueError(f"reporting: untested: names {unknown}, which are not claims ({', '.join(CLAIMS_BY_ID)}); "
-                         "fix the claim ids in the config")
+        raise ValueError(f"reporting: untested: names {unknown}, which are no claims judged at a model's scale "
+                         f"({', '.join(judged)}); fix the claim ids in the config")
     empty = sorted(claim for claim, reason in untested.items() if not str(reason or "").strip())
     if empty:
         raise ValueError(f"reporting: untested: gives no reason for {empty}; say why the design does not test "
                          "each claim")
     return {claim: str(reason).strip() for claim, reason in untested.items()}
+
+
+def _stated_untested(rule: ClaimRule, evidence: Evidence, combined: dict[str, str], reason: str) -> Verdict:
+    """The *not tested* row of a claim the config states untested, once its rule confirms that the scale holds
+    none of its evidence: a claim whose evidence exists is judged, never left out afterwards. A rule that
+    combines other claims' verdicts (``combined``) has evidence where its rule gives more than *not run* or
+    *not tested* from them.
+
+    Raises:
+        ValueError: the rule finds the claim's evidence at this scale.
+    """
+    judged = rule.judge(evidence, combined) if rule.combines else rule.judge(evidence)
+    if judged.verdict not in ((NOT_RUN, NOT_TESTED) if rule.combines else (NOT_RUN,)):
+        raise ValueError(f"reporting: untested: names {rule.claim_id}, but scale {evidence.scale!r} holds its evidence "
+                         f"(its rule gives {judged.verdict!r}); a claim with evidence is judged, not left out: "
+                         f"remove {rule.claim_id} from reporting: untested:")
+    return Verdict("", "", NOT_TESTED, f"the registered design does not test it: {reason}")
 
 
 def _judge_sim(rule: ClaimRule, per_seed: pd.DataFrame | None, sim_per_seed: str | Path,
