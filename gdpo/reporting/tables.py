@@ -355,8 +355,8 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
     GDPO; Qwen2.5-3B base, GRPO, GDPO). Columns: ``ours (model, steps)`` (what ran: our model and its steps,
     e.g. "SmolLM2-135M-Instruct, 8 steps", the base row's starting point, or "no run"), ``paper row`` (the
     paper's model whose numbers are in parentheses), ``method, task`` (our task, "" if none), then Live,
-    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls), Declined (no call). Our benchmark ``bfcl_v3`` is (a held-out part
-    of) BFCL-v3 itself, so every BFCL cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
+    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls), Declined (no call). Our benchmark ``bfcl_v3``
+    is (a held-out part of) BFCL-v3 itself, so every BFCL cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
     ``starting_points``: task → what its ``base`` is when it is not the untrained model (a format warm-up);
     those base rows read :data:`WARMED_UP_BASE` and name it in the ours column. ``runs``: see the module
     docstring.
