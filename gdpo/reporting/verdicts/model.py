@@ -28,6 +28,7 @@ from gdpo.reporting.contract import (
     MeasuredInterval, Verdict, combine, paper_effect,
 )
 from gdpo.reporting.stats import mean_ci
+from gdpo.reporting.tables import METRIC_LABELS, TOOL_BEHAVIOUR_METRICS
 from gdpo.reporting.verdicts.decisions import (
     C7_CHANGE, EVENT_EFFECTS, decide_c3, decide_c4, decide_c6, decide_c7, decide_c8, decide_c9, decide_events,
     parts_text, smallest_detectable_rate,
@@ -195,15 +196,16 @@ def judge_table(evidence: Evidence, claim_id: str, comparison: str, setups: dict
 
 def _tool_behaviour(evidence: Evidence, setups: dict[str, str], methods: Sequence[str]) -> str:
     """What the compared tool-calling policies do beside BFCL's averages (means over seeds), e.g.
-    ``"calls made: grpo 80.0 %, gdpo 75.0 %; AST acc. (calls): grpo 20.0 %, gdpo 25.0 %; declined (no call):
-    grpo 40.0 %, gdpo 55.0 %"`` (the last on the items that expect no call); "" when eval.csv has none of them
+    ``"Calls made: grpo 80.0 %, gdpo 75.0 %; AST acc. (calls): grpo 20.0 %, gdpo 25.0 %; Declined (no call):
+    grpo 40.0 %, gdpo 55.0 %"`` (the last on the items that expect no call): Table 1's behaviour columns with
+    their labels (:data:`~gdpo.reporting.tables.TOOL_BEHAVIOUR_METRICS`); "" when eval.csv has none of them
     (evaluations made before these metrics)."""
     if evidence.evals is None:
         return ""
     parts = []
     for setup, task in setups.items():
-        for metric, label in (("calls", "calls made"), ("ast_calls", "AST acc. (calls)"),
-                              ("declined", "declined (no call)")):
+        for metric in TOOL_BEHAVIOUR_METRICS:
+            label = METRIC_LABELS[metric]
             rows = evidence.evals[(evidence.evals["task"] == task) & (evidence.evals["metric"] == metric)]
             means = rows.groupby("method")["value"].mean()
             shown = [f"{m} {means[m]:.1f} %" for m in methods if m in means]
