@@ -426,6 +426,21 @@ def test_reporting_untested_takes_claim_ids_with_reasons():
             validate_config(config)
 
 
+def test_an_overlay_clears_the_untested_block_with_null():
+    """A pilot overlay judges every claim from its evidence: its ``untested: null`` replaces the registered
+    config's block when snakemake merges the config files, and the ledger then states no claim untested."""
+    from snakemake.utils import update_config
+
+    from gdpo.reporting.ledger import registered_untested
+
+    config = smoke()
+    config["reporting"] = {**(config.get("reporting") or {}), "untested": {"C5": "the pilot's design failed"}}
+    update_config(config, {"reporting": {"untested": None}})
+    validate_config(config)
+    assert config["reporting"]["untested"] is None and registered_untested(config["reporting"]) == {}
+    assert config["reporting"]["tables"], "the overlay's null clears the untested block only"
+
+
 def test_the_schema_names_the_claims_a_config_can_state_untested():
     from gdpo.reporting.ledger import model_scale_claims
 
