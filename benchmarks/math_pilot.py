@@ -9,7 +9,8 @@ Exceed. Run it in the environment of the numeric setting the experiment uses (``
 ``env $(python -c 'from gdpo.numerics import PORTABLE_ENVIRONMENT as e; print(*[f"{k}={v}" for k, v in
 e.items()])') python benchmarks/math_pilot.py ...``); each run's ``env.json`` records it.
 
-    python benchmarks/math_pilot.py --config config/cpu-evidence-2.yaml --out results/pilot2/math_L16 \
+    python benchmarks/math_pilot.py --config config/cpu-evidence-2.yaml config/overlays/cpu-evidence-2-pilot.yaml \
+        --out results/pilot2/math_L16 \
         --set tasks.math.length_limit=16 --set tasks.math.training.max_completion_length=32 \
         --set tasks.math.training.max_steps=150 --methods grpo gdpo --seeds 100
 
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tool_calling_experiment import apply_overrides
 
+from gdpo.config import merge_configs
 from gdpo.evaluation.run import evaluate_run
 from gdpo.plan import model_dir, resolve_eval_settings, resolve_run_settings
 from gdpo.training.run import read_metrics, train
@@ -68,7 +70,9 @@ def run_summary(run_dir: Path, record: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="config/cpu-evidence-2.yaml")
+    parser.add_argument("--config", nargs="+", metavar="FILE",
+                        default=["config/cpu-evidence-2.yaml", "config/overlays/cpu-evidence-2-pilot.yaml"],
+                        help="config files, merged as snakemake merges them (the math task is the pilot's)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--methods", nargs="+", default=["grpo", "gdpo"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[100])
@@ -76,7 +80,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--base", action="store_true", help="also evaluate the untrained model")
     args = parser.parse_args()
-    config = apply_overrides(yaml.safe_load(Path(args.config).read_text(encoding="utf-8")), args.set)
+    config = apply_overrides(merge_configs(yaml.safe_load(Path(f).read_text(encoding="utf-8")) for f in args.config),
+                             args.set)
     start = model_dir(config["tasks"][TASK]["model"])
     out = Path(args.out)
     if args.base:

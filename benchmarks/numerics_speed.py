@@ -7,7 +7,8 @@ and prints per setting the median seconds per step over every step but the first
 ratio portable / native. Step time includes the rollouts (the rollout engine: bfloat16 natively on a CPU that
 has it, float32 under ``portable``) and the update (bfloat16 autocast natively, float32 under ``portable``).
 
-    python benchmarks/numerics_speed.py --config config/cpu-evidence-2.yaml --task math --steps 8
+    python benchmarks/numerics_speed.py --config config/cpu-evidence-2.yaml config/overlays/cpu-evidence-2-pilot.yaml \
+        --task math --steps 8
     python benchmarks/numerics_speed.py --config config/cpu-evidence-2.yaml --task tool_calling --steps 6 \
         --start-model results/cpu-evidence-2/warmup/tool_calling/model
 
@@ -25,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gdpo.config import load_config
 from gdpo.numerics import PORTABLE_ENVIRONMENT, numeric_environment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,11 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 TRAIN = """
 import json, sys
 from pathlib import Path
-import yaml
 from gdpo.plan import model_dir, resolve_run_settings
 from gdpo.training.run import read_metrics, train
-config_path, task, steps, start, out = sys.argv[1:6]
-config = yaml.safe_load(Path(config_path).read_text())
+config_json, task, steps, start, out = sys.argv[1:6]
+config = json.loads(config_json)
 config["tasks"][task].setdefault("training", {})["max_steps"] = int(steps)
 settings = resolve_run_settings(config, task, config["tasks"][task].get("methods", config["methods"])[0], 0)
 train(settings, start or model_dir(config["tasks"][task]["model"]), out, threads=1)
@@ -49,7 +50,7 @@ print(json.dumps({"seconds_per_step": [r["seconds_per_step"] for r in read_metri
 def one_process(setting: str, args: argparse.Namespace, out: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in PORTABLE_ENVIRONMENT}
     env.update(numeric_environment(setting), PYTHONPATH=str(REPO))
-    process = subprocess.run([sys.executable, "-c", TRAIN, args.config, args.task, str(args.steps),
+    process = subprocess.run([sys.executable, "-c", TRAIN, json.dumps(args.merged_config), args.task, str(args.steps),
                               args.start_model or "", str(out)], cwd=REPO, env=env, capture_output=True,
                              text=True, check=False)
     if process.returncode:
@@ -59,12 +60,14 @@ def one_process(setting: str, args: argparse.Namespace, out: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True)
+    parser.add_argument("--config", nargs="+", required=True, metavar="FILE",
+                        help="config files, merged as snakemake merges them")
     parser.add_argument("--task", required=True)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2, help="processes per setting")
     parser.add_argument("--start-model", default=None, help="the run's start (default: the task's model)")
     args = parser.parse_args()
+    args.merged_config = load_config(*args.config)
     steps: dict[str, list[float]] = {"native": [], "portable": []}
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeats):

@@ -337,14 +337,42 @@ def apply_miniature(config: Mapping) -> dict:
     return config
 
 
-def load_config(config_file: str | Path, schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
-    """Read and validate one config file (what ``gdpo validate-config`` does)."""
-    path = Path(config_file)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist; the shipped configs are in config/.")
-    try:
-        config = read_yaml(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    validate_config(config, schema_path, [path])
+def merge_configs(configs: Iterable[Mapping]) -> dict:
+    """Config mappings merged as Snakemake merges several ``--configfile``s, lowest precedence first: a later
+    mapping updates an earlier one key by key, recursively; any other value (a list, a number, ``null``)
+    replaces what was there. So an overlay adds a task or changes one key of it, and ``null`` clears a key."""
+    merged: dict = {}
+    for config in configs:
+        _update(merged, config)
+    return merged
+
+
+def _update(into: dict, update: Mapping) -> None:
+    for key, value in update.items():
+        if isinstance(value, Mapping):
+            into[key] = into[key] if isinstance(into.get(key), dict) else {}
+            _update(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+
+
+def load_config(*config_files: str | Path, schema_path: str | Path = DEFAULT_SCHEMA) -> dict:
+    """Read config files, merge them as Snakemake merges several ``--configfile``s (:func:`merge_configs`; an
+    overlay after its config) and validate the result (what ``gdpo validate-config`` does with one file)."""
+    if not config_files:
+        raise ConfigError("no config file given; the shipped configs are in config/.")
+    configs = []
+    for config_file in config_files:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist; the shipped configs are in config/.")
+        try:
+            config = read_yaml(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path} is not valid YAML: {error}") from None
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{path} holds no mapping of keys; a config file is a YAML mapping (key: value).")
+        configs.append(config)
+    config = merge_configs(configs)
+    validate_config(config, schema_path, [Path(f) for f in config_files])
     return config

@@ -446,3 +446,35 @@ def test_the_schema_names_the_claims_a_config_can_state_untested():
 
     untested = load_schema()["properties"]["reporting"]["properties"]["untested"]
     assert untested["propertyNames"]["enum"] == model_scale_claims()
+
+
+def test_config_files_merge_as_snakemake_merges_them(tmp_path):
+    """``load_config(config, overlay)`` gives the config snakemake's ``--configfile config overlay`` gives: the
+    pilot overlay adds a task and clears a block; a list replaces, never appends."""
+    import copy
+
+    from snakemake.utils import update_config
+
+    from gdpo.config import merge_configs
+
+    files = [REPO / "config" / "cpu-evidence-2.yaml", REPO / "config" / "overlays" / "cpu-evidence-2-pilot.yaml"]
+    expected: dict = {}
+    for file in files:
+        update_config(expected, read_yaml(file.read_text(encoding="utf-8")))
+    merged = load_config(*files)
+    assert merged == expected
+    assert "math" in merged["tasks"] and merged["reporting"]["untested"] is None
+    assert merged["seeds"] == [100, 101] and merged["scale"] == "cpu-evidence-2-pilot"
+    base = read_yaml(files[0].read_text(encoding="utf-8"))
+    kept = copy.deepcopy(base)
+    merge_configs([base, {"seeds": [7], "tasks": {"tool_calling": {"training": {"max_steps": 3}}}}])
+    assert base == kept, "merging changes none of its inputs"
+    assert merge_configs([{"a": {"b": 1, "c": [1, 2]}}, {"a": {"c": [3]}}, {"a": {"b": None}}]) == {"a": {"b": None, "c": [3]}}
+
+
+def test_load_config_names_a_missing_overlay_and_a_file_that_is_no_mapping(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml does not exist"):
+        load_config(REPO / "config" / "smoke.yaml", tmp_path / "nope.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="list.yaml holds no mapping"):
+        load_config(REPO / "config" / "smoke.yaml", tmp_path / "list.yaml")

@@ -12,6 +12,7 @@ commit.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -19,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from snakemake.utils import update_config
 
 from gdpo.config import apply_grid, apply_miniature, read_yaml, validate_config
 from gdpo.plan import (
@@ -37,12 +39,15 @@ from tests.test_plan import CONFIGS
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "data" / "eval_settings_golden.json"
 OVERLAY = REPO / "config" / "overlays" / "miniature.yaml"
+#: Overlays merged into one config as snakemake merges several ``--configfile``s: ``<config>+<label>``.
+MERGED_OVERLAYS = {"cpu-evidence-2": ("pilot", REPO / "config" / "overlays" / "cpu-evidence-2-pilot.yaml")}
 
 
 def planned_configs() -> dict[str, dict]:
     """Every config the workflow plans from the shipped files, built as common.smk builds it (validated, its
-    grid applied, its miniature block applied): each of ``CONFIGS`` under each grid it has, and each paper
-    config with the miniature overlay. Named ``<config>:<grid>`` and ``<config>+miniature``."""
+    grid applied, its miniature block applied): each of ``CONFIGS`` under each grid it has, each paper
+    config with the miniature overlay, and each config merged with its own overlay (``MERGED_OVERLAYS``).
+    Named ``<config>:<grid>``, ``<config>+miniature`` and ``<config>+<label>``."""
     configs = {}
     for name in CONFIGS:
         config = read_yaml((REPO / "config" / f"{name}.yaml").read_text(encoding="utf-8"))
@@ -50,6 +55,11 @@ def planned_configs() -> dict[str, dict]:
                     for grid in ("default", "full") if grid == "default" or config.get("full_grid")}
         if name.startswith("paper-"):
             variants[f"{name}+miniature"] = {**config, **read_yaml(OVERLAY.read_text(encoding="utf-8"))}
+        if name in MERGED_OVERLAYS:
+            label, path = MERGED_OVERLAYS[name]
+            merged = copy.deepcopy({**config, "grid": "default"})
+            update_config(merged, read_yaml(path.read_text(encoding="utf-8")))
+            variants[f"{name}+{label}"] = merged
         for label, variant in variants.items():
             validate_config(variant)
             variant = apply_miniature(apply_grid(variant))
@@ -222,7 +232,7 @@ def test_the_rl_training_mix_is_not_an_evaluation_setting():
     """decline_share chooses the RL training's items; no evaluation reads it. A change to it leaves every
     evaluation's settings (the untrained start's included) as they were, so its committed evaluation still
     restores, and the warm-up's too."""
-    config = planned_configs()["cpu-evidence-2:default"]
+    config = planned_configs()["cpu-evidence-2+pilot"]
     changed = {**config, "tasks": {**config["tasks"],
                                    "tool_calling": {**config["tasks"]["tool_calling"], "decline_share": 0.37}}}
     for method in (BASE_METHOD, "gdpo"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from snakemake.utils import update_config
 
 from gdpo.config import read_yaml
 from gdpo.plan import resolve_run_settings
@@ -26,9 +27,13 @@ def _setup(task: str, family: str, names: tuple[str, ...]) -> str:
     return "math_conditioned" if family == "math" and "length_conditioned" in names else family
 
 
-@pytest.mark.parametrize("name", ["paper-math", "paper-tool_calling", "paper-code", "cpu-evidence-2", "mini"])
+@pytest.mark.parametrize("name", ["paper-math", "paper-tool_calling", "paper-code", "cpu-evidence-2",
+                                  "cpu-evidence-2+overlays/cpu-evidence-2-pilot", "mini"])
 def test_every_task_trains_on_its_paper_setups_rewards(name):
-    config = read_yaml((REPO / "config" / f"{name}.yaml").read_text(encoding="utf-8"))
+    """Each task of a shipped config (``a+b``: config a merged with b, as snakemake merges config files)."""
+    config = {}
+    for part in name.split("+"):
+        update_config(config, read_yaml((REPO / "config" / f"{part}.yaml").read_text(encoding="utf-8")))
     for task, spec in config["tasks"].items():
         method = (spec.get("methods") or config["methods"])[0]
         settings = resolve_run_settings(config, task, method, 0)

@@ -233,14 +233,16 @@ def test_dry_run_of_every_config(tmp_path, config):
 
 
 def test_the_cpu_evidence_2_pilot_plans_its_own_scale_and_the_experiments_settings(tmp_path):
-    """The pilot overlay keeps the experiment's settings (portable numerics, the tasks' blocks) and changes only
-    its scale, seeds, evidence folder and math steps."""
+    """The pilot overlay keeps the experiment's settings (portable numerics, the tool-calling task's block),
+    changes its scale, seeds and evidence folder, and adds the pilot's math task (seed 100 only) with its
+    figure and table."""
     result = snakemake("-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
                        "--configfile", str(REPO / "config" / "cpu-evidence-2.yaml"),
                        str(REPO / "config" / "overlays" / "cpu-evidence-2-pilot.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "results/cpu-evidence-2-pilot/paper_figures/claims.csv" in result.stdout
-    assert "runs/math/gdpo/seed101" in result.stdout and '"max_steps": 150' in result.stdout
+    assert "runs/math/gdpo/seed100" in result.stdout and "runs/math/gdpo/seed101" not in result.stdout
+    assert "runs/tool_calling/gdpo/seed101" in result.stdout and '"max_steps": 150' in result.stdout
     assert "results/cpu-evidence-2/" not in result.stdout and "seed0" not in result.stdout
 
 
