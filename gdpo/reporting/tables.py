@@ -157,7 +157,8 @@ def _prepare(evals: pd.DataFrame) -> pd.DataFrame:
                          f"(columns {REQUIRED_COLUMNS + ['n_items', 'note']}).")
     evals = evals.copy()
     for column in ("note", "metric", "benchmark", COLLAPSED):
-        evals[column] = evals[column].fillna("").astype(str) if column in evals else ""
+        # object first: an all-empty column is read as float64, which pandas will not fill with a string
+        evals[column] = evals[column].astype(object).fillna("").astype(str) if column in evals else ""
     evals["value"] = pd.to_numeric(evals["value"], errors="coerce")
     if "n_items" not in evals:
         evals["n_items"] = np.nan
