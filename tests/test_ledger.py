@@ -109,9 +109,11 @@ def test_a_claim_the_registered_design_does_not_test_says_so_with_its_reason(tmp
     assert (ledger[ledger["claim_id"] != "C5"]["verdict"] != contract.NOT_TESTED).all()
 
 
-def test_a_claim_whose_evidence_exists_cannot_be_stated_untested(tmp_path):
-    """The cheapest way to hide an unfavourable verdict, naming its claim untested after the data, is refused;
-    a claim of the same scale without evidence (C4 needs GRPO w/o std and the base) may still be named."""
+def test_a_claim_the_design_runs_cannot_be_stated_untested(tmp_path):
+    """The cheapest way to hide an unfavourable verdict, naming its claim untested after the data, is refused,
+    and so is naming a claim whose setup the config maps to a task, evidence or not (every run of one method
+    failing must read as a failure, never as a design that does not test it): C3 and C4 read Table 1, C11
+    combines C3; a claim whose table or figure the config does not map (C5) may still be named."""
     eval_csv = tmp_path / "eval.csv"
     pd.DataFrame([{"task": "tc", "method": method, "seed": seed, "benchmark": "bfcl_v3", "metric": metric,
                    "value": 40.0 + seed + (3.0 if method == "gdpo" else 0.0), "n_items": 277, "note": "",
@@ -121,12 +123,17 @@ def test_a_claim_whose_evidence_exists_cannot_be_stated_untested(tmp_path):
     tables = {"tables": {"table1": {"Qwen2.5-1.5B": "tc"}}}
     judged = ledgers.build_ledger("mini", None, eval_csv=eval_csv, reporting=tables, with_power=False)
     assert judged.set_index("claim_id").loc["C3", "verdict"] != contract.NOT_RUN
-    with pytest.raises(ValueError, match="C3.*holds its evidence"):
-        ledgers.build_ledger("mini", None, eval_csv=eval_csv, with_power=False,
-                             reporting={**tables, "untested": {"C3": "stated after the data"}})
+    for claim in ("C3", "C4", "C11"):
+        with pytest.raises(ValueError, match=f"names {claim}, but the config maps a task to table1"):
+            ledgers.build_ledger("mini", None, eval_csv=eval_csv, with_power=False,
+                                 reporting={**tables, "untested": {claim: "stated after the data"}})
+    # without the mapping, no rule finds the evidence: none to hide; the evidence check stays (a combining rule)
+    assert ledgers.mapped_sources("C3", {"figures": {"fig5": "math"}}) == []
+    assert ledgers.mapped_sources("C11", {**tables, "tables": {**tables["tables"], "table3": {"R1-1.5B": "m"}}}) \
+        == ["table1", "table3"]
     stated = ledgers.build_ledger("mini", None, eval_csv=eval_csv, with_power=False,
-                                  reporting={**tables, "untested": {"C4": "no GRPO w/o std arm"}})
-    assert stated.set_index("claim_id").loc["C4", "verdict"] == contract.NOT_TESTED
+                                  reporting={**tables, "untested": {"C5": "no math task"}})
+    assert stated.set_index("claim_id").loc["C5", "verdict"] == contract.NOT_TESTED
 
 
 @pytest.mark.parametrize("untested, named", [({"C55": "no such claim"}, "C55"), ({"C1": "decided exactly"}, "C1"),

@@ -43,7 +43,8 @@ VERDICT_MEANINGS = {
                   "or failed) failed, and the row gives its measured value and threshold; a failed condition of one "
                   "part leaves that part not tested and the claim decided on its other parts; or the config's "
                   "`reporting: untested:` block states, before the data, that the registered design leaves the "
-                  "claim out (the evidence column gives its reason; refused where the claim's evidence exists)",
+                  "claim out (the evidence column gives its reason; refused where the config maps a task to the claim's "
+                  "table or figure, or the claim's evidence exists)",
     "not run": "the evidence does not exist: a run, a file or a setup is missing (the evidence column says which)",
     "not modelled": "scale sim only: the bench has no mechanism through which the claim could show, or it produced "
                     "the event in no arm and no positive control shows that it can",
@@ -151,8 +152,9 @@ def model_scale_claims() -> list[str]:
 def registered_untested(reporting: dict | None) -> dict[str, str]:
     """Claim id → why the registered design does not test it (the config's ``reporting: untested:`` block,
     e.g. ``{"C5": "the pilot's math design failed its validity conditions"}``): those claims' rows at the
-    scale say *not tested* with that reason, where the scale holds none of their evidence (a claim with
-    evidence is judged; the ledger refuses the block). Stated before the data, as a pre-registration states
+    scale say *not tested* with that reason, where the config maps no task to their tables or figures and the
+    scale holds none of their evidence (a claim the design runs, or one with evidence, is judged; the ledger
+    refuses the block). Stated before the data, as a pre-registration states
     a claim it cannot test; it can only take a verdict away, never give one.
 
     Raises:
@@ -172,15 +174,41 @@ def registered_untested(reporting: dict | None) -> dict[str, str]:
     return {claim: str(reason).strip() for claim, reason in untested.items()}
 
 
+def mapped_sources(claim_id: str, reporting: dict | None) -> list[str]:
+    """The tables and figures of ``reporting`` that map a task to the claim's setups at a model's scale (its
+    power design's ``source`` or ``figure``; for a rule that combines claims, theirs), e.g. ``["table1"]``:
+    where any is mapped, the config's design runs the claim."""
+    reporting = reporting or {}
+    mapped = {**(reporting.get("figures") or {}), **(reporting.get("tables") or {})}
+    found = []
+    for rule in rules_of(claim_id):
+        if rule.scale != Scale.MODEL:
+            continue
+        if rule.combines:
+            found += [s for c in rule.combines for s in mapped_sources(c, reporting) if s not in found]
+            continue
+        source = getattr(rule.design, "source", None) or getattr(rule.design, "figure", None)
+        if source and mapped.get(source) and source not in found:
+            found.append(source)
+    return found
+
+
 def _stated_untested(rule: ClaimRule, evidence: Evidence, combined: dict[str, str], reason: str) -> Verdict:
-    """The *not tested* row of a claim the config states untested, once its rule confirms that the scale holds
-    none of its evidence: a claim whose evidence exists is judged, never left out afterwards. A rule that
-    combines other claims' verdicts (``combined``) has evidence where its rule gives more than *not run* or
-    *not tested* from them.
+    """The *not tested* row of a claim the config states untested, once the config is seen not to run it and its
+    rule confirms that the scale holds none of its evidence: a claim the design runs is judged from its
+    evidence (a run that fails is reported failed, never relabelled untested), and a claim whose evidence
+    exists is never left out afterwards. A rule that combines other claims' verdicts (``combined``) has
+    evidence where its rule gives more than *not run* or *not tested* from them.
 
     Raises:
-        ValueError: the rule finds the claim's evidence at this scale.
+        ValueError: the config maps a task to the claim's table or figure, or the rule finds the claim's
+            evidence at this scale.
     """
+    if sources := mapped_sources(rule.claim_id, evidence.reporting):
+        raise ValueError(f"reporting: untested: names {rule.claim_id}, but the config maps a task to "
+                         f"{', '.join(sources)}, so its design runs the claim, which is then judged from its "
+                         f"evidence (a run that fails is reported failed, not untested): remove {rule.claim_id} "
+                         f"from reporting: untested:, or the task from {', '.join(sources)}")
     judged = rule.judge(evidence, combined) if rule.combines else rule.judge(evidence)
     if judged.verdict not in ((NOT_RUN, NOT_TESTED) if rule.combines else (NOT_RUN,)):
         raise ValueError(f"reporting: untested: names {rule.claim_id}, but scale {evidence.scale!r} holds its evidence "
