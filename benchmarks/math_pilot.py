@@ -25,13 +25,11 @@ import statistics
 import sys
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tool_calling_experiment import apply_overrides
 
-from gdpo.config import merge_configs
+from gdpo.config import load_config
 from gdpo.evaluation.run import evaluate_run
 from gdpo.plan import model_dir, resolve_eval_settings, resolve_run_settings
 from gdpo.training.run import read_metrics, train
@@ -80,8 +78,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--base", action="store_true", help="also evaluate the untrained model")
     args = parser.parse_args()
-    config = apply_overrides(merge_configs(yaml.safe_load(Path(f).read_text(encoding="utf-8")) for f in args.config),
-                             args.set)
+    config = apply_overrides(load_config(*args.config), args.set)
     start = model_dir(config["tasks"][TASK]["model"])
     out = Path(args.out)
     if args.base:

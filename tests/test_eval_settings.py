@@ -12,7 +12,6 @@ commit.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -20,9 +19,8 @@ import re
 from pathlib import Path
 
 import pytest
-from snakemake.utils import update_config
 
-from gdpo.config import apply_grid, apply_miniature, read_yaml, validate_config
+from gdpo.config import apply_grid, apply_miniature, merge_configs, read_yaml, validate_config
 from gdpo.plan import (
     BASE_METHOD,
     EVAL_DEFAULTS,
@@ -57,9 +55,8 @@ def planned_configs() -> dict[str, dict]:
             variants[f"{name}+miniature"] = {**config, **read_yaml(OVERLAY.read_text(encoding="utf-8"))}
         if name in MERGED_OVERLAYS:
             label, path = MERGED_OVERLAYS[name]
-            merged = copy.deepcopy({**config, "grid": "default"})
-            update_config(merged, read_yaml(path.read_text(encoding="utf-8")))
-            variants[f"{name}+{label}"] = merged
+            variants[f"{name}+{label}"] = merge_configs([{**config, "grid": "default"},
+                                                         read_yaml(path.read_text(encoding="utf-8"))])
         for label, variant in variants.items():
             validate_config(variant)
             variant = apply_miniature(apply_grid(variant))

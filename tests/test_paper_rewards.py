@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from snakemake.utils import update_config
 
-from gdpo.config import read_yaml
+from gdpo.config import merge_configs, read_yaml
 from gdpo.plan import resolve_run_settings
 from gdpo.tasks import family_spec
 
@@ -31,9 +30,8 @@ def _setup(task: str, family: str, names: tuple[str, ...]) -> str:
                                   "cpu-evidence-2+overlays/cpu-evidence-2-pilot", "mini"])
 def test_every_task_trains_on_its_paper_setups_rewards(name):
     """Each task of a shipped config (``a+b``: config a merged with b, as snakemake merges config files)."""
-    config = {}
-    for part in name.split("+"):
-        update_config(config, read_yaml((REPO / "config" / f"{part}.yaml").read_text(encoding="utf-8")))
+    config = merge_configs(read_yaml((REPO / "config" / f"{part}.yaml").read_text(encoding="utf-8"))
+                           for part in name.split("+"))
     for task, spec in config["tasks"].items():
         method = (spec.get("methods") or config["methods"])[0]
         settings = resolve_run_settings(config, task, method, 0)
