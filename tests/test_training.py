@@ -146,6 +146,44 @@ def test_completion_diagnostics_are_logged_as_batch_means_without_nan(tiny_model
     assert logged == [pytest.approx(sum(expected) / len(expected))]
 
 
+def test_a_non_finite_gradient_stops_training_at_the_last_finite_weights(tiny_model, tmp_path):
+    """A step whose gradients go NaN is not applied and training stops after it; the model keeps the weights of
+    the step before (so the run is evaluated and counted, not dropped for its outcome)."""
+    from transformers import TrainerCallback
+
+    from gdpo.training.run import _nonfinite_stop_callback
+
+    trainer = _trainer(RegistryGRPOTrainer, tiny_model, tmp_path, "gdpo", advantage_method="gdpo",
+                       args_override={"max_steps": 4, "per_device_train_batch_size": 4, "learning_rate": 1e-2,
+                                      "logging_steps": 1, "save_strategy": "no"})
+    poisoned = next(p for p in trainer.model.parameters() if p.requires_grad)
+    state = {"backward": 0}
+
+    def poison_second_step(grad):
+        state["backward"] += 1
+        return grad * math.nan if trainer.state.global_step == 1 else grad
+
+    poisoned.register_hook(poison_second_step)
+    snapshots = {}
+
+    class Snapshot(TrainerCallback):
+        def on_step_end(self, args, control_state, control, **kwargs):
+            snapshots[control_state.global_step] = [p.detach().clone() for p in trainer.model.parameters()]
+
+    stopper = _nonfinite_stop_callback(trainer.accelerator)
+    trainer.add_callback(stopper)
+    trainer.add_callback(Snapshot())
+    trainer.train()
+    assert state["backward"] >= 2 and stopper.stopped_at_step == 2 and trainer.state.global_step == 2
+    after = [p.detach() for p in trainer.model.parameters()]
+    assert all(torch.isfinite(p).all() for p in after)
+    assert all(torch.equal(a, b) for a, b in zip(after, snapshots[1]))  # step 2 was not applied
+    # The first step was applied (the test would pass vacuously if nothing ever moved).
+    assert not all(torch.equal(a, b.detach()) for a, b in
+                   zip(snapshots[1], _trainer(RegistryGRPOTrainer, tiny_model, tmp_path / "fresh", "gdpo",
+                                              advantage_method="gdpo").model.parameters()))
+
+
 def test_fast_generation_samples_from_the_current_policy_after_each_step(tiny_model, tmp_path):
     """The engine's weights follow the optimizer: reloaded when the step changes, with LoRA merged in."""
     from peft import LoraConfig

@@ -321,6 +321,40 @@ def _stop_callback(stop_at_step: int | None, received: list[int], accelerator, b
     return StopAfterStep()
 
 
+def _nonfinite_stop_callback(accelerator):
+    from transformers import TrainerCallback
+
+    class StopOnNonFiniteGradient(TrainerCallback):
+        """Before an optimizer step whose gradients hold a NaN or ±inf (in any process), drop that step's
+        gradients (the optimizer skips parameters without one, so the weights stay those of the last finite
+        step) and stop training after it. The run then ends like any other: its model is saved, evaluated and
+        counted, and ``stopped_at_step`` says where. Why stop rather than fail: a run that diverges from its
+        own training is an outcome of its method, and leaving it out (with its seed's pair) would select the
+        compared runs on their outcome. Gradients a sharded engine holds outside ``param.grad`` are not seen."""
+
+        def __init__(self) -> None:
+            self.stopped_at_step: int | None = None
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            grads = [p.grad for p in (model.parameters() if model is not None else ()) if p.grad is not None]
+            bad = any(not torch.isfinite(g).all() for g in grads)
+            if accelerator.num_processes > 1:
+                flag = torch.tensor([float(bad)], device=accelerator.device)
+                bad = bool(accelerator.gather(flag).max().item())
+            if bad:
+                for parameter in model.parameters():
+                    parameter.grad = None
+                self.stopped_at_step = state.global_step + 1  # the step being taken (counted after it)
+            return control
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.stopped_at_step is not None:
+                control.should_training_stop = True
+            return control
+
+    return StopOnNonFiniteGradient()
+
+
 def _checkpoints(work_dir: Path) -> list[Path]:
     """The ``checkpoint-<step>`` directories of ``work_dir``, newest first."""
     return sorted(work_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]), reverse=True)
@@ -686,6 +720,8 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     accelerator = trainer.accelerator
     stopper = _stop_callback(stop_at_step, received, accelerator, updates_per_generation(settings.trl))
     trainer.add_callback(stopper)
+    nonfinite = _nonfinite_stop_callback(accelerator)
+    trainer.add_callback(nonfinite)
     checkpoint = _resume_point(accelerator, work_dir, live_metrics, run_dir, log_dirs,
                                run_identity(settings, accelerator.num_processes), restart_changed)
     segment = stop_at_step is not None and stop_at_step < arguments.max_steps
@@ -713,6 +749,10 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     if settings.method_options:  # the run's directory is named by them (gdpo_clip3); say what they are
         summary["method"], summary["method_options"] = settings.method, settings.method_options
     summary["resumed_from"] = checkpoint
+    if nonfinite.stopped_at_step is not None:
+        summary["stopped_early"] = {
+            "step": nonfinite.stopped_at_step,
+            "reason": "non-finite gradients: that step was not applied, the model is the last finite step's"}
     accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:
         _write_run_dir(run_dir, settings, trl_kwargs, accelerator.num_processes, model_dir, tokenizer, summary,
