@@ -437,8 +437,9 @@ def run_records(evidence_dir: str | Path) -> list[dict]:
     """One record per committed run or evaluation under ``evidence_dir``, sorted by task, method and seed:
     its key, the commit it trained at (``env.json``'s ``git_commit``; None for a base model, whose batch
     commit is in the timeline), the SHA-256 of the model it started from or evaluated
-    (:func:`gdpo.files.weights_digest`'s convention: file names and bytes), its logged steps and its
-    evaluated items × samples."""
+    (:func:`gdpo.files.weights_digest`'s convention: file names and bytes), its logged steps, the step at which
+    non-finite gradients stopped it (``summary.json``'s ``stopped_early``; None if none) and its evaluated
+    items × samples."""
     records = []
     root = Path(evidence_dir)
     pattern = RunKey.pattern(".").format(task="*", method="*", seed="*")
@@ -456,6 +457,8 @@ def run_records(evidence_dir: str | Path) -> list[dict]:
         if metrics_path.is_file():
             steps = sum(1 for line in metrics_path.read_text(encoding="utf-8").splitlines() if line.strip())
         settings = evaluation.get("settings") or {}
+        summary_path = run_dir / "summary.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
         records.append({
             **key.identity(),
             "commit": env.get("git_commit"),
@@ -463,6 +466,8 @@ def run_records(evidence_dir: str | Path) -> list[dict]:
             "evaluated_model_sha256": evaluation.get("model_weights_sha256"),
             "evaluated_adapter_sha256": evaluation.get("adapter_weights_sha256"),
             "logged_steps": steps,
+            # a run whose gradients went non-finite: stopped after that step, with the last finite weights
+            "stopped_early_step": (summary.get("stopped_early") or {}).get("step"),
             "eval_items": settings.get("eval_size"),
             "eval_samples_per_item": settings.get("num_samples", 1),
             "eval_seconds": evaluation.get("eval_seconds"),

@@ -50,6 +50,8 @@ def experiment(tmp_path):
     write_run(evidence, "math", "grpo", 0, "a" * 40, 500)
     write_run(evidence, "math", "gdpo", 0, "b" * 40, 500)
     write_run(evidence, "math", "base", 0, None, 0)
+    (evidence / "math" / "gdpo" / "seed0" / "summary.json").write_text(json.dumps(
+        {"steps": 500, "stopped_early": {"step": 500, "reason": "non-finite gradients"}}))
     (evidence / "math" / "gdpo" / "seed1.work").mkdir()  # a checkpoint directory, not a run
     entries = [{"seed": 0, "seconds": 3600.0, "exit_code": "stopped"},
                {"seed": 0, "seconds": 6.5, "exit_code": "locked"},
@@ -75,6 +77,9 @@ def test_run_records_give_each_runs_commit_start_model_steps_and_items(experimen
     assert base["commit"] is None and base["logged_steps"] is None and base["evaluated_model_sha256"] == "e" * 64
     assert gdpo["commit"] == "b" * 40 and gdpo["logged_steps"] == 500 and gdpo["start_model_sha256"] == "s" * 64
     assert grpo["eval_items"] == 200 and grpo["eval_samples_per_item"] == 2
+    # a run stopped by non-finite gradients says where; the others (no summary, or none stopped) say None
+    assert gdpo["stopped_early_step"] == 500 and grpo["stopped_early_step"] is None
+    assert base["stopped_early_step"] is None
 
 
 def test_experiment_provenance_lists_the_registration_commits_runs_and_incidents(experiment):
