@@ -361,3 +361,25 @@ def test_declining_is_not_checked_where_the_training_data_is_not_recorded():
     assert declining_trainable("C3", None, None, "s", recorded=False).passed is None
     assert declining_trainable("C3", None, None, "s").passed is True  # BFCL's own mix
     assert declining_trainable("C3", 0.0, None, "s").passed is False
+
+
+def test_a_run_that_ended_before_its_last_step_is_named_beside_the_verdict_and_still_counted(cpu_evidence):
+    """A run cut short (non-finite gradients stop training, gdpo.training.run) counts with its scores; the ledger
+    names it so that a reader sees which comparison holds a run that trained less. Complete runs are not named."""
+    complete = model.judge_c4(cpu_evidence)
+    assert "ended before the last step" not in complete.measured_value
+    steps = cpu_evidence.steps
+    planned = cpu_evidence.runs["tool_calling"]["max_steps"]
+    cut = (steps["task"] == "tool_calling") & (steps["method"] == "grpo") & (steps["seed"] == 1) & (steps["step"] > 40)
+    short = Evidence(cpu_evidence.evals, steps[~cut], cpu_evidence.reporting, "cpu-evidence", runs=cpu_evidence.runs)
+    assert validity.runs_ended_early(short, "tool_calling", ("grpo", "grpo_nostd", "base")) == [
+        f"grpo seed 1 (step 40 of {planned})"]
+    verdict = model.judge_c4(short)
+    assert f"ended before the last step, counted with their scores: grpo seed 1 (step 40 of {planned})" in \
+        verdict.measured_value
+    assert verdict.verdict == complete.verdict  # named, not dropped or re-judged
+    # A run logging every 2nd optimizer step (two updates per generation batch) is complete at 2 × max_steps.
+    strided = steps[(steps["task"] == "tool_calling") & (steps["method"] == "grpo") & (steps["seed"] == 1)].copy()
+    strided["step"] = strided["step"] * 2
+    doubled = Evidence(cpu_evidence.evals, strided, cpu_evidence.reporting, "cpu-evidence", runs=cpu_evidence.runs)
+    assert validity.runs_ended_early(doubled, "tool_calling", ("grpo",)) == []

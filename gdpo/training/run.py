@@ -751,7 +751,8 @@ def _train(settings: RunSettings, model_dir: str | Path, run_dir: Path, threads:
     summary["resumed_from"] = checkpoint
     if nonfinite.stopped_at_step is not None:
         summary["stopped_early"] = {
-            "step": nonfinite.stopped_at_step,
+            "step": nonfinite.stopped_at_step,  # logged (loss, grad_norm NaN), not applied
+            "updates_applied": nonfinite.stopped_at_step - 1,
             "reason": "non-finite gradients: that step was not applied, the model is the last finite step's"}
     accelerator.wait_for_everyone()  # every process has read the live metrics before they are removed
     if accelerator.is_main_process:

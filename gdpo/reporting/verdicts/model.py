@@ -104,8 +104,10 @@ def gather(evidence: Evidence, claim_id: str, table: str, methods: Sequence[str]
         counts = validity.collapse_counts(evidence, task, methods)
         conditions.append(validity.collapse_leaves_comparison(claim_id, counts, setup))
         unjudged = validity.unjudged_runs(evidence, task, methods)
+        short = validity.runs_ended_early(evidence, task, methods)
         collapse[setup] = f"collapsed runs (gate): {validity.collapse_rates_text(counts)}" + (
-            f"; not judged by the gate: {'; '.join(unjudged)}" if unjudged else "")
+            f"; not judged by the gate: {'; '.join(unjudged)}" if unjudged else "") + (
+            f"; ended before the last step, counted with their scores: {', '.join(short)}" if short else "")
         # Runs compared (the base model's evaluation among them) must share the start model: a run trained from
         # other weights (a warm-up made on another machine) measures those weights too.
         starts = evidence.start_models(task, methods)

@@ -379,6 +379,29 @@ def unjudged_runs(evidence: Evidence, task: str, methods: Sequence[str]) -> list
     return evidence.collapsed(task, [m for m in methods if m != BASE], NOT_JUDGED)
 
 
+def runs_ended_early(evidence: Evidence, task: str, methods: Sequence[str]) -> list[str]:
+    """The trained runs of (task, one of ``methods``) whose last logged step in steps.csv is before the task's
+    last (``"grpo seed 3 (step 12 of 100)"``): stopped by non-finite gradients (``gdpo.training.run``), or
+    cut short some other way. They count with their scores like any run; the ledger names them so that a
+    reader sees which comparisons hold a run that trained less. Steps are read in the run's logging stride (its
+    first logged step: one per generation batch), so a run logging every 2nd optimizer step ends at 2 × the
+    task's ``max_steps`` (generation batches). Empty when steps.csv or the task's ``max_steps`` is unknown."""
+    planned = (evidence.runs.get(task) or {}).get("max_steps")
+    steps = evidence.steps
+    if not planned or steps is None or steps.empty or "step" not in steps.columns:
+        return []
+    rows = steps[(steps["task"] == task) & steps["method"].isin([m for m in methods if m != BASE])]
+    named = []
+    for (method, seed), run in rows.groupby(["method", "seed"], sort=True):
+        logged = pd.to_numeric(run["step"], errors="coerce").dropna()
+        if logged.empty:
+            continue
+        stride, last = int(logged.min()), int(logged.max())
+        if last < planned * stride:
+            named.append(f"{method} seed {int(seed)} (step {last // stride} of {planned})")
+    return named
+
+
 def method_means(evidence: Evidence, task: str, methods: Sequence[str], metric: str) -> dict[str, float]:
     """Method → mean of ``metric`` over its seeds (benchmark-averaged per seed), trained methods only."""
     means = {}
