@@ -82,3 +82,28 @@ def test_provenance_runs_are_completed_from_the_recorded_config_never_changed():
     tampered = {**provenance, "runs": {**provenance["runs"], "math": {**provenance["runs"]["math"], "max_steps": 400}}}
     with pytest.raises(ValueError, match=r"disagree with config/cpu-evidence.yaml"):
         described_runs(tampered, root)
+
+
+def test_the_ledger_of_the_published_config_restores_every_run_and_trains_none(tmp_path):
+    """The headline ledger is built by the workflow from the published config and the committed evidence: its
+    dry run schedules restores and analysis only, never a train, evaluate or warm-up job (a planned run missing
+    from the evidence would be trained here, after the results are known)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    root = PUBLISHED.parents[1]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    process = subprocess.run(
+        [sys.executable, "-m", "snakemake", "results/cpu-evidence/paper_figures/claims.csv", "--dry-run",
+         "--quiet", "rules", "--cores", "1", "--configfile", "config/cpu-evidence.yaml"],
+        cwd=root, env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert process.returncode == 0, process.stderr[-2000:]
+    if "Job stats:" not in process.stdout:  # the ledger is already built in results/: nothing would run
+        assert "Nothing to be done" in process.stdout + process.stderr, process.stdout[-2000:]
+        return
+    stats = process.stdout.split("Job stats:", 1)[1]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.MULTILINE))
+    assert "claims_ledger" in jobs, jobs
+    assert not {"train", "evaluate", "warmup_model"} & set(jobs), jobs
