@@ -14,6 +14,12 @@ criteria a pilot must also meet before a design is registered (`paper_figures/cp
 
     python benchmarks/pilot_conditions.py results/cpu-evidence-2-pilot
 
+Then a second table: each tool-calling run's time (training: the sum of its logged seconds per step, so
+without model loading and checkpoint writes; its evaluation's ``eval_seconds``) and the machine kind its
+``env.json`` records, and per kind the batch time the seed rule reads: W = 2 T + E (three training jobs on 2
+cores, the third waiting for a core; T and E the kind's mean training and evaluation times) and n, the seeds
+whose batches fit in 30 hours.
+
 Exit status 0 when everything passed, 1 otherwise, 2 when the ledger or a summary is not built yet.
 """
 
@@ -82,6 +88,49 @@ def pilot_criteria(steps: pd.DataFrame, evals: pd.DataFrame) -> list[tuple[str, 
     return rows
 
 
+#: The experiment's budget (hours of the driver's timeline), which the seed rule divides by one batch's time.
+BUDGET_HOURS = 30.0
+
+
+def machine_kind(env: dict) -> str:
+    """``"AVX-512"`` where the CPU multiplies bfloat16 natively (``avx512_bf16`` in ``env.json``'s kernel flags),
+    ``"AVX2"`` otherwise: the two kinds the project's machines come in."""
+    flags = ((env.get("cpu") or {}).get("kernel_flags")) or []
+    return "AVX-512" if "avx512_bf16" in flags else "AVX2"
+
+
+def run_times(root: Path, task: str = "tool_calling") -> pd.DataFrame:
+    """One row per finished trained run of ``task`` under ``root/runs``: method, seed, kind, steps, median and
+    summed seconds per step (hours), and its evaluation's seconds (NaN where not evaluated yet)."""
+    import json
+
+    rows = []
+    for run in sorted((root / "runs" / task).glob("*/seed*")):
+        metrics, env = run / "metrics.jsonl", run / "env.json"
+        if run.name.endswith(".work") or not metrics.is_file() or not env.is_file():
+            continue
+        seconds = [r["seconds_per_step"] for r in map(json.loads, metrics.read_text().splitlines()) if r.get("seconds_per_step")]
+        evaluation = run / "eval.json"
+        eval_seconds = json.loads(evaluation.read_text()).get("eval_seconds") if evaluation.is_file() else None
+        rows.append({"method": run.parent.name, "seed": run.name, "kind": machine_kind(json.loads(env.read_text())),
+                     "steps": len(seconds), "median s/step": float(pd.Series(seconds).median()) if seconds else float("nan"),
+                     "training h": sum(seconds) / 3600,
+                     "eval s": float(eval_seconds) if eval_seconds is not None else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def batch_times(times: pd.DataFrame) -> list[str]:
+    """Per machine kind: T, E, W = 2 T + E and the seeds n with n × W ≤ the budget (markdown lines)."""
+    lines = ["| kind | runs | T (h, mean training) | E (h, mean evaluation) | W = 2 T + E (h) | seeds in "
+             f"{BUDGET_HOURS:g} h |", "|---|---|---|---|---|---|"]
+    for kind, part in times.groupby("kind"):
+        t, e = part["training h"].mean(), part["eval s"].mean() / 3600
+        w = 2 * t + e
+        seeds = int(BUDGET_HOURS // w) if w == w and w > 0 else 0
+        lines.append(f"| {kind} | {len(part)} | {t:.2f} | {e:.2f} | {w:.2f} | {seeds} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("scale_dir", help="results/<scale>")
@@ -99,6 +148,13 @@ def main() -> int:
     print("| claim / task | condition (measured; what it needs) | status |\n|---|---|---|")
     for where, text, status in rows:
         print(f"| {where} | {text} | {status} |")
+    times = run_times(root)
+    if not times.empty:
+        print("\n| method | seed | kind | steps | median s/step | training h | eval s |\n|---|---|---|---|---|---|---|")
+        for row in times.itertuples(index=False):
+            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.0f} | {row[5]:.2f} | {row[6]:.0f} |")
+        print()
+        print("\n".join(batch_times(times)))
     return 0 if all(status == "passed" for _, _, status in rows) else 1
 
 
