@@ -137,6 +137,12 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(args.scale_dir)
     needed = [root / "paper_figures" / "claims.csv", root / "summary" / "steps.csv", root / "summary" / "eval.csv"]
+    times = run_times(root)  # printed first: the runs finished so far, before the ledger can be built
+    if not times.empty:
+        print("| method | seed | kind | steps | median s/step | training h | eval s |\n|---|---|---|---|---|---|---|")
+        for row in times.itertuples(index=False):
+            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.0f} | {row[5]:.2f} | {row[6]:.0f} |")
+        print("\n" + "\n".join(batch_times(times)) + "\n", flush=True)
     missing = [str(path) for path in needed if not path.is_file()]
     if missing:
         print(f"error: {', '.join(missing)} not found: the pilot's ledger and summaries are built by the workflow "
@@ -148,13 +154,6 @@ def main() -> int:
     print("| claim / task | condition (measured; what it needs) | status |\n|---|---|---|")
     for where, text, status in rows:
         print(f"| {where} | {text} | {status} |")
-    times = run_times(root)
-    if not times.empty:
-        print("\n| method | seed | kind | steps | median s/step | training h | eval s |\n|---|---|---|---|---|---|---|")
-        for row in times.itertuples(index=False):
-            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.0f} | {row[5]:.2f} | {row[6]:.0f} |")
-        print()
-        print("\n".join(batch_times(times)))
     return 0 if all(status == "passed" for _, _, status in rows) else 1
 
 
