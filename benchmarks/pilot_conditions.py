@@ -26,6 +26,8 @@ Exit status 0 when everything passed, 1 otherwise, 2 when the ledger or a summar
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -34,6 +36,7 @@ import pandas as pd
 
 # The largest fall (points) of mean held-out accuracy below the start's: the ledger's C6 condition asks it of some
 # compared method, the pilot of each trained math arm.
+from gdpo.numerics import machine_kind
 from gdpo.reporting.verdicts.validity import MAX_ACCURACY_FALL
 
 CLAIMS = ("C3", "C4", "C5", "C6")
@@ -92,18 +95,9 @@ def pilot_criteria(steps: pd.DataFrame, evals: pd.DataFrame) -> list[tuple[str, 
 BUDGET_HOURS = 30.0
 
 
-def machine_kind(env: dict) -> str:
-    """``"AVX-512"`` where the CPU multiplies bfloat16 natively (``avx512_bf16`` in ``env.json``'s kernel flags),
-    ``"AVX2"`` otherwise: the two kinds the project's machines come in."""
-    flags = ((env.get("cpu") or {}).get("kernel_flags")) or []
-    return "AVX-512" if "avx512_bf16" in flags else "AVX2"
-
-
 def run_times(root: Path, task: str = "tool_calling") -> pd.DataFrame:
     """One row per finished trained run of ``task`` under ``root/runs``: method, seed, kind, steps, median and
     summed seconds per step (hours), and its evaluation's seconds (NaN where not evaluated yet)."""
-    import json
-
     rows = []
     for run in sorted((root / "runs" / task).glob("*/seed*")):
         metrics, env = run / "metrics.jsonl", run / "env.json"
@@ -112,7 +106,7 @@ def run_times(root: Path, task: str = "tool_calling") -> pd.DataFrame:
         seconds = [r["seconds_per_step"] for r in map(json.loads, metrics.read_text().splitlines()) if r.get("seconds_per_step")]
         evaluation = run / "eval.json"
         eval_seconds = json.loads(evaluation.read_text()).get("eval_seconds") if evaluation.is_file() else None
-        rows.append({"method": run.parent.name, "seed": run.name, "kind": machine_kind(json.loads(env.read_text())),
+        rows.append({"method": run.parent.name, "seed": run.name, "kind": machine_kind(((json.loads(env.read_text()).get("cpu") or {}).get("kernel_flags")) or []),
                      "steps": len(seconds), "median s/step": float(pd.Series(seconds).median()) if seconds else float("nan"),
                      "training h": sum(seconds) / 3600,
                      "eval s": float(eval_seconds) if eval_seconds is not None else float("nan")})
@@ -126,7 +120,7 @@ def batch_times(times: pd.DataFrame) -> list[str]:
     for kind, part in times.groupby("kind"):
         t, e = part["training h"].mean(), part["eval s"].mean() / 3600
         w = 2 * t + e
-        seeds = int(BUDGET_HOURS // w) if w == w and w > 0 else 0
+        seeds = 0 if math.isnan(w) or w <= 0 else int(BUDGET_HOURS // w)
         lines.append(f"| {kind} | {len(part)} | {t:.2f} | {e:.2f} | {w:.2f} | {seeds} |")
     return lines
 

@@ -107,14 +107,19 @@ def cpuinfo_fields(cpuinfo: str | None = None) -> dict[str, str]:
     return fields
 
 
+def machine_kind(flags: set[str] | list[str]) -> str:
+    """The machine kind (:data:`MACHINE_KINDS`) of a CPU with these flags (``/proc/cpuinfo``'s, or the kernel
+    flags a run's ``env.json`` records)."""
+    flags = set(flags)
+    if "avx512f" in flags:
+        return MACHINE_KINDS[0] if "avx512_bf16" in flags or "amx_bf16" in flags else MACHINE_KINDS[1]
+    return MACHINE_KINDS[2] if "avx2" in flags else MACHINE_KINDS[3]
+
+
 def machine_record(cpuinfo: str | None = None) -> dict:
     """This machine's CPU model and kind (:data:`MACHINE_KINDS`), from ``/proc/cpuinfo`` (``cpuinfo``: its text;
     read when None, empty off Linux): what an experiment's timeline records per batch, so that wall time and
     runs can be split by machine kind. Without torch: the driver records it before any job starts."""
     fields = cpuinfo_fields(cpuinfo)
-    flags = set(fields.get("flags", "").split())
-    if "avx512f" in flags:
-        kind = MACHINE_KINDS[0] if "avx512_bf16" in flags or "amx_bf16" in flags else MACHINE_KINDS[1]
-    else:
-        kind = MACHINE_KINDS[2] if "avx2" in flags else MACHINE_KINDS[3]
-    return {"cpu": fields.get("model name"), "kind": kind, "cores": os.cpu_count()}
+    return {"cpu": fields.get("model name"), "kind": machine_kind(fields.get("flags", "").split()),
+            "cores": os.cpu_count()}
