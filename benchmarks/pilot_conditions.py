@@ -20,6 +20,11 @@ without model loading and checkpoint writes; its evaluation's ``eval_seconds``) 
 cores, the third waiting for a core; T and E the kind's mean training and evaluation times) and n, the seeds
 whose batches fit in 30 hours.
 
+Last, the registration gate the pre-registration states ("Order"), read from the table: the design is
+registered only if every condition of C4 in the ledger passed (a condition *not checked* is not a pass) and every
+run of C4's arms (GRPO, GRPO w/o std) had a training signal on at least 80 % of its steps; else it names what
+failed.
+
 Exit status 0 when everything passed, 1 otherwise, 2 when the ledger or a summary is not built yet.
 """
 
@@ -44,6 +49,10 @@ CLAIMS = ("C3", "C4", "C5", "C6")
 MIN_SIGNAL_STEPS = 0.8
 MIN_FORMAT_RISE = 20.0
 START_ACCURACY = (20.0, 70.0)
+#: The registration gate (module docstring): the claim whose every condition must pass, and the arms whose runs
+#: must each meet the signal criterion.
+GATE_CLAIM = "C4"
+GATE_METHODS = ("grpo", "grpo_nostd")
 #: Where the next condition of a ``validity`` cell starts (its own texts hold "; " too).
 CONDITION_START = re.compile(r"; (?=[^;()]*: (?:passed|failed|not checked) \()")
 
@@ -89,6 +98,25 @@ def pilot_criteria(steps: pd.DataFrame, evals: pd.DataFrame) -> list[tuple[str, 
                                  f"(needs at most {MAX_ACCURACY_FALL:g} points below it)",
                          "passed" if fall <= MAX_ACCURACY_FALL else "failed"))
     return rows
+
+
+def registration_gate(ledger: list[tuple[str, str, str]], steps: pd.DataFrame) -> tuple[bool, list[str]]:
+    """The pre-registration's gate: (register?, what failed). ``ledger``: :func:`ledger_conditions`' rows;
+    ``steps``: ``summary/steps.csv``. No C4 row, or no run of a gate arm, fails it too."""
+    failed = [f"{GATE_CLAIM}: {text}" for claim, text, status in ledger if claim == GATE_CLAIM and status != "passed"]
+    if not any(claim == GATE_CLAIM for claim, _, _ in ledger):
+        failed.append(f"{GATE_CLAIM}: no row in the ledger")
+    tool = steps[steps["task"] == "tool_calling"]
+    for method in GATE_METHODS:
+        runs = tool[tool["method"] == method].groupby("seed")
+        if not len(runs):
+            failed.append(f"{method}: no run")
+        for seed, run in runs:
+            share = float((run["advantages/std"].fillna(0) > 0).mean())
+            if share < MIN_SIGNAL_STEPS:
+                failed.append(f"{method} seed {seed}: steps with a training signal {100 * share:.0f} % "
+                              f"(needs ≥ {100 * MIN_SIGNAL_STEPS:.0f} %)")
+    return not failed, failed
 
 
 #: The experiment's budget (hours of the driver's timeline), which the seed rule divides by one batch's time.
@@ -143,11 +171,16 @@ def main() -> int:
               "once every planned pilot run is done (snakemake --profile profiles/workstation --configfile "
               "config/cpu-evidence-2.yaml config/overlays/cpu-evidence-2-pilot.yaml).", file=sys.stderr)
         return 2
-    rows = ledger_conditions(pd.read_csv(needed[0]))
-    rows += pilot_criteria(pd.read_csv(needed[1]), pd.read_csv(needed[2]))
+    ledger, steps = ledger_conditions(pd.read_csv(needed[0])), pd.read_csv(needed[1])
+    rows = ledger + pilot_criteria(steps, pd.read_csv(needed[2]))
     print("| claim / task | condition (measured; what it needs) | status |\n|---|---|---|")
     for where, text, status in rows:
         print(f"| {where} | {text} | {status} |")
+    register, failed = registration_gate(ledger, steps)
+    print("\nRegistration gate (PREREGISTRATION, \"Order\"): " + (
+        f"register (every condition of {GATE_CLAIM} passed; every run of {', '.join(GATE_METHODS)} has a training "
+        f"signal on ≥ {100 * MIN_SIGNAL_STEPS:.0f} % of its steps)" if register else
+        "not registered, failed: " + "; ".join(failed)))
     return 0 if all(status == "passed" for _, _, status in rows) else 1
 
 
