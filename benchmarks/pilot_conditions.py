@@ -71,12 +71,17 @@ def ledger_conditions(claims: pd.DataFrame) -> list[tuple[str, str, str]]:
     return rows
 
 
+def signal_share(run: pd.DataFrame) -> float:
+    """Share of one run's logged steps with a training signal (some advantage not zero: ``advantages/std`` > 0)."""
+    return float((run["advantages/std"].fillna(0) > 0).mean())
+
+
 def pilot_criteria(steps: pd.DataFrame, evals: pd.DataFrame) -> list[tuple[str, str, str]]:
     """The pilot's own criteria (module docstring), measured."""
     rows = []
     tool = steps[steps["task"] == "tool_calling"]
     for (method, seed), run in tool.groupby(["method", "seed"]):
-        share = float((run["advantages/std"].fillna(0) > 0).mean())
+        share = signal_share(run)
         text = f"{method} seed {seed}: steps with a training signal {100 * share:.0f} % (needs ≥ {100 * MIN_SIGNAL_STEPS:.0f} %)"
         rows.append(("tool calling", text, "passed" if share >= MIN_SIGNAL_STEPS else "failed"))
         if method in ("grpo", "gdpo") and "rewards/format/mean" in run:
@@ -112,7 +117,7 @@ def registration_gate(ledger: list[tuple[str, str, str]], steps: pd.DataFrame) -
         if not len(runs):
             failed.append(f"{method}: no run")
         for seed, run in runs:
-            share = float((run["advantages/std"].fillna(0) > 0).mean())
+            share = signal_share(run)
             if share < MIN_SIGNAL_STEPS:
                 failed.append(f"{method} seed {seed}: steps with a training signal {100 * share:.0f} % "
                               f"(needs ≥ {100 * MIN_SIGNAL_STEPS:.0f} %)")
