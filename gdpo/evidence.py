@@ -357,6 +357,20 @@ def _design(expected: Mapping) -> Mapping:
     return expected
 
 
+def _as_trained_on(expected: Mapping, committed_env: Mapping | None) -> Mapping:
+    """``expected`` as the trainer realised it on the committed run's machine: on a CPU whose bfloat16 work ran
+    in float32 (env.json's ``precision.cpu_bf16_runs_in``: emulated bfloat16, or the portable numeric setting)
+    ``train`` turns ``trl.bf16`` off and records that in config.json (:mod:`gdpo.training.run`), so a config
+    asking for bf16 is the committed run's design there, not another one. Any other difference still counts."""
+    trl = expected.get("trl")
+    env = committed_env or {}
+    ran_in_float32 = (env.get("device") == "cpu"
+                      and (env.get("precision") or {}).get("cpu_bf16_runs_in") == "float32")
+    if isinstance(trl, Mapping) and trl.get("bf16") and ran_in_float32:
+        return {**expected, "trl": {**trl, "bf16": False}}
+    return expected
+
+
 def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "") -> list[str]:
     """Keys of ``expected`` whose committed value differs; nested mappings compared key by key (the committed
     run may record more keys than the config sets, e.g. TRL arguments derived at run time)."""
@@ -378,8 +392,8 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     ``expected``: the settings the config asks for, as data (for a trained run
     ``resolve_run_settings(...).to_dict()``, for an evaluation ``resolve_eval_settings(...).to_dict()``, both in
     :mod:`gdpo.plan`; the rules pass their ``to_json()``); every key must equal the committed one
-    (``config.json``, or eval.json's ``settings``), else ``ValueError`` lists the differences and nothing is
-    copied. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
+    (``config.json``, or eval.json's ``settings``; ``trl.bf16`` as the run's machine realised it,
+    :func:`_as_trained_on`), else ``ValueError`` lists the differences and nothing is copied. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
     :class:`~gdpo.files.DigestMismatch` or :class:`EvidenceInconsistent`, nothing copied) and, where the run is
     committed, against the commit that added it (:func:`check_anchored`); the manifest is
     copied too where ``names`` hold the run's files or a base model's evaluation (one writer per run directory).
@@ -390,6 +404,8 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     if expected is not None:
         if "config.json" in names:
             committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))
+            committed_env = json.loads((src / "env.json").read_text(encoding="utf-8")) if "env.json" in names else None
+            expected = _as_trained_on(expected, committed_env)
         else:
             committed_settings = json.loads((src / EVAL_FILE).read_text(encoding="utf-8")).get("settings") or {}
         differences = _differences(committed_settings, _design(expected))

@@ -81,6 +81,32 @@ def test_unfinished_runs_are_not_saved_and_other_settings_are_not_restored(tmp_p
     assert committed(tmp_path / "evidence") == {("t", "m", 0)}
 
 
+def test_bf16_turned_off_by_a_float32_cpu_is_the_same_design_and_nothing_else_is(tmp_path):
+    """train() turns trl.bf16 off where the CPU's bfloat16 work runs in float32 (emulated, or the portable setting)
+    and config.json records that: such a run restores under a config asking for bf16, on a machine of either
+    kind; a run that really trained in bfloat16, a GPU run, or another difference beside it does not."""
+    requested = {"task": "tool_calling", "trl": {"bf16": True, "learning_rate": 2e-4}}
+    cases = {
+        "float32_cpu": ({"device": "cpu", "precision": {"cpu_bf16_runs_in": "float32"}}, None),
+        "bf16_cpu": ({"device": "cpu", "precision": {"cpu_bf16_runs_in": "bfloat16"}}, "trl.bf16: committed false"),
+        "gpu": ({"device": "cuda", "precision": {"cpu_bf16_runs_in": "float32"}}, "trl.bf16: committed false"),
+    }
+    for name, (env, error) in cases.items():
+        run = finished_run(tmp_path / name / "run", {"task": "tool_calling", "trl": {"bf16": False, "learning_rate": 2e-4}})
+        (run / "env.json").write_text(json.dumps(env))
+        dest = run_key_dir(tmp_path / name / "evidence", "tool_calling", "gdpo", 0)
+        save_evidence(run, dest)
+        if error is None:
+            restore(dest, tmp_path / name / "out", RUN_FILES, requested)
+            assert json.loads((tmp_path / name / "out" / "config.json").read_text())["trl"]["bf16"] is False
+            with pytest.raises(ValueError, match="learning_rate: committed 0.0002, config 0.001"):
+                restore(dest, tmp_path / name / "other", RUN_FILES,
+                        {**requested, "trl": {"bf16": True, "learning_rate": 1e-3}})
+        else:
+            with pytest.raises(ValueError, match=error):
+                restore(dest, tmp_path / name / "out", RUN_FILES, requested)
+
+
 def cpu_evidence_config() -> dict:
     return yaml.safe_load((REPO / "config/cpu-evidence.yaml").read_text())
 
