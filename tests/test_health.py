@@ -43,7 +43,26 @@ def test_call_metrics_separate_calls_from_declining():
     think_only = "<think>I can call the tools in the response</think>"
     metrics = call_metrics(rows, [[call, think_only], [think_only, think_only], [think_only, call]],
                            {"a": [True, False], "b": [False, False], "c": [True, True]})
-    assert metrics == {"calls": 25.0, "ast_calls": 25.0, "declined": 50.0, "n_need_call": 2}
+    assert metrics == {"calls": 25.0, "ast_calls": 25.0, "declined": 50.0, "declined_in_format": 0.0, "n_need_call": 2}
+
+
+@pytest.mark.parametrize("text, no_parsable_call, declined_in_format", [
+    ("<think>none of these tools fits</think>\n<response>I cannot help with that.</response>", 100.0, 100.0),
+    # a call cut at the length cap: BFCL's irrelevance check passes it, yet it is no decline
+    ('<think>x</think>\n<tool_call>\n{"name": "f", "parameters": {"a": "a", "a": "a", "a', 100.0, 0.0),
+    # broken JSON in a whole block: no parsable call, and not the response-only structure
+    ("<think>x</think>\n<tool_call>\n{name: f}\n</tool_call>", 100.0, 0.0),
+    ("<think>x</think>", 100.0, 0.0),                  # no answer at all
+    ('<think>x</think>\n<tool_call>\n{"name": "f", "parameters": {}}\n</tool_call>', 0.0, 0.0),
+    # a response that also holds a call tag is not the response-only structure
+    ("<think>x</think>\n<response>no</response>\n<tool_call>\n</tool_call>", 100.0, 0.0),
+])
+def test_no_parsable_call_is_not_declining(text, no_parsable_call, declined_in_format):
+    """`declined` counts what BFCL's irrelevance check passes (no parsable call); `declined_in_format` only an
+    answer without a call in the structure the format reward pays on such items."""
+    rows = [{"id": "c", "answer_type": "response", "tools": TOOLS}]
+    metrics = call_metrics(rows, [[text]], {"c": [False]})
+    assert (metrics["declined"], metrics["declined_in_format"]) == (no_parsable_call, declined_in_format)
 
 
 def _call(*names: str) -> str:

@@ -718,7 +718,7 @@ def test_tool_calling_rows_show_calls_and_ast_beside_the_averages():
                               ("grpo", "declined"): [10.0, 20.0, 30.0, 20.0], ("gdpo", "declined"): [90.0] * 4})
     verdict = verdicts.model.judge_c3(evidence(rows))
     assert verdict.measured_value.endswith("[Calls made: grpo 75.0 %, gdpo 5.0 %; AST acc. (calls): gdpo 0.0 %; "
-                                           "Declined (no call): grpo 20.0 %, gdpo 90.0 %]")
+                                           "No parsable call (no-call items): grpo 20.0 %, gdpo 90.0 %]")
 
 
 def test_the_seed_gate_counts_the_seeds_a_pooled_verdict_rests_on():

@@ -143,7 +143,7 @@ def test_table1_cells_ci_notes_and_missing_runs():
                                     runs=cpu_runs("tool_calling"))
     assert list(frame.columns) == [OURS_COLUMN, PAPER_ROW_COLUMN, "method", "task", "Live", "Multi", "Non-live",
                                    "Avg", "Format", "Calls made", "AST acc. (calls)",
-                                   "Declined (no call)"]
+                                   "No parsable call (no-call items)", "Declined in format (no-call items)"]
     # What ran first (our model and its steps, the untrained base, "no run"), the paper's row beside it.
     assert frame[[OURS_COLUMN, PAPER_ROW_COLUMN, "method"]].values.tolist() == [
         [f"{SMOL}, untrained", "Qwen2.5-1.5B", "base"], [f"{SMOL}, 8 steps", "Qwen2.5-1.5B", "GRPO"],

@@ -8,8 +8,9 @@ and BFCL's averages can rise while it does. These indicators make that plain, du
 - ``call_when_expected``: ``call_made`` on items whose reference answer calls a tool (NaN elsewhere).
 - ``exact_call``: the parsed call list equals the reference list exactly (ToolRL's ``correct`` = 3), on
   items with a reference call list (NaN elsewhere): the training samples' own AST-style accuracy.
-- ``declined_when_expected``: on items that expect no call (irrelevance), the completion makes none (NaN
-  elsewhere).
+- ``declined_when_expected``: on items that expect no call (irrelevance), the completion makes no parsable
+  call (NaN elsewhere): a call cut at the length cap counts, so it bounds declining from above; the format
+  reward's mean on those items is the share that answered in the response-only structure.
 
 The evaluation's ``calls`` (:func:`gdpo.tasks.tool_calling.evaluation.call_metrics`, the collapse gate's
 indicator) is stricter than ``call_made``: :func:`calls_offered_tools` also wants every call to name one of

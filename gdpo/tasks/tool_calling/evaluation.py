@@ -24,7 +24,7 @@ from gdpo.files import ITEMS_KEY, item_outcomes, write_jsonl
 from gdpo.tasks.tool_calling.bfcl_aggregate import aggregate
 from gdpo.generation.health import TRUNCATED, health_record
 from gdpo.tasks.tool_calling.diagnostics import calls_offered_tools, parsed_calls
-from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt
+from gdpo.tasks.tool_calling.output_format import ANSWER_BOTH, ANSWER_TOOL_CALL, build_prompt, has_expected_format
 
 BFCL_PYTHON_ENV = "GDPO_BFCL_PYTHON"
 BFCL_VENV_PYTHON = Path(".venv-bfcl") / "bin" / "python"
@@ -48,7 +48,13 @@ def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str,
     - ``ast_calls``: BFCL's AST verdict "correct" on those same items (AST accuracy where a call is needed,
       all categories pooled);
     - ``declined``: no parsable tool call at all, on the items that need none (BFCL's irrelevance categories
-      pooled; a call to a tool not offered is no decline either).
+      pooled; a call to a tool not offered is no decline either). This is what BFCL's irrelevance check passes,
+      so it also counts a call cut at the length cap or written as broken JSON: it is "no parsable call", not
+      a decision to answer without one;
+    - ``declined_in_format``: on those same items, the completion has exactly the structure of an answer without
+      a call (``<think>`` then ``<response>``, no ``<tool_call>`` tag: :func:`has_expected_format`, what the
+      format reward pays there). A policy that declines writes this; one that only fails to write a call
+      does not.
 
     A policy that stops calling tools keeps (or raises) BFCL's irrelevance scores and ``declined``, and
     drops ``calls`` to 0: the collapse :mod:`gdpo.generation.health` gates on.
@@ -58,7 +64,7 @@ def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str,
             texts, per item;
         verdicts: item id → BFCL's per-sample correctness (``scores.json`` items).
     """
-    needs_call, declines, correct = [], [], []
+    needs_call, declines, declines_in_format, correct = [], [], [], []
     for row, texts in zip(rows, samples):
         expects_call = row["answer_type"] in (ANSWER_TOOL_CALL, ANSWER_BOTH)
         for index, text in enumerate(texts):
@@ -67,11 +73,13 @@ def call_metrics(rows: list[dict], samples: list[list[str]], verdicts: dict[str,
                 correct.append(bool(verdicts.get(row["id"], [False] * len(texts))[index]))
             else:
                 declines.append(parsed_calls(text) is None)
+                declines_in_format.append(has_expected_format(text, row["answer_type"]))
 
     def percent(values: list[bool]) -> float:
         return 100.0 * sum(values) / len(values) if values else float("nan")
 
     return {"calls": percent(needs_call), "ast_calls": percent(correct), "declined": percent(declines),
+            "declined_in_format": percent(declines_in_format),
             "n_need_call": len({row["id"] for row in rows if row["answer_type"] in (ANSWER_TOOL_CALL, ANSWER_BOTH)})}
 
 
