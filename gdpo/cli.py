@@ -492,12 +492,15 @@ def cmd_compare_ledgers(args: argparse.Namespace) -> int:
         arg("--to", dest="dest", required=True, help="results/<scale>/runs/<task>/<method>/seed<k>"),
         arg("--run", action="store_true", help="the trained run's files (else the evaluation's eval.json)"),
         arg("--settings", required=True, help="JSON of the settings the config asks for"),
+        arg("--numerics", default=None, help="the config's cpu_numerics, which the committed run must have "
+                                             "recorded (native or portable); unchecked when omitted"),
     ),
 )
 def cmd_restore_evidence(args: argparse.Namespace) -> int:
     from gdpo.evidence import EVAL_FILE, RUN_FILES, restore
 
-    restore(args.src, args.dest, RUN_FILES if args.run else (EVAL_FILE,), json.loads(args.settings))
+    restore(args.src, args.dest, RUN_FILES if args.run else (EVAL_FILE,), json.loads(args.settings),
+            numerics=args.numerics)
     print(f"restored {'the run' if args.run else 'the evaluation'} in {args.src} to {args.dest}")
     return 0
 

@@ -386,14 +386,27 @@ def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "
     return differences
 
 
-def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected: Mapping | None = None) -> None:
+def _committed_numerics(src: Path, names: list[str]) -> str:
+    """The numeric setting (``cpu_numerics``, :mod:`gdpo.numerics`) the committed run or evaluation recorded:
+    env.json's, else eval.json's ``numerics.setting``; ``native`` where none is recorded (made before the
+    setting existed, when every job computed natively)."""
+    record = json.loads((src / ("env.json" if "env.json" in names else EVAL_FILE)).read_text(encoding="utf-8"))
+    numerics = record.get("numerics")
+    return numerics.get("setting", "native") if isinstance(numerics, Mapping) else "native"
+
+
+def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected: Mapping | None = None,
+            numerics: str | None = None) -> None:
     """Copy committed evidence ``names`` from ``src`` into ``run_dir``.
 
     ``expected``: the settings the config asks for, as data (for a trained run
     ``resolve_run_settings(...).to_dict()``, for an evaluation ``resolve_eval_settings(...).to_dict()``, both in
     :mod:`gdpo.plan`; the rules pass their ``to_json()``); every key must equal the committed one
     (``config.json``, or eval.json's ``settings``; ``trl.bf16`` as the run's machine realised it,
-    :func:`_as_trained_on`), else ``ValueError`` lists the differences and nothing is copied. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
+    :func:`_as_trained_on`), else ``ValueError`` lists the differences and nothing is copied. ``numerics``: the
+    config's ``cpu_numerics``; the committed run (or evaluation) must have recorded the same setting
+    (:func:`_committed_numerics`), else ``ValueError``: a run computed natively on one machine is not the
+    portable design, whatever its other settings. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
     :class:`~gdpo.files.DigestMismatch` or :class:`EvidenceInconsistent`, nothing copied) and, where the run is
     committed, against the commit that added it (:func:`check_anchored`); the manifest is
     copied too where ``names`` hold the run's files or a base model's evaluation (one writer per run directory).
@@ -401,6 +414,11 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     src, run_dir, names = Path(src), Path(run_dir), list(names)
     manifest = check_run_evidence(src, names)
     check_anchored(src)
+    if numerics is not None and (committed_numerics := _committed_numerics(src, names)) != numerics:
+        raise ValueError(
+            f"The committed evidence in {src} was computed under cpu_numerics: {committed_numerics}, and the config "
+            f"asks for {numerics} (gdpo.numerics): restore the config of the pre-registered design, or move the "
+            "evidence away to run this design afresh.")
     if expected is not None:
         if "config.json" in names:
             committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))

@@ -107,6 +107,28 @@ def test_bf16_turned_off_by_a_float32_cpu_is_the_same_design_and_nothing_else_is
                 restore(dest, tmp_path / name / "out", RUN_FILES, requested)
 
 
+def test_a_run_restores_only_under_the_numeric_setting_it_recorded(tmp_path):
+    """A run computed natively (here: bfloat16 only turned off, AVX-512 kernels kept) is not the portable design,
+    and the reverse; evidence made before the setting existed counts as native; the evaluation is checked alike."""
+    portable = {"setting": "portable", "torch_capability": "AVX2", "cpu_bf16_runs_in": "float32"}
+    native = {"setting": "native", "torch_capability": "AVX512", "cpu_bf16_runs_in": "float32"}
+    for name, record, accepted in [("portable", portable, "portable"), ("native", native, "native"),
+                                   ("older", None, "native")]:
+        run = finished_run(tmp_path / name / "run", {"task": "tool_calling"})
+        env = {"device": "cpu", "precision": {"cpu_bf16_runs_in": "float32"}}
+        (run / "env.json").write_text(json.dumps(env if record is None else {**env, "numerics": record}))
+        evaluation = json.loads((run / EVAL_FILE).read_text())
+        (run / EVAL_FILE).write_text(json.dumps(evaluation if record is None else {**evaluation, "numerics": record}))
+        dest = run_key_dir(tmp_path / name / "evidence", "tool_calling", "gdpo", 0)
+        save_evidence(run, dest)
+        other = "native" if accepted == "portable" else "portable"
+        for names, settings in [(RUN_FILES, {"task": "tool_calling"}), ([EVAL_FILE], {"eval_size": 277})]:
+            with pytest.raises(ValueError, match=f"computed under cpu_numerics: {accepted}, and the config asks for {other}"):
+                restore(dest, tmp_path / name / "refused", names, settings, numerics=other)
+            restore(dest, tmp_path / name / "out", names, settings, numerics=accepted)
+        assert not (tmp_path / name / "refused").exists()
+
+
 def cpu_evidence_config() -> dict:
     return yaml.safe_load((REPO / "config/cpu-evidence.yaml").read_text())
 

@@ -16,6 +16,7 @@ if config.get("evidence_dir"):
             env=f"{RUN_DIR}/env.json",
         params:
             settings=run_settings,
+            numerics=config.get("cpu_numerics", "native"),
             src=lambda wildcards, input: os.path.dirname(input[0]),
             dest=lambda wildcards, output: os.path.dirname(output.metrics),
         localrule: True
@@ -25,7 +26,7 @@ if config.get("evidence_dir"):
             "../../envs/analysis.yaml"
         shell:
             "python -m gdpo restore-evidence --from {params.src} --to {params.dest} --run "
-            "--settings {params.settings:q} > {log} 2>&1"
+            "--settings {params.settings:q} --numerics {params.numerics} > {log} 2>&1"
 
     rule restore_eval:
         input:
@@ -34,6 +35,7 @@ if config.get("evidence_dir"):
             eval=f"{RUN_DIR}/{EVAL_FILE}",
         params:
             settings=eval_settings,
+            numerics=config.get("cpu_numerics", "native"),
             src=lambda wildcards, input: os.path.dirname(input[0]),
             dest=lambda wildcards, output: os.path.dirname(output.eval),
         localrule: True
@@ -43,7 +45,7 @@ if config.get("evidence_dir"):
             "../../envs/analysis.yaml"
         shell:
             "python -m gdpo restore-evidence --from {params.src} --to {params.dest} "
-            "--settings {params.settings:q} > {log} 2>&1"
+            "--settings {params.settings:q} --numerics {params.numerics} > {log} 2>&1"
 
     ruleorder: restore_run > train
     ruleorder: restore_eval > evaluate
