@@ -33,7 +33,7 @@ OPTIONS = {
     "republish-ledger": ("published", "--amend-by", "--amend-why"),
     "record-digests": ("evidence_dir",),
     "compare-ledgers": ("published", "rerun", "--out"),
-    "restore-evidence": ("--from", "--to", "--run", "--settings"),
+    "restore-evidence": ("--from", "--to", "--run", "--settings", "--numerics"),
     "run-experiment": ("--configfile", "--repo", "--cores", "--budget-hours", "--no-commit"),
     "prepare-model": ("--spec", "--out", "--seed"),
     "train": ("--settings", "--model-dir", "--run-dir", "--threads", "--stop-at-step", "--segment-record",
