@@ -357,15 +357,14 @@ def _design(expected: Mapping) -> Mapping:
     return expected
 
 
-def _as_trained_on(expected: Mapping, committed_env: Mapping | None) -> Mapping:
+def _as_trained_on(expected: Mapping, committed_env: Mapping) -> Mapping:
     """``expected`` as the trainer realised it on the committed run's machine: on a CPU whose bfloat16 work ran
     in float32 (env.json's ``precision.cpu_bf16_runs_in``: emulated bfloat16, or the portable numeric setting)
     ``train`` turns ``trl.bf16`` off and records that in config.json (:mod:`gdpo.training.run`), so a config
     asking for bf16 is the committed run's design there, not another one. Any other difference still counts."""
     trl = expected.get("trl")
-    env = committed_env or {}
-    ran_in_float32 = (env.get("device") == "cpu"
-                      and (env.get("precision") or {}).get("cpu_bf16_runs_in") == "float32")
+    ran_in_float32 = (committed_env.get("device") == "cpu"
+                      and (committed_env.get("precision") or {}).get("cpu_bf16_runs_in") == "float32")
     if isinstance(trl, Mapping) and trl.get("bf16") and ran_in_float32:
         return {**expected, "trl": {**trl, "bf16": False}}
     return expected
@@ -386,11 +385,10 @@ def _differences(committed_settings: Mapping, expected: Mapping, prefix: str = "
     return differences
 
 
-def _committed_numerics(src: Path, names: list[str]) -> str:
-    """The numeric setting (``cpu_numerics``, :mod:`gdpo.numerics`) the committed run or evaluation recorded:
-    env.json's, else eval.json's ``numerics.setting``; ``native`` where none is recorded (made before the
-    setting existed, when every job computed natively)."""
-    record = json.loads((src / ("env.json" if "env.json" in names else EVAL_FILE)).read_text(encoding="utf-8"))
+def _recorded_numerics(record: Mapping) -> str:
+    """The numeric setting (``cpu_numerics``, :mod:`gdpo.numerics`) a committed env.json or eval.json recorded
+    (its ``numerics.setting``); ``native`` where none is recorded (made before the setting existed, when every
+    job computed natively)."""
     numerics = record.get("numerics")
     return numerics.get("setting", "native") if isinstance(numerics, Mapping) else "native"
 
@@ -405,27 +403,31 @@ def restore(src: str | Path, run_dir: str | Path, names: Iterable[str], expected
     (``config.json``, or eval.json's ``settings``; ``trl.bf16`` as the run's machine realised it,
     :func:`_as_trained_on`), else ``ValueError`` lists the differences and nothing is copied. ``numerics``: the
     config's ``cpu_numerics``; the committed run (or evaluation) must have recorded the same setting
-    (:func:`_committed_numerics`), else ``ValueError``: a run computed natively on one machine is not the
-    portable design, whatever its other settings. First every file is checked against the committed :data:`MANIFEST` (:func:`check_run_evidence`:
-    :class:`~gdpo.files.DigestMismatch` or :class:`EvidenceInconsistent`, nothing copied) and, where the run is
-    committed, against the commit that added it (:func:`check_anchored`); the manifest is
+    (:func:`_recorded_numerics`), else ``ValueError``: a run computed natively on one machine is not the
+    portable design, whatever its other settings. First every file is checked against the committed
+    :data:`MANIFEST` (:func:`check_run_evidence`: :class:`~gdpo.files.DigestMismatch` or
+    :class:`EvidenceInconsistent`, nothing copied) and, where the run is committed, against the commit that
+    added it (:func:`check_anchored`); the manifest is
     copied too where ``names`` hold the run's files or a base model's evaluation (one writer per run directory).
     """
     src, run_dir, names = Path(src), Path(run_dir), list(names)
     manifest = check_run_evidence(src, names)
     check_anchored(src)
-    if numerics is not None and (committed_numerics := _committed_numerics(src, names)) != numerics:
+    # A run's machine record is its env.json, an evaluation's its eval.json (read once for both checks).
+    record_name = "env.json" if "env.json" in names else EVAL_FILE
+    record = (json.loads((src / record_name).read_text(encoding="utf-8"))
+              if (numerics is not None or expected is not None) and record_name in names else {})
+    if numerics is not None and (committed_numerics := _recorded_numerics(record)) != numerics:
         raise ValueError(
-            f"The committed evidence in {src} was computed under cpu_numerics: {committed_numerics}, and the config "
-            f"asks for {numerics} (gdpo.numerics): restore the config of the pre-registered design, or move the "
-            "evidence away to run this design afresh.")
+            f"The committed evidence in {src} was computed under cpu_numerics: {committed_numerics}, and the "
+            f"config asks for {numerics} (gdpo.numerics): restore the config of the pre-registered design, or "
+            "move the evidence away to run this design afresh.")
     if expected is not None:
         if "config.json" in names:
             committed_settings = json.loads((src / "config.json").read_text(encoding="utf-8"))
-            committed_env = json.loads((src / "env.json").read_text(encoding="utf-8")) if "env.json" in names else None
-            expected = _as_trained_on(expected, committed_env)
+            expected = _as_trained_on(expected, record)
         else:
-            committed_settings = json.loads((src / EVAL_FILE).read_text(encoding="utf-8")).get("settings") or {}
+            committed_settings = record.get("settings") or {}
         differences = _differences(committed_settings, _design(expected))
         if differences:
             raise ValueError(

@@ -92,7 +92,8 @@ def test_bf16_turned_off_by_a_float32_cpu_is_the_same_design_and_nothing_else_is
         "gpu": ({"device": "cuda", "precision": {"cpu_bf16_runs_in": "float32"}}, "trl.bf16: committed false"),
     }
     for name, (env, error) in cases.items():
-        run = finished_run(tmp_path / name / "run", {"task": "tool_calling", "trl": {"bf16": False, "learning_rate": 2e-4}})
+        committed_settings = {"task": "tool_calling", "trl": {"bf16": False, "learning_rate": 2e-4}}
+        run = finished_run(tmp_path / name / "run", committed_settings)
         (run / "env.json").write_text(json.dumps(env))
         dest = run_key_dir(tmp_path / name / "evidence", "tool_calling", "gdpo", 0)
         save_evidence(run, dest)
@@ -123,7 +124,8 @@ def test_a_run_restores_only_under_the_numeric_setting_it_recorded(tmp_path):
         save_evidence(run, dest)
         other = "native" if accepted == "portable" else "portable"
         for names, settings in [(RUN_FILES, {"task": "tool_calling"}), ([EVAL_FILE], {"eval_size": 277})]:
-            with pytest.raises(ValueError, match=f"computed under cpu_numerics: {accepted}, and the config asks for {other}"):
+            refusal = f"computed under cpu_numerics: {accepted}, and the config asks for {other}"
+            with pytest.raises(ValueError, match=refusal):
                 restore(dest, tmp_path / name / "refused", names, settings, numerics=other)
             restore(dest, tmp_path / name / "out", names, settings, numerics=accepted)
         assert not (tmp_path / name / "refused").exists()

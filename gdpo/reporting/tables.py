@@ -85,7 +85,8 @@ METHOD_LABELS = {"base": "base", Method.GRPO: "GRPO", Method.GRPO_NOSTD: "GRPO w
                  Method.GDPO_NOBN: "GDPO w/o batch step", Method.GDPO_NOSTD: "GDPO w/o std"}
 METRIC_LABELS = {"live": "Live", "multi_turn": "Multi", "non_live": "Non-live", "avg": "Avg",
                  "format": "Format", "acc": "Acc", "exceed": "Exceed", "pass": "Pass", "bug": "Bug",
-                 "calls": "Calls made", "ast_calls": "AST acc. (calls)", "declined": "No parsable call (no-call items)",
+                 "calls": "Calls made", "ast_calls": "AST acc. (calls)",
+                 "declined": "No parsable call (no-call items)",
                  "declined_in_format": "Declined in format (no-call items)"}
 #: Table 1's columns beside BFCL's averages, which the paper does not report: what the policy does on the
 #: items that need a tool call and on those that need none (tool_calling.evaluation.call_metrics), so that a
@@ -357,9 +358,9 @@ def table1_tool_calling(evals: pd.DataFrame, tasks: dict[str, str], scale: str,
     GDPO; Qwen2.5-3B base, GRPO, GDPO). Columns: ``ours (model, steps)`` (what ran: our model and its steps,
     e.g. "SmolLM2-135M-Instruct, 8 steps", the base row's starting point, or "no run"), ``paper row`` (the
     paper's model whose numbers are in parentheses), ``method, task`` (our task, "" if none), then Live,
-    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls), No parsable call (no-call items), Declined in format
-    (no-call items). Our benchmark ``bfcl_v3``
-    is (a held-out part of) BFCL-v3 itself, so every BFCL cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
+    Multi, Non-live, Avg, Format, Calls made, AST acc. (calls), No parsable call (no-call items), Declined in
+    format (no-call items). Our benchmark ``bfcl_v3`` is (a held-out part of) BFCL-v3 itself, so every BFCL
+    cell is "ours (paper)". ``tasks`` keys: "Qwen2.5-1.5B", "Qwen2.5-3B".
     ``starting_points``: task → what its ``base`` is when it is not the untrained model (a format warm-up);
     those base rows read :data:`WARMED_UP_BASE` and name it in the ours column. ``runs``: see the module
     docstring.

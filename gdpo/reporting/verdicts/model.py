@@ -199,9 +199,9 @@ def judge_table(evidence: Evidence, claim_id: str, comparison: str, setups: dict
 def _tool_behaviour(evidence: Evidence, setups: dict[str, str], methods: Sequence[str]) -> str:
     """What the compared tool-calling policies do beside BFCL's averages (means over seeds), e.g.
     ``"Calls made: grpo 80.0 %, gdpo 75.0 %; AST acc. (calls): grpo 20.0 %, gdpo 25.0 %; No parsable call
-    (no-call items): grpo 40.0 %, gdpo 55.0 %"`` (the last two on the items that expect no call): Table 1's behaviour columns with
-    their labels (:data:`~gdpo.reporting.tables.TOOL_BEHAVIOUR_METRICS`); "" when eval.csv has none of them
-    (evaluations made before these metrics)."""
+    (no-call items): grpo 40.0 %, gdpo 55.0 %"`` (the last two on the items that expect no call): Table 1's
+    behaviour columns with their labels (:data:`~gdpo.reporting.tables.TOOL_BEHAVIOUR_METRICS`); "" when
+    eval.csv has none of them (evaluations made before these metrics)."""
     if evidence.evals is None:
         return ""
     parts = []
